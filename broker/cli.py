@@ -1,0 +1,84 @@
+"""The ``minikafka`` command: ``minikafka [server.properties] [--override key=value]...``.
+
+Shaped like Kafka's ``kafka-server-start.sh server.properties --override k=v`` so the
+same files and flags work; ``minikafka dump ...`` runs the log-inspection tool instead.
+Exit status 2 means the command line or the configuration was rejected.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+
+from broker.config import ConfigError, load_config, properties_help
+from broker.logging_setup import configure
+
+__all__ = ["build_parser", "main"]
+
+log = logging.getLogger("broker.cli")
+
+_DESCRIPTION = """\
+A Kafka broker for stock Kafka clients.
+
+Configuration uses Kafka's property names, from three sources; later ones win:
+  1. the properties file given as the first argument (Java properties format),
+  2. KAFKA_<NAME> environment variables, named as the apache/kafka Docker image names
+     them: upper-case, '.' -> '_', '_' -> '__', '-' -> '___' (KAFKA_LOG_DIRS = log.dirs),
+  3. --override name=value flags.
+Unknown properties are warned about and ignored; an invalid value stops start-up.
+
+'minikafka dump ...' inspects log files instead (see 'minikafka dump --help')."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="minikafka",
+        description=_DESCRIPTION,
+        epilog=properties_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "properties_file",
+        nargs="?",
+        metavar="server.properties",
+        help="Kafka-style properties file (optional)",
+    )
+    parser.add_argument(
+        "--override",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="set a property, overriding the file and the environment (repeatable)",
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else list(argv)
+    if args and args[0] == "dump":
+        # Imported lazily: the dump tool needs none of the server's machinery.
+        from broker.dump import main as dump_main
+
+        return dump_main(args[1:])
+
+    try:
+        ns = build_parser().parse_args(args)
+    except SystemExit as exc:  # --help (0) or a usage error (2), already printed
+        return exc.code if isinstance(exc.code, int) else 2
+
+    try:
+        config, warnings, _sources = load_config(ns.properties_file, os.environ, ns.override)
+    except ConfigError as exc:
+        print(f"minikafka: {exc}", file=sys.stderr)
+        return 2
+
+    configure(config.log_level)
+    for warning in warnings:
+        log.warning("%s", warning)
+    log.info("configuration: %s", config.source_summary)
+
+    from broker.server import run
+
+    return run(config, config_source=config.source_summary)

@@ -1,0 +1,766 @@
+"""Broker configuration: Kafka's property names, from a file, the environment and flags.
+
+Sources, later ones winning (the same layering Kafka users know from
+``kafka-server-start.sh server.properties --override k=v`` and the apache/kafka image):
+
+1. a Java-properties file (``server.properties``);
+2. ``KAFKA_<PROPERTY>`` environment variables, mapped as the apache/kafka Docker image
+   maps them (``.`` -> ``_``, ``_`` -> ``__``, ``-`` -> ``___``, upper-cased);
+3. ``--override key=value`` flags.
+
+Every supported property is described once, in ``PROPERTIES``; defaults, ``--help`` and
+validation all come from that table. Unknown properties are warned about, never fatal
+(Kafka logs "was supplied but isn't a known config" and carries on); invalid values stop
+start-up with a ``ConfigError`` naming the property, as Kafka's ``ConfigException`` does.
+
+Deviations from Apache Kafka:
+- ``listeners`` defaults to loopback (``PLAINTEXT://127.0.0.1:9092``), not all interfaces.
+- Only the PLAINTEXT security protocol is served; only one log directory is supported.
+- KRaft/controller properties are accepted so that a stock KRaft ``server.properties``
+  loads unchanged, but there is no controller: a listener named in
+  ``controller.listener.names`` is not served.
+- The properties file is read as UTF-8 (Java's ``Properties.load`` reads ISO-8859-1).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "ACCEPTED_IGNORED",
+    "PROPERTIES",
+    "Config",
+    "ConfigError",
+    "Listener",
+    "Property",
+    "env_var_to_property",
+    "load_config",
+    "make_config",
+    "parse_properties",
+    "properties_help",
+]
+
+
+class ConfigError(Exception):
+    """An invalid configuration; ``property`` is None for errors not tied to one property."""
+
+    def __init__(self, property: str | None, message: str) -> None:
+        self.property = property
+        self.message = message
+        super().__init__(
+            f"invalid value for {property}: {message}" if property is not None else message
+        )
+
+
+@dataclass(frozen=True)
+class Listener:
+    """One socket the broker serves.
+
+    ``host`` is the bind address: ``""`` means all interfaces (asyncio's
+    ``create_server`` treats ``""`` that way). ``port`` 0 binds an ephemeral port;
+    ``advertised_port`` 0 means "advertise whatever port was bound".
+    """
+
+    name: str
+    host: str
+    port: int
+    advertised_host: str
+    advertised_port: int
+
+
+@dataclass(frozen=True)
+class Config:
+    listeners: tuple[Listener, ...]
+    log_dir: str
+    node_id: int
+    num_partitions: int
+    auto_create_topics_enable: bool
+    default_replication_factor: int
+    segment_bytes: int
+    message_max_bytes: int
+    socket_request_max_bytes: int
+    index_interval_bytes: int
+    producer_id_expiration_ms: int
+    producer_id_expiration_check_interval_ms: int
+    log_level: str
+    record_validation: str
+    cluster_id: str | None
+    # Where the configuration came from, for the start-up log line.
+    source_summary: str
+    # Properties set explicitly (canonical name, raw value), e.g. for DescribeConfigs.
+    explicit: tuple[tuple[str, str], ...]
+
+
+# ---------------------------------------------------------------------------------------
+# Value kinds and validators
+
+
+@dataclass(frozen=True)
+class Kind:
+    """How a raw string becomes a value; ``parse`` raises ValueError with a reason."""
+
+    name: str
+    parse: Callable[[str], Any]
+
+
+_INT_RE = re.compile(r"[+-]?[0-9]+")
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+
+
+def _parse_int(raw: str) -> int:
+    # Kafka's INT type is a Java int: Integer.parseInt on the trimmed value.
+    text = raw.strip()
+    if not _INT_RE.fullmatch(text):
+        raise ValueError(f"{raw!r} is not an integer")
+    value = int(text)
+    if not _INT32_MIN <= value <= _INT32_MAX:
+        raise ValueError(f"{text} does not fit in a 32-bit integer")
+    return value
+
+
+def _parse_bool(raw: str) -> bool:
+    # Kafka's BOOLEAN type accepts exactly true/false, case-insensitively.
+    text = raw.strip().lower()
+    if text == "true":
+        return True
+    if text == "false":
+        return False
+    raise ValueError(f"{raw!r} is not a boolean (expected true or false)")
+
+
+def _parse_string(raw: str) -> str:
+    return raw.strip()
+
+
+def _parse_optional(raw: str) -> str | None:
+    text = raw.strip()
+    return text or None
+
+
+def _choice(*options: str) -> Kind:
+    canonical = {o.lower(): o for o in options}
+
+    def parse(raw: str) -> str:
+        text = raw.strip().lower()
+        if text not in canonical:
+            raise ValueError(f"{raw.strip()!r} is not one of {', '.join(options)}")
+        return canonical[text]
+
+    return Kind("one of " + "|".join(options), parse)
+
+
+def _at_least(minimum: int) -> Callable[[Any], None]:
+    def check(value: Any) -> None:
+        if value < minimum:
+            raise ValueError(f"{value} is below the minimum of {minimum}")
+
+    return check
+
+
+def _log_level(raw: str) -> str:
+    text = raw.strip().upper()
+    if text == "WARN":  # log4j spelling, as Kafka users write it
+        text = "WARNING"
+    if text not in ("DEBUG", "INFO", "WARNING", "ERROR"):
+        raise ValueError(f"{raw.strip()!r} is not one of DEBUG, INFO, WARNING, ERROR")
+    return text
+
+
+def _log_dirs(raw: str) -> str:
+    dirs = [d.strip() for d in raw.split(",") if d.strip()]
+    if not dirs:
+        raise ValueError("a log directory is required")
+    if len(dirs) > 1:
+        raise ValueError(
+            f"minikafka supports a single log directory, got {len(dirs)}: {', '.join(dirs)}"
+        )
+    return dirs[0]
+
+
+INT = Kind("int", _parse_int)
+BOOLEAN = Kind("boolean", _parse_bool)
+STRING = Kind("string", _parse_string)
+OPTIONAL_STRING = Kind("string", _parse_optional)
+LIST = Kind("list", _parse_string)  # comma-separated; parsed where it is used
+LOG_LEVEL = Kind("one of DEBUG|INFO|WARNING|ERROR", _log_level)
+LOG_DIR = Kind("path", _log_dirs)
+
+
+# ---------------------------------------------------------------------------------------
+# The table
+
+
+@dataclass(frozen=True)
+class Property:
+    name: str
+    kind: Kind
+    default: str | None  # the raw default, parsed like user input; None = unset
+    doc: str
+    # Config attribute that receives the parsed value; None when the value is consumed by
+    # a derived attribute (listeners) or the property is accepted and ignored.
+    attr: str | None = None
+    validator: Callable[[Any], None] | None = None
+    aliases: tuple[str, ...] = ()
+    ignored: bool = False
+
+
+DEFAULT_PROTOCOL_MAP = (
+    "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SSL:SSL,"
+    "SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
+)
+
+PROPERTIES: tuple[Property, ...] = (
+    Property(
+        "listeners",
+        LIST,
+        "PLAINTEXT://127.0.0.1:9092",
+        "NAME://host:port,... to serve; empty host = all interfaces, port 0 = ephemeral.",
+    ),
+    Property(
+        "advertised.listeners",
+        LIST,
+        None,
+        "NAME://host:port,... told to clients (default: bind address, 127.0.0.1 if wildcard).",
+    ),
+    Property(
+        "listener.security.protocol.map",
+        LIST,
+        DEFAULT_PROTOCOL_MAP,
+        "Comma-separated NAME:PROTOCOL pairs; only PLAINTEXT listeners can be served.",
+    ),
+    Property(
+        "controller.listener.names",
+        LIST,
+        "",
+        "KRaft controller listeners: accepted for compatibility and NOT served.",
+    ),
+    Property(
+        "log.dirs",
+        LOG_DIR,
+        "/tmp/kafka-logs",
+        "Directory holding topic data and broker state (exactly one directory).",
+        attr="log_dir",
+        aliases=("log.dir",),
+    ),
+    Property(
+        "node.id",
+        INT,
+        "1",
+        "Id of this broker, reported in Metadata.",
+        attr="node_id",
+        validator=_at_least(0),
+        aliases=("broker.id",),
+    ),
+    Property(
+        "num.partitions",
+        INT,
+        "1",
+        "Partition count of auto-created topics.",
+        attr="num_partitions",
+        validator=_at_least(1),
+    ),
+    Property(
+        "auto.create.topics.enable",
+        BOOLEAN,
+        "true",
+        "Create a missing topic when a client asks for it in Metadata or Produce.",
+        attr="auto_create_topics_enable",
+    ),
+    Property(
+        "default.replication.factor",
+        INT,
+        "1",
+        "Replication factor of auto-created topics; a single broker stores one replica.",
+        attr="default_replication_factor",
+        validator=_at_least(1),
+    ),
+    Property(
+        "log.segment.bytes",
+        INT,
+        "1073741824",
+        "Size at which a log segment file is rolled.",
+        attr="segment_bytes",
+        # 14 is Kafka's minimum (the size of the smallest legacy record).
+        validator=_at_least(14),
+        aliases=("segment.bytes",),
+    ),
+    Property(
+        "message.max.bytes",
+        INT,
+        "1048588",
+        "Largest record batch accepted from a producer.",
+        attr="message_max_bytes",
+        validator=_at_least(0),
+    ),
+    Property(
+        "socket.request.max.bytes",
+        INT,
+        "104857600",
+        "Largest request frame; a larger one closes the connection.",
+        attr="socket_request_max_bytes",
+        validator=_at_least(1),
+    ),
+    Property(
+        "log.index.interval.bytes",
+        INT,
+        "4096",
+        "Bytes of log between two entries of the sparse offset index.",
+        attr="index_interval_bytes",
+        validator=_at_least(0),
+    ),
+    Property(
+        "producer.id.expiration.ms",
+        INT,
+        "86400000",
+        "Idle time after which an idempotent producer's state is forgotten.",
+        attr="producer_id_expiration_ms",
+        validator=_at_least(1),
+    ),
+    Property(
+        "producer.id.expiration.check.interval.ms",
+        INT,
+        "600000",
+        "How often expired producer ids are looked for.",
+        attr="producer_id_expiration_check_interval_ms",
+        validator=_at_least(1),
+    ),
+    Property(
+        "cluster.id",
+        OPTIONAL_STRING,
+        None,
+        "Expected cluster id; must match the one stored in the log directory.",
+        attr="cluster_id",
+    ),
+    Property(
+        "log.level",
+        LOG_LEVEL,
+        "INFO",
+        "minikafka: logging level (case-insensitive; WARN means WARNING).",
+        attr="log_level",
+    ),
+    Property(
+        "minikafka.record.validation",
+        _choice("header", "records"),
+        "records",
+        "minikafka: check batch header and CRC only ('header') or each record too.",
+        attr="record_validation",
+    ),
+)
+
+
+def _ignored(name: str, doc: str) -> Property:
+    return Property(name, STRING, None, doc, ignored=True)
+
+
+# Set by Kafka's stock KRaft server.properties and by the apache/kafka Docker quickstart.
+# Accepting them keeps those configurations loading without warnings; none changes what a
+# single, controller-less broker does.
+ACCEPTED_IGNORED: tuple[Property, ...] = (
+    _ignored("process.roles", "KRaft roles; minikafka is always a broker."),
+    _ignored("controller.quorum.voters", "KRaft controller quorum; there is none."),
+    _ignored("controller.quorum.bootstrap.servers", "KRaft controller quorum; there is none."),
+    _ignored("inter.broker.listener.name", "No other brokers to talk to."),
+    _ignored("security.inter.broker.protocol", "No other brokers to talk to."),
+    _ignored("offsets.topic.replication.factor", "One replica on one broker."),
+    _ignored("offsets.topic.num.partitions", "No internal offsets topic."),
+    _ignored("transaction.state.log.replication.factor", "One replica on one broker."),
+    _ignored("transaction.state.log.min.isr", "One replica on one broker."),
+    _ignored("transaction.state.log.num.partitions", "No transaction log topic."),
+    _ignored("share.coordinator.state.topic.replication.factor", "One replica."),
+    _ignored("share.coordinator.state.topic.min.isr", "One replica."),
+    _ignored("min.insync.replicas", "One replica on one broker."),
+    _ignored("group.initial.rebalance.delay.ms", "Accepted for compatibility; no effect."),
+    _ignored("num.network.threads", "asyncio: one event loop."),
+    _ignored("num.io.threads", "asyncio: one event loop."),
+    _ignored("num.recovery.threads.per.data.dir", "Recovery runs in one thread."),
+    _ignored("socket.send.buffer.bytes", "Operating-system defaults are used."),
+    _ignored("socket.receive.buffer.bytes", "Operating-system defaults are used."),
+    _ignored("log.retention.hours", "Retention is not implemented: data is kept."),
+    _ignored("log.retention.minutes", "Retention is not implemented: data is kept."),
+    _ignored("log.retention.ms", "Retention is not implemented: data is kept."),
+    _ignored("log.retention.bytes", "Retention is not implemented: data is kept."),
+    _ignored("log.retention.check.interval.ms", "Retention is not implemented."),
+    _ignored("log.flush.interval.messages", "Flushing follows minikafka's own policy."),
+    _ignored("log.flush.interval.ms", "Flushing follows minikafka's own policy."),
+)
+
+_BY_NAME: dict[str, Property] = {p.name: p for p in (*PROPERTIES, *ACCEPTED_IGNORED)}
+_ALIASES: dict[str, str] = {a: p.name for p in PROPERTIES for a in p.aliases}
+
+
+# ---------------------------------------------------------------------------------------
+# Sources
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Parse Java ``.properties`` text as ``java.util.Properties.load`` does.
+
+    Handles ``=``, ``:`` and whitespace separators, ``#``/``!`` comments, backslash
+    line continuation and escapes (``\\t``, ``\\n``, ``\\uXXXX``, ``\\x`` -> ``x``).
+    A repeated key keeps its last value, as in Java.
+    """
+    result: dict[str, str] = {}
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i].lstrip(" \t\f")
+        i += 1
+        if not line or line[0] in "#!":
+            continue
+        # An odd number of trailing backslashes joins the next line, minus its indent.
+        while _ends_with_continuation(line) and i < len(lines):
+            line = line[:-1] + lines[i].lstrip(" \t\f")
+            i += 1
+        if _ends_with_continuation(line):  # continuation at end of file
+            line = line[:-1]
+        key, value = _split_key_value(line)
+        result[_unescape(key)] = _unescape(value)
+    return result
+
+
+def _ends_with_continuation(line: str) -> bool:
+    return (len(line) - len(line.rstrip("\\"))) % 2 == 1
+
+
+def _split_key_value(line: str) -> tuple[str, str]:
+    pos = 0
+    while pos < len(line):
+        ch = line[pos]
+        if ch == "\\":
+            pos += 2
+            continue
+        if ch in "=: \t\f":
+            break
+        pos += 1
+    key = line[:pos]
+    rest = line[pos:].lstrip(" \t\f")
+    if rest and rest[0] in "=:":
+        rest = rest[1:].lstrip(" \t\f")
+    return key, rest
+
+
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+def _unescape(text: str) -> str:
+    if "\\" not in text:
+        return text
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch != "\\" or i + 1 >= len(text):
+            out.append(ch)
+            i += 1
+            continue
+        nxt = text[i + 1]
+        if nxt == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", text[i + 2 : i + 6]):
+            out.append(chr(int(text[i + 2 : i + 6], 16)))
+            i += 6
+            continue
+        out.append(_ESCAPES.get(nxt, nxt))
+        i += 2
+    return "".join(out)
+
+
+# Variables the apache/kafka image reads for the JVM or its scripts, not as properties.
+_NON_PROPERTY_ENV = frozenset(
+    {
+        "KAFKA_VERSION",
+        "KAFKA_HOME",
+        "KAFKA_HEAP_OPTS",
+        "KAFKA_OPTS",
+        "KAFKA_JVM_PERFORMANCE_OPTS",
+        "KAFKA_GC_LOG_OPTS",
+        "KAFKA_LOG4J_OPTS",
+        "KAFKA_LOG4J_ROOT_LOGLEVEL",
+        "KAFKA_LOG4J_LOGGERS",
+        "KAFKA_TOOLS_LOG4J_LOGLEVEL",
+        "KAFKA_JMX_OPTS",
+        "KAFKA_JMX_HOSTNAME",
+        "KAFKA_JMX_PORT",
+        "KAFKA_DEBUG",
+        "KAFKA_LOG_DIR",  # kafka-run-class.sh: where the JVM's own log files go
+    }
+)
+_PLAUSIBLE_KEY = re.compile(r"[a-z0-9]+(?:[._-][a-z0-9]+)*")
+
+
+def env_var_to_property(var: str) -> str | None:
+    """Map ``KAFKA_LOG_DIRS`` to ``log.dirs``; None if the variable is not a property.
+
+    The apache/kafka image turns ``___`` into ``-``, ``__`` into ``_`` and ``_`` into
+    ``.``, in that order, and lower-cases the result.
+    """
+    if not var.startswith("KAFKA_") or var.upper() in _NON_PROPERTY_ENV:
+        return None
+    body = var[len("KAFKA_") :].replace("___", "-").replace("__", "\0").replace("_", ".")
+    name = body.replace("\0", "_").lower()
+    return name if _PLAUSIBLE_KEY.fullmatch(name) else None
+
+
+def _env_properties(env: Mapping[str, str]) -> dict[str, tuple[str, str]]:
+    """Property name -> (value, variable that set it)."""
+    found: dict[str, tuple[str, str]] = {}
+    # The apache/kafka image formats storage with CLUSTER_ID; KAFKA_CLUSTER_ID wins.
+    if env.get("CLUSTER_ID"):
+        found["cluster.id"] = (env["CLUSTER_ID"], "environment CLUSTER_ID")
+    for var in sorted(env):
+        name = env_var_to_property(var)
+        if name is not None:
+            found[name] = (env[var], f"environment {var}")
+    return found
+
+
+def _parse_overrides(overrides: Iterable[str]) -> dict[str, tuple[str, str]]:
+    found: dict[str, tuple[str, str]] = {}
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(None, f"--override expects key=value, got {item!r}")
+        found[key.strip()] = (value, "--override")
+    return found
+
+
+def _read_file(path: str) -> dict[str, tuple[str, str]]:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(None, f"cannot read properties file {path}: {exc}") from exc
+    return {k: (v, f"file {path}") for k, v in parse_properties(text).items()}
+
+
+# ---------------------------------------------------------------------------------------
+# Listeners
+
+
+@dataclass(frozen=True)
+class _Endpoint:
+    name: str
+    host: str
+    port: int
+
+
+_ENDPOINT_RE = re.compile(r"([A-Za-z0-9_-]+)://(?:\[([^\]]*)\]|([^\[\]/:]*)):([0-9]+)")
+_HOST_RE = re.compile(r"[A-Za-z0-9._%-]*")
+
+
+def _parse_endpoints(prop: str, raw: str) -> list[_Endpoint]:
+    endpoints: list[_Endpoint] = []
+    for item in (part.strip() for part in raw.split(",")):
+        if not item:
+            continue
+        match = _ENDPOINT_RE.fullmatch(item)
+        if match is None:
+            hint = ""
+            if item.count(":") > 2 and "[" not in item:
+                hint = " (an IPv6 address needs brackets, e.g. PLAINTEXT://[::1]:9092)"
+            raise ConfigError(prop, f"{item!r} is not NAME://host:port{hint}")
+        name, v6_host, host, port_text = match.groups()
+        if v6_host is not None:
+            try:
+                ipaddress.IPv6Address(v6_host)
+            except ValueError as exc:
+                raise ConfigError(prop, f"{item!r}: bad IPv6 address: {exc}") from None
+            host = v6_host
+        elif not _HOST_RE.fullmatch(host):
+            raise ConfigError(prop, f"{item!r}: bad host {host!r}")
+        port = int(port_text)
+        if port > 65535:
+            raise ConfigError(prop, f"{item!r}: port {port} is out of range 0-65535")
+        # Kafka normalises listener names to upper case (ListenerName.normalised).
+        name = name.upper()
+        if any(e.name == name for e in endpoints):
+            raise ConfigError(prop, f"listener name {name} is used more than once")
+        endpoints.append(_Endpoint(name, host, port))
+    return endpoints
+
+
+_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+
+def _parse_protocol_map(raw: str) -> dict[str, str]:
+    prop = "listener.security.protocol.map"
+    mapping: dict[str, str] = {}
+    for item in (part.strip() for part in raw.split(",")):
+        if not item:
+            continue
+        name, sep, protocol = item.partition(":")
+        name, protocol = name.strip().upper(), protocol.strip().upper()
+        if not sep or not name:
+            raise ConfigError(prop, f"{item!r} is not NAME:PROTOCOL")
+        if protocol not in _PROTOCOLS:
+            raise ConfigError(
+                prop, f"{item!r}: unknown security protocol (one of {', '.join(_PROTOCOLS)})"
+            )
+        mapping[name] = protocol
+    return mapping
+
+
+def _advertisable(bind_host: str) -> str:
+    # Clients cannot connect to a wildcard address. Kafka advertises the canonical host
+    # name there; a loopback address is the predictable choice for a local broker.
+    if bind_host in ("", "0.0.0.0"):
+        return "127.0.0.1"
+    if bind_host == "::":
+        return "::1"
+    return bind_host
+
+
+def _build_listeners(values: Mapping[str, Any]) -> tuple[Listener, ...]:
+    listeners = _parse_endpoints("listeners", values["listeners"])
+    advertised_raw = values["advertised.listeners"]
+    advertised = _parse_endpoints("advertised.listeners", advertised_raw or "")
+    protocols = _parse_protocol_map(values["listener.security.protocol.map"])
+    controllers = {
+        n.strip().upper() for n in values["controller.listener.names"].split(",") if n.strip()
+    }
+    if not listeners:
+        raise ConfigError("listeners", "at least one listener is required")
+    names = {e.name for e in listeners}
+    for adv in advertised:
+        if adv.name not in names:
+            raise ConfigError(
+                "advertised.listeners", f"listener {adv.name} is not defined in listeners"
+            )
+        if adv.host in ("0.0.0.0", "::"):
+            raise ConfigError(
+                "advertised.listeners",
+                f"{adv.name} advertises the non-routable address {adv.host}",
+            )
+    served = [e for e in listeners if e.name not in controllers]
+    if not served:
+        raise ConfigError("listeners", "every listener is a controller listener; nothing to serve")
+    ports = [e.port for e in served if e.port != 0]
+    if len(ports) != len(set(ports)):
+        raise ConfigError("listeners", "two listeners use the same port")
+    adv_by_name = {a.name: a for a in advertised}
+    result: list[Listener] = []
+    for ep in served:
+        protocol = protocols.get(ep.name)
+        if protocol is None:
+            raise ConfigError(
+                "listeners",
+                f"no security protocol for listener {ep.name} in listener.security.protocol.map",
+            )
+        if protocol != "PLAINTEXT":
+            raise ConfigError(
+                "listeners",
+                f"listener {ep.name} uses security protocol {protocol}; "
+                "minikafka serves only PLAINTEXT",
+            )
+        public = adv_by_name.get(ep.name)
+        if public is None:
+            result.append(Listener(ep.name, ep.host, ep.port, _advertisable(ep.host), ep.port))
+        else:
+            host = public.host or _advertisable(ep.host)
+            result.append(Listener(ep.name, ep.host, ep.port, host, public.port))
+    return tuple(result)
+
+
+# ---------------------------------------------------------------------------------------
+# Loading
+
+
+def load_config(
+    argv_file: str | None,
+    env: Mapping[str, str],
+    overrides: Iterable[str],
+) -> tuple[Config, list[str], dict[str, str]]:
+    """Build the configuration from a properties file, environment and overrides.
+
+    Returns the config, warnings to log, and for each explicitly set property (canonical
+    name) the source that set it last: ``"file"``, ``"env"`` or ``"override"``.
+    Raises ConfigError on an invalid value or an unreadable file.
+    """
+    layers: list[tuple[str, str, dict[str, tuple[str, str]]]] = []
+    if argv_file is not None:
+        layers.append(("file", f"file {argv_file}", _read_file(argv_file)))
+    layers.append(("env", "environment", _env_properties(env)))
+    layers.append(("override", "--override", _parse_overrides(overrides)))
+
+    warnings: list[str] = []
+    merged: dict[str, tuple[str, str]] = {}  # canonical name -> (raw value, origin)
+    spelled: dict[str, str] = {}  # canonical name -> the spelling the user wrote
+    sources: dict[str, str] = {}
+    summary: list[str] = []
+    for source, label, props in layers:
+        seen: dict[str, str] = {}  # canonical name -> key, within this source
+        for key in _order_canonical_last(props):
+            value, origin = props[key]
+            name = _ALIASES.get(key, key)
+            if name not in _BY_NAME:
+                warnings.append(f"unknown property {key!r} (from {origin}) is ignored")
+                continue
+            if name in seen and props[seen[name]][0].strip() != value.strip():
+                warnings.append(
+                    f"{label} sets both {key} and {seen[name]}; using {key}={value.strip()}"
+                )
+            seen[name] = key
+            merged[name] = (value, origin)
+            spelled[name] = key
+            sources[name] = source
+        if seen:
+            summary.append(f"{label} ({len(seen)} set)")
+
+    values: dict[str, Any] = {}
+    for prop in PROPERTIES:
+        raw, origin = merged.get(prop.name, (prop.default, "default"))
+        if raw is None:
+            values[prop.name] = None
+            continue
+        try:
+            value = prop.kind.parse(raw)
+            if prop.validator is not None and value is not None:
+                prop.validator(value)
+        except ValueError as exc:
+            raise ConfigError(spelled.get(prop.name, prop.name), f"{exc} (from {origin})") from None
+        values[prop.name] = value
+
+    listeners = _build_listeners(values)
+    if values["default.replication.factor"] > 1:
+        warnings.append(
+            f"default.replication.factor={values['default.replication.factor']}: "
+            "minikafka is a single broker and keeps one replica of each partition"
+        )
+
+    attrs = {p.attr: values[p.name] for p in PROPERTIES if p.attr is not None}
+    config = Config(
+        listeners=listeners,
+        source_summary=", ".join(summary) or "defaults",
+        explicit=tuple(sorted((name, raw) for name, (raw, _) in merged.items())),
+        **attrs,
+    )
+    return config, warnings, sources
+
+
+def _order_canonical_last(props: Mapping[str, object]) -> list[str]:
+    # Within one source the canonical name beats its alias (Kafka prefers log.dirs over
+    # log.dir), whatever order they were written in.
+    return sorted(props, key=lambda k: k in _BY_NAME)
+
+
+def make_config(properties: Mapping[str, str] | None = None) -> Config:
+    """A Config from defaults plus ``properties`` (Kafka names), e.g. for tests."""
+    overrides = [f"{k}={v}" for k, v in (properties or {}).items()]
+    return load_config(None, {}, overrides)[0]
+
+
+def properties_help() -> str:
+    """The property reference printed by ``minikafka --help``."""
+    lines = ["supported properties (name = default):"]
+    for prop in PROPERTIES:
+        default = "(none)" if prop.default is None else prop.default or '""'
+        alias = f"  [alias: {', '.join(prop.aliases)}]" if prop.aliases else ""
+        lines.append(f"  {prop.name} = {default}  ({prop.kind.name}){alias}")
+        lines.append(f"      {prop.doc}")
+    lines.append("")
+    lines.append("accepted for compatibility with Kafka configurations, and ignored:")
+    for prop in ACCEPTED_IGNORED:
+        lines.append(f"  {prop.name:<50} {prop.doc}")
+    return "\n".join(lines)

@@ -1,0 +1,113 @@
+"""Registry ApiKey -> handler and served version range; ApiVersions is derived from it.
+
+A handler module declares ``API`` (its description), the versions it serves and a
+``handle(ctx, request)`` function. Registering it here is what makes the broker advertise
+it: the broker never advertises an API it cannot serve.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from protocol import codec
+from protocol.header import RequestHeader
+from protocol.schema import Api, Message
+
+if TYPE_CHECKING:
+    from broker.config import Listener
+    from broker.state import BrokerState
+
+log = logging.getLogger(__name__)
+
+
+class CloseConnection(Exception):
+    """Raised by a handler when Kafka would close the connection (after earlier responses)."""
+
+
+@dataclass(slots=True)
+class RequestContext:
+    header: RequestHeader
+    listener: Listener
+    peer: str
+    state: BrokerState
+
+    @property
+    def version(self) -> int:
+        return self.header.api_version
+
+    @property
+    def client_id(self) -> str | None:
+        return self.header.client_id
+
+    def describe(self) -> str:
+        """Who sent this, for log lines about rejected input."""
+        return (
+            f"peer={self.peer} client_id={self.header.client_id!r} "
+            f"correlation_id={self.header.correlation_id}"
+        )
+
+
+HandlerResult = Message | None
+HandlerFn = Callable[[RequestContext, Message], HandlerResult | Awaitable[HandlerResult]]
+
+
+@dataclass(frozen=True, slots=True)
+class Handler:
+    api: Api
+    min_version: int
+    max_version: int
+    # Versions advertised but answered with an error (Produce v0-2 in Kafka 4.0).
+    advertised_min: int
+    fn: HandlerFn
+
+    def serves(self, version: int) -> bool:
+        return self.advertised_min <= version <= self.max_version
+
+
+Interceptor = Callable[[RequestContext, Message], Awaitable[None] | None]
+
+
+class Dispatcher:
+    def __init__(self) -> None:
+        self.handlers: dict[int, Handler] = {}
+        # A seam for tests and fault injection: called before each handler.
+        self.interceptors: list[Interceptor] = []
+
+    def register(
+        self,
+        api: Api,
+        fn: HandlerFn,
+        min_version: int,
+        max_version: int,
+        advertised_min: int | None = None,
+    ) -> None:
+        assert api.versions.low <= min_version <= max_version <= api.versions.high, api.name
+        self.handlers[api.key] = Handler(
+            api,
+            min_version,
+            max_version,
+            min_version if advertised_min is None else advertised_min,
+            fn,
+        )
+
+    def advertised(self) -> list[tuple[int, int, int]]:
+        """(api_key, min, max) in ascending key order, as Kafka lists them."""
+        return [(k, h.advertised_min, h.max_version) for k, h in sorted(self.handlers.items())]
+
+    async def call(self, handler: Handler, ctx: RequestContext, body: memoryview) -> bytes | None:
+        """Decode, run the handler, encode. Returns the response body or None (no response)."""
+        request = codec.decode_request(handler.api, ctx.version, body)
+        for interceptor in self.interceptors:
+            res = interceptor(ctx, request)
+            if inspect.isawaitable(res):
+                await res
+        result: Any = handler.fn(ctx, request)
+        if inspect.isawaitable(result):
+            result = await result
+        if result is None:
+            return None
+        return codec.encode_response(handler.api, ctx.version, result)

@@ -1,0 +1,51 @@
+"""ApiVersions, versions 0-4.
+
+The list is derived from the handler registry in ascending key order. v3+ answers end with
+the tagged fields Kafka 4.0 sends: supported_features (tag 0), finalized_features_epoch
+(tag 1) and finalized_features (tag 2); zk_migration_ready (tag 3) is omitted, as Kafka
+omits it. Old librdkafka fails to parse a v3 response whose tagged section differs.
+Only metadata.version is announced: transaction.version and group.version are promises
+(transactions v2, KIP-848 groups) that this broker does not make yet.
+An unknown version is answered by broker.connection with a v0 body and UNSUPPORTED_VERSION.
+"""
+
+from __future__ import annotations
+
+from broker.connection import api_version_entries
+from broker.dispatch import RequestContext
+from protocol.errors import ErrorCode
+from protocol.messages.api_versions import API_VERSIONS
+from protocol.schema import Message
+
+API = API_VERSIONS
+MIN_VERSION = 0
+MAX_VERSION = 4
+
+# Kafka 4.0's metadata.version range and level (4.0-IV3 = 25).
+METADATA_VERSION_MIN = 7
+METADATA_VERSION_MAX = 25
+FINALIZED_FEATURES_EPOCH = 1
+
+
+def handle(ctx: RequestContext, request: Message) -> Message:
+    dispatcher = ctx.state.dispatcher
+    return Message(
+        error_code=ErrorCode.NONE,
+        api_keys=api_version_entries(dispatcher),
+        throttle_time_ms=0,
+        supported_features=[
+            Message(
+                name="metadata.version",
+                min_version=METADATA_VERSION_MIN,
+                max_version=METADATA_VERSION_MAX,
+            )
+        ],
+        finalized_features_epoch=FINALIZED_FEATURES_EPOCH,
+        finalized_features=[
+            Message(
+                name="metadata.version",
+                max_version_level=METADATA_VERSION_MAX,
+                min_version_level=METADATA_VERSION_MAX,
+            )
+        ],
+    )

@@ -1,0 +1,126 @@
+"""Metadata, versions 0-13.
+
+This broker is the only node, leader of every partition, with replicas = isr = [node].
+The broker address is the advertised address of the listener the client connected
+through, so a client on a Docker network and one on the host each get an address they can
+reach (Kafka does the same per listener).
+
+Auto-creation (auto.create.topics.enable, honouring v4+ allow_auto_topic_creation) creates
+the topic with num.partitions. Deviation: Kafka answers a topic it has just auto-created
+with LEADER_NOT_AVAILABLE because creation goes through the controller asynchronously;
+here creation is synchronous, so the topic is returned ready, sparing clients a retry.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from broker.dispatch import RequestContext
+from protocol.errors import ErrorCode
+from protocol.messages.metadata import METADATA
+from protocol.primitives import ZERO_UUID
+from protocol.schema import Message
+from storage.store import TopicInfo, valid_topic_name
+
+API = METADATA
+MIN_VERSION = 0
+MAX_VERSION = 13
+
+log = logging.getLogger(__name__)
+
+# Kafka's "not requested" value for authorized operations.
+OPERATIONS_NOT_REQUESTED = -(2**31)
+# READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS (AclOperation
+# codes): with no authorizer, every operation is allowed.
+TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
+
+
+def handle(ctx: RequestContext, request: Message) -> Message:
+    state = ctx.state
+    store = state.store
+    node = state.node_id
+    include_ops = bool(request.include_topic_authorized_operations)
+
+    def topic_entry(info: TopicInfo) -> Message:
+        return Message(
+            error_code=ErrorCode.NONE,
+            name=info.name,
+            topic_id=info.topic_id,
+            is_internal=False,
+            partitions=[
+                Message(
+                    error_code=ErrorCode.NONE,
+                    partition_index=i,
+                    leader_id=node,
+                    leader_epoch=0,
+                    replica_nodes=[node],
+                    isr_nodes=[node],
+                    offline_replicas=[],
+                )
+                for i in range(len(info.partitions))
+            ],
+            topic_authorized_operations=TOPIC_OPERATIONS
+            if include_ops
+            else OPERATIONS_NOT_REQUESTED,
+        )
+
+    def error_entry(name: str | None, code: ErrorCode, topic_id: bytes = ZERO_UUID) -> Message:
+        return Message(
+            error_code=code,
+            name=name,
+            topic_id=topic_id,
+            is_internal=False,
+            partitions=[],
+            topic_authorized_operations=OPERATIONS_NOT_REQUESTED,
+        )
+
+    topics: list[Message] = []
+    requested = request.topics
+    # v0: an empty list means all topics; v1+: null means all topics.
+    if requested is None or (ctx.version == 0 and not requested):
+        topics = [topic_entry(t) for t in sorted(store.topics(), key=lambda t: t.name)]
+    else:
+        allow_create = state.config.auto_create_topics_enable and request.allow_auto_topic_creation
+        by_id = (
+            {t.topic_id: t for t in store.topics()}
+            if any(t.name is None for t in requested)
+            else {}
+        )
+        for entry in requested:
+            name = entry.name
+            if name is None:
+                found = by_id.get(entry.topic_id)
+                if found is None:
+                    topics.append(error_entry(None, ErrorCode.UNKNOWN_TOPIC_ID, entry.topic_id))
+                else:
+                    topics.append(topic_entry(found))
+                continue
+            info = store.topic(name)
+            if info is None:
+                if not valid_topic_name(name):
+                    log.warning("invalid topic name %r in Metadata from %s", name, ctx.describe())
+                    topics.append(error_entry(name, ErrorCode.INVALID_TOPIC_EXCEPTION))
+                    continue
+                if not allow_create:
+                    topics.append(error_entry(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+                    continue
+                info = state.auto_create_topic(name)
+            topics.append(topic_entry(info))
+
+    listener = ctx.listener
+    return Message(
+        throttle_time_ms=0,
+        brokers=[
+            Message(
+                node_id=node,
+                host=listener.advertised_host,
+                port=listener.advertised_port,
+                rack=None,
+            )
+        ],
+        cluster_id=state.cluster_id,
+        controller_id=node,
+        topics=topics,
+        cluster_authorized_operations=OPERATIONS_NOT_REQUESTED,
+        error_code=ErrorCode.NONE,
+    )

@@ -1,0 +1,41 @@
+"""The single owner of mutable broker state: config, the store, producer ids, connections."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from storage.producer_ids import ProducerIdAllocator
+from storage.store import Store, TopicInfo
+
+if TYPE_CHECKING:
+    from broker.config import Config
+    from broker.connection import KafkaConnection
+    from broker.dispatch import Dispatcher
+
+log = logging.getLogger(__name__)
+
+
+class BrokerState:
+    def __init__(
+        self,
+        config: Config,
+        store: Store,
+        producer_ids: ProducerIdAllocator,
+        dispatcher: Dispatcher,
+    ) -> None:
+        self.config = config
+        self.dispatcher = dispatcher
+        self.store = store
+        self.producer_ids = producer_ids
+        self.node_id = config.node_id
+        self.connections: set[KafkaConnection] = set()
+
+    @property
+    def cluster_id(self) -> str:
+        return self.store.cluster_id
+
+    def auto_create_topic(self, name: str) -> TopicInfo:
+        info = self.store.create_topic(name, self.config.num_partitions)
+        log.info("auto-created topic %r with %d partition(s)", name, self.config.num_partitions)
+        return info

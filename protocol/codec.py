@@ -1,0 +1,376 @@
+"""One generic codec for every described message.
+
+``encode(api.request, version, flexible, value)`` / ``decode(...)`` build, once per
+(description, version, flexible) and then cache, a flat plan of closures; each step reads or
+writes one field. Fields absent at a version decode to their defaults, so handlers never
+need per-version branches just to read a field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from protocol import primitives as p
+from protocol.primitives import DecodeError, Reader, write_uvarint
+from protocol.schema import (
+    BOOL,
+    BYTES,
+    FLOAT64,
+    INT8,
+    INT16,
+    INT32,
+    INT64,
+    RECORDS,
+    STRING,
+    UINT16,
+    UINT32,
+    UUID,
+    Api,
+    Array,
+    Field,
+    Message,
+    Primitive,
+    Struct,
+    Type,
+)
+
+Encoder = Callable[[bytearray, Any], None]
+Decoder = Callable[[Reader], Any]
+
+_MISSING: Any = object()
+
+
+def _get(value: Any, name: str) -> Any:
+    if isinstance(value, dict):
+        return value.get(name, _MISSING)
+    return getattr(value, name, _MISSING)
+
+
+# --- primitives -----------------------------------------------------------------------
+
+
+def _fixed(st: Any, read: Callable[[Reader], Any]) -> tuple[Encoder, Decoder]:
+    pack = st.pack
+
+    def enc(out: bytearray, v: Any) -> None:
+        out += pack(v)
+
+    return enc, read
+
+
+def _enc_bool(out: bytearray, v: Any) -> None:
+    out.append(1 if v else 0)
+
+
+def _enc_uuid(out: bytearray, v: Any) -> None:
+    data = bytes(v) if v is not None else p.ZERO_UUID
+    if len(data) != 16:
+        raise ValueError("a uuid is 16 bytes")
+    out += data
+
+
+def _length_codec(
+    flexible: bool,
+) -> tuple[Callable[[bytearray, int], None], Callable[[Reader], int]]:
+    """Length prefix for strings (int16 / uvarint+1); -1 means null."""
+    if flexible:
+
+        def wlen(out: bytearray, n: int) -> None:
+            write_uvarint(out, n + 1)
+
+        def rlen(r: Reader) -> int:
+            return r.uvarint() - 1
+
+        return wlen, rlen
+
+    def wlen16(out: bytearray, n: int) -> None:
+        out += p.INT16.pack(n)
+
+    return wlen16, Reader.int16
+
+
+def _bytes_length_codec(
+    flexible: bool,
+) -> tuple[Callable[[bytearray, int], None], Callable[[Reader], int]]:
+    """Length prefix for bytes, records and arrays (int32 / uvarint+1); -1 means null."""
+    if flexible:
+        return _length_codec(True)
+
+    def wlen32(out: bytearray, n: int) -> None:
+        out += p.INT32.pack(n)
+
+    return wlen32, Reader.int32
+
+
+def _string(flexible: bool, nullable: bool, name: str) -> tuple[Encoder, Decoder]:
+    wlen, rlen = _length_codec(flexible)
+
+    def enc(out: bytearray, v: Any) -> None:
+        if v is None:
+            if not nullable:
+                raise ValueError(f"{name} is not nullable at this version")
+            wlen(out, -1)
+            return
+        data = v.encode("utf-8")
+        wlen(out, len(data))
+        out += data
+
+    def dec(r: Reader) -> Any:
+        n = rlen(r)
+        if n < 0:
+            if n == -1 and nullable:
+                return None
+            raise DecodeError(f"{name}: invalid string length {n}")
+        return r.string_of(n)
+
+    return enc, dec
+
+
+def _bytes(flexible: bool, nullable: bool, name: str, zero_copy: bool) -> tuple[Encoder, Decoder]:
+    wlen, rlen = _bytes_length_codec(flexible)
+
+    def enc(out: bytearray, v: Any) -> None:
+        if v is None:
+            if not nullable:
+                raise ValueError(f"{name} is not nullable at this version")
+            wlen(out, -1)
+            return
+        wlen(out, len(v))
+        out += v
+
+    def dec(r: Reader) -> Any:
+        n = rlen(r)
+        if n < 0:
+            if n == -1 and nullable:
+                return None
+            raise DecodeError(f"{name}: invalid bytes length {n}")
+        view = r.take(n)
+        return view if zero_copy else bytes(view)
+
+    return enc, dec
+
+
+def _primitive(t: Primitive, flexible: bool, nullable: bool, name: str) -> tuple[Encoder, Decoder]:
+    if t is INT8:
+        return _fixed(p.INT8, Reader.int8)
+    if t is INT16:
+        return _fixed(p.INT16, Reader.int16)
+    if t is UINT16:
+        return _fixed(p.UINT16, Reader.uint16)
+    if t is INT32:
+        return _fixed(p.INT32, Reader.int32)
+    if t is UINT32:
+        return _fixed(p.UINT32, Reader.uint32)
+    if t is INT64:
+        return _fixed(p.INT64, Reader.int64)
+    if t is FLOAT64:
+        return _fixed(p.FLOAT64, Reader.float64)
+    if t is BOOL:
+        return _enc_bool, Reader.bool
+    if t is UUID:
+        return _enc_uuid, Reader.uuid
+    if t is STRING:
+        return _string(flexible, nullable, name)
+    if t is BYTES:
+        return _bytes(flexible, nullable, name, zero_copy=False)
+    if t is RECORDS:
+        # Records are always nullable on the wire; keep them as a view into the frame.
+        return _bytes(flexible, True, name, zero_copy=True)
+    raise TypeError(f"unknown primitive {t!r}")
+
+
+# --- arrays, structs, tagged fields -----------------------------------------------------
+
+
+def _array(
+    item: Type, version: int, flexible: bool, nullable: bool, name: str
+) -> tuple[Encoder, Decoder]:
+    enc_item, dec_item = _type_codec(item, version, flexible, False, name)
+    wlen, rlen = _bytes_length_codec(flexible)
+
+    def enc(out: bytearray, v: Any) -> None:
+        if v is None:
+            if not nullable:
+                raise ValueError(f"{name} is not nullable at this version")
+            wlen(out, -1)
+            return
+        wlen(out, len(v))
+        for x in v:
+            enc_item(out, x)
+
+    def dec(r: Reader) -> Any:
+        n = rlen(r)
+        if n < 0:
+            if n == -1 and nullable:
+                return None
+            raise DecodeError(f"{name}: invalid array length {n}")
+        # Every element takes at least one byte: a count beyond the bytes left is a lie,
+        # caught before building a huge list.
+        if n > r.remaining:
+            raise DecodeError(f"{name}: array of {n} in {r.remaining} bytes")
+        return [dec_item(r) for _ in range(n)]
+
+    return enc, dec
+
+
+def _type_codec(
+    t: Type, version: int, flexible: bool, nullable: bool, name: str
+) -> tuple[Encoder, Decoder]:
+    if isinstance(t, Primitive):
+        return _primitive(t, flexible, nullable, name)
+    if isinstance(t, Array):
+        return _array(t.item, version, flexible, nullable, name)
+    if isinstance(t, Struct):
+        plan = _plan(t.fields, version, flexible)
+        if not nullable:
+            return plan
+        enc_s, dec_s = plan
+
+        # Nullable struct fields carry an int8 presence marker (-1 = null, 1 = present).
+        def enc(out: bytearray, v: Any) -> None:
+            if v is None:
+                out.append(0xFF)
+            else:
+                out.append(1)
+                enc_s(out, v)
+
+        def dec(r: Reader) -> Any:
+            return None if r.int8() < 0 else dec_s(r)
+
+        return enc, dec
+    raise TypeError(f"unknown type {t!r}")
+
+
+_PLANS: dict[tuple[int, int, bool], tuple[Encoder, Decoder]] = {}
+
+
+def _plan(fields: tuple[Field, ...], version: int, flexible: bool) -> tuple[Encoder, Decoder]:
+    key = (id(fields), version, flexible)
+    cached = _PLANS.get(key)
+    if cached is not None:
+        return cached
+    regular: list[tuple[Field, Encoder, Decoder]] = []
+    tagged: list[tuple[Field, Encoder, Decoder]] = []
+    absent: list[Field] = []
+    for fl in fields:
+        if version not in fl.versions:
+            absent.append(fl)
+            continue
+        enc, dec = _type_codec(fl.type, version, flexible, version in fl.nullable, fl.name)
+        if fl.tag is not None:
+            if flexible and version in fl.tagged:
+                tagged.append((fl, enc, dec))
+            else:
+                absent.append(fl)
+        else:
+            regular.append((fl, enc, dec))
+    tagged.sort(key=lambda t: t[0].tag or 0)
+    by_tag = {fl.tag: (fl, dec) for fl, _, dec in tagged}
+    defaults = [(fl.name, fl) for fl in absent]
+
+    def encode(out: bytearray, value: Any) -> None:
+        for fl, enc, _ in regular:
+            v = _get(value, fl.name)
+            enc(out, fl.default_value() if v is _MISSING else v)
+        if flexible:
+            present: list[tuple[int, bytes]] = []
+            for fl, enc, _ in tagged:
+                v = _get(value, fl.name)
+                # Kafka writes a tagged field only when it differs from its default.
+                if v is _MISSING or v == fl.default_value():
+                    continue
+                buf = bytearray()
+                enc(buf, v)
+                present.append((fl.tag or 0, bytes(buf)))
+            unknown = _get(value, "_unknown_tagged_fields")
+            if unknown is not _MISSING and unknown:
+                present.extend(unknown)
+                present.sort(key=lambda t: t[0])
+            write_uvarint(out, len(present))
+            for tag, data in present:
+                write_uvarint(out, tag)
+                write_uvarint(out, len(data))
+                out += data
+
+    def decode(r: Reader) -> Any:
+        values: dict[str, Any] = {}
+        for fl, _, dec in regular:
+            values[fl.name] = dec(r)
+        for name, fl in defaults:
+            values[name] = fl.default_value()
+        if flexible:
+            for fl, _, _ in tagged:
+                values[fl.name] = fl.default_value()
+            count = r.uvarint()
+            last_tag = -1
+            unknown: list[tuple[int, bytes]] = []
+            for _ in range(count):
+                tag = r.uvarint()
+                if tag <= last_tag:
+                    raise DecodeError(f"tagged fields out of order: {tag} after {last_tag}")
+                last_tag = tag
+                size = r.uvarint()
+                body = r.take(size)
+                known = by_tag.get(tag)
+                if known is None:
+                    # Unknown tags are skipped, as Kafka does, but kept for re-encoding.
+                    unknown.append((tag, bytes(body)))
+                    continue
+                fl, dec = known
+                sub = Reader(body)
+                values[fl.name] = dec(sub)
+                if sub.remaining:
+                    raise DecodeError(f"tagged field {fl.name}: {sub.remaining} trailing bytes")
+            if unknown:
+                values["_unknown_tagged_fields"] = unknown
+        return Message(**values)
+
+    _PLANS[key] = (encode, decode)
+    return encode, decode
+
+
+# --- public API ------------------------------------------------------------------------
+
+
+def encode(fields: tuple[Field, ...], version: int, flexible: bool, value: Any) -> bytes:
+    out = bytearray()
+    _plan(fields, version, flexible)[0](out, value)
+    return bytes(out)
+
+
+def encode_into(
+    out: bytearray, fields: tuple[Field, ...], version: int, flexible: bool, value: Any
+) -> None:
+    _plan(fields, version, flexible)[0](out, value)
+
+
+def decode(
+    fields: tuple[Field, ...], version: int, flexible: bool, reader: Reader, *, exact: bool = True
+) -> Message:
+    """Decode one message; with ``exact`` the reader must then be exhausted."""
+    try:
+        msg: Message = _plan(fields, version, flexible)[1](reader)
+    except DecodeError:
+        raise
+    except (ValueError, IndexError) as exc:
+        raise DecodeError(str(exc)) from None
+    if exact and reader.remaining:
+        raise DecodeError(f"{reader.remaining} bytes left after the message")
+    return msg
+
+
+def encode_request(api_: Api, version: int, value: Any) -> bytes:
+    return encode(api_.request, version, api_.is_flexible(version), value)
+
+
+def encode_response(api_: Api, version: int, value: Any) -> bytes:
+    return encode(api_.response, version, api_.is_flexible(version), value)
+
+
+def decode_request(api_: Api, version: int, data: bytes | memoryview) -> Message:
+    return decode(api_.request, version, api_.is_flexible(version), Reader(data))
+
+
+def decode_response(api_: Api, version: int, data: bytes | memoryview) -> Message:
+    return decode(api_.response, version, api_.is_flexible(version), Reader(data))

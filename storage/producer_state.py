@@ -1,0 +1,190 @@
+"""Idempotent-producer state of one partition: the last five batches of each producer.
+
+Pure logic, no I/O. The rules are Kafka's (ProducerStateManager / ProducerAppendInfo), see
+KAFKA_NOTES §5. ``check`` decides without mutating so that a partition log can run
+check -> write -> ``update`` as one synchronous step and leave the state untouched when the
+check fails or the write raises.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from protocol.errors import ErrorCode
+
+# Kafka keeps metadata of the last 5 batches per producer: the most a producer may have in
+# flight (max.in.flight.requests.per.connection <= 5 with idempotence).
+NUM_BATCHES_TO_RETAIN = 5
+# Sequences are int32 that wrap to 0 after Integer.MAX_VALUE.
+MAX_SEQUENCE = 0x7FFFFFFF
+
+
+@dataclass(frozen=True, slots=True)
+class BatchMetadata:
+    first_seq: int
+    last_seq: int
+    base_offset: int
+    last_offset: int
+    max_timestamp: int
+
+
+@dataclass(frozen=True, slots=True)
+class SequenceCheck:
+    """NONE + no duplicate = append; NONE + duplicate = answer with the original batch."""
+
+    error: ErrorCode
+    duplicate: BatchMetadata | None = None
+
+
+ACCEPT = SequenceCheck(ErrorCode.NONE)
+_FENCED = SequenceCheck(ErrorCode.INVALID_PRODUCER_EPOCH)
+_OUT_OF_ORDER = SequenceCheck(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER)
+
+
+def next_sequence(seq: int) -> int:
+    """The sequence that follows ``seq`` (after 2147483647 comes 0)."""
+    return 0 if seq >= MAX_SEQUENCE else seq + 1
+
+
+class ProducerEntry:
+    """State of one producer id on one partition."""
+
+    __slots__ = ("batches", "epoch", "last_timestamp_ms", "producer_id")
+
+    def __init__(self, producer_id: int, epoch: int, last_timestamp_ms: int = -1) -> None:
+        self.producer_id = producer_id
+        self.epoch = epoch
+        # Oldest first; deque(maxlen) drops the oldest as the sixth arrives.
+        self.batches: deque[BatchMetadata] = deque(maxlen=NUM_BATCHES_TO_RETAIN)
+        # Wall-clock time of the last append; producer.id.expiration.ms counts from here.
+        self.last_timestamp_ms = last_timestamp_ms
+
+    @property
+    def last_batch(self) -> BatchMetadata | None:
+        return self.batches[-1] if self.batches else None
+
+    @property
+    def last_seq(self) -> int:
+        return self.batches[-1].last_seq if self.batches else -1
+
+    @property
+    def last_offset(self) -> int:
+        return self.batches[-1].last_offset if self.batches else -1
+
+    def find_duplicate(self, epoch: int, first_seq: int, last_seq: int) -> BatchMetadata | None:
+        if epoch != self.epoch:
+            return None
+        for batch in self.batches:
+            if batch.first_seq == first_seq and batch.last_seq == last_seq:
+                return batch
+        return None
+
+    def __repr__(self) -> str:
+        return (
+            f"ProducerEntry(producer_id={self.producer_id}, epoch={self.epoch}, "
+            f"batches={list(self.batches)!r}, last_timestamp_ms={self.last_timestamp_ms})"
+        )
+
+
+class ProducerStateManager:
+    """All producers of one partition, keyed by producer id."""
+
+    def __init__(self) -> None:
+        self._producers: dict[int, ProducerEntry] = {}
+
+    def __len__(self) -> int:
+        return len(self._producers)
+
+    def get(self, producer_id: int) -> ProducerEntry | None:
+        return self._producers.get(producer_id)
+
+    def entries(self) -> Iterable[ProducerEntry]:
+        return list(self._producers.values())
+
+    def __iter__(self) -> Iterator[ProducerEntry]:
+        return iter(list(self._producers.values()))
+
+    def check(self, producer_id: int, epoch: int, first_seq: int, last_seq: int) -> SequenceCheck:
+        """Apply KAFKA_NOTES §5 in order, without changing anything."""
+        entry = self._producers.get(producer_id)
+        if entry is None:
+            # KIP-360: an unknown producer (new, expired, or its records deleted) is accepted
+            # with any sequence; current brokers no longer answer UNKNOWN_PRODUCER_ID.
+            return ACCEPT
+        duplicate = entry.find_duplicate(epoch, first_seq, last_seq)
+        if duplicate is not None:
+            return SequenceCheck(ErrorCode.NONE, duplicate)
+        if epoch < entry.epoch:
+            return _FENCED
+        if epoch > entry.epoch:
+            # Java and librdkafka bump the epoch locally after a sequence gap and restart at 0.
+            return ACCEPT if first_seq == 0 else _OUT_OF_ORDER
+        if not entry.batches:
+            # No sequence known for this epoch (e.g. restored without batches): like Kafka,
+            # accept rather than guess.
+            return ACCEPT
+        if first_seq != next_sequence(entry.last_seq):
+            # Also where a retry older than the cached window, or one overlapping a cached
+            # batch without matching it exactly, ends up: Kafka refuses rather than store twice.
+            return _OUT_OF_ORDER
+        return ACCEPT
+
+    def update(
+        self,
+        producer_id: int,
+        epoch: int,
+        first_seq: int,
+        last_seq: int,
+        base_offset: int,
+        last_offset: int,
+        max_timestamp: int,
+        now_ms: int,
+    ) -> ProducerEntry:
+        """Record an appended batch (call only after ``check`` accepted it)."""
+        entry = self._producers.get(producer_id)
+        if entry is None:
+            entry = ProducerEntry(producer_id, epoch)
+            self._producers[producer_id] = entry
+        elif epoch != entry.epoch:
+            # A new epoch starts a new sequence space: old batches can no longer match.
+            entry.epoch = epoch
+            entry.batches.clear()
+        entry.batches.append(
+            BatchMetadata(first_seq, last_seq, base_offset, last_offset, max_timestamp)
+        )
+        entry.last_timestamp_ms = now_ms
+        return entry
+
+    def restore(self, entry: ProducerEntry) -> None:
+        """Install an entry as loaded from elsewhere (a snapshot loader)."""
+        self._producers[entry.producer_id] = entry
+
+    def remove(self, producer_id: int) -> bool:
+        return self._producers.pop(producer_id, None) is not None
+
+    def clear(self) -> None:
+        self._producers.clear()
+
+    def remove_expired(self, now_ms: int, expiration_ms: int) -> int:
+        """Forget producers idle for ``expiration_ms`` (producer.id.expiration.ms)."""
+        expired = [
+            pid
+            for pid, entry in self._producers.items()
+            if now_ms - entry.last_timestamp_ms >= expiration_ms
+        ]
+        for pid in expired:
+            del self._producers[pid]
+        return len(expired)
+
+    def remove_before(self, offset: int) -> int:
+        """Forget producers whose last batch lies entirely before ``offset``.
+
+        Kafka evicts producers whose records were all removed from the log (retention,
+        DeleteRecords); their next batch is then accepted as from an unknown producer.
+        """
+        gone = [pid for pid, entry in self._producers.items() if entry.last_offset < offset]
+        for pid in gone:
+            del self._producers[pid]
+        return len(gone)

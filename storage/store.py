@@ -1,0 +1,283 @@
+"""Topics and partitions under one data directory (Kafka's log.dirs with a single entry).
+
+Layout, as Kafka's:
+
+    <data_dir>/meta.properties               version, cluster.id, node.id, directory.id
+    <data_dir>/<topic>-<partition>/          one PartitionLog each
+        partition.metadata                   "version: 0" and the topic id
+        00000000000000000000.log / .index
+
+Topic ids and the cluster id are random UUIDs written once and kept across restarts, because
+clients cache them (Fetch v13+ and Metadata v10+ carry topic ids).
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import os
+import re
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from protocol.errors import ErrorCode
+
+from .atomic_file import write_atomic
+from .partition_log import PartitionLog
+from .segment import DEFAULT_INDEX_INTERVAL_BYTES
+
+log = logging.getLogger(__name__)
+
+META_PROPERTIES = "meta.properties"
+PARTITION_METADATA = "partition.metadata"
+MAX_TOPIC_NAME_LENGTH = 249
+_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]+")
+_PARTITION_DIR = re.compile(r"(.+)-(\d+)")
+
+
+class StoreError(Exception):
+    """The data directory cannot be used as it is (mismatched ids, unreadable metadata)."""
+
+    error_code = ErrorCode.KAFKA_STORAGE_ERROR
+
+
+class InvalidTopicError(ValueError):
+    error_code = ErrorCode.INVALID_TOPIC_EXCEPTION
+
+
+class TopicAlreadyExistsError(ValueError):
+    error_code = ErrorCode.TOPIC_ALREADY_EXISTS
+
+
+class InvalidPartitionsError(ValueError):
+    error_code = ErrorCode.INVALID_PARTITIONS
+
+
+def valid_topic_name(name: str) -> bool:
+    """Kafka's Topic.validate: 1..249 chars of [a-zA-Z0-9._-], and not "." or ".."."""
+    return (
+        0 < len(name) <= MAX_TOPIC_NAME_LENGTH
+        and name not in (".", "..")
+        and _TOPIC_NAME.fullmatch(name) is not None
+    )
+
+
+def uuid_to_str(value: bytes) -> str:
+    """Kafka's Uuid.toString: base64url without padding (22 characters)."""
+    return base64.urlsafe_b64encode(value).rstrip(b"=").decode("ascii")
+
+
+def uuid_from_str(text: str) -> bytes:
+    raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    if len(raw) != 16:
+        raise ValueError(f"not a 16-byte uuid: {text!r}")
+    return raw
+
+
+def random_uuid() -> bytes:
+    """Kafka's Uuid.randomUuid: never the all-zero id, never a string starting with "-"
+    (it would read as a command-line option)."""
+    while True:
+        value = uuid.uuid4().bytes
+        if value != bytes(16) and not uuid_to_str(value).startswith("-"):
+            return value
+
+
+def _read_properties(path: Path) -> dict[str, str]:
+    """Java .properties subset: key=value lines, # and ! comments."""
+    props: dict[str, str] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        line = line.strip()
+        if not line or line[0] in "#!":
+            continue
+        key, sep, value = line.partition("=")
+        if sep:
+            props[key.strip()] = value.strip()
+    return props
+
+
+@dataclass
+class TopicInfo:
+    name: str
+    topic_id: bytes
+    partitions: list[PartitionLog] = field(default_factory=list)
+
+
+class Store:
+    def __init__(
+        self,
+        data_dir: Path,
+        node_id: int,
+        cluster_id: str,
+        segment_bytes: int,
+        index_interval_bytes: int,
+    ) -> None:
+        self.data_dir = data_dir
+        self.node_id = node_id
+        self.cluster_id = cluster_id
+        self.segment_bytes = segment_bytes
+        self.index_interval_bytes = index_interval_bytes
+        self._topics: dict[str, TopicInfo] = {}
+        self._by_id: dict[bytes, TopicInfo] = {}
+
+    @classmethod
+    def open(
+        cls,
+        data_dir: str | os.PathLike[str],
+        *,
+        node_id: int,
+        segment_bytes: int,
+        index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
+    ) -> Store:
+        d = Path(data_dir)
+        d.mkdir(parents=True, exist_ok=True)
+        cluster_id = _load_or_create_meta(d, node_id)
+        store = cls(d, node_id, cluster_id, segment_bytes, index_interval_bytes)
+        try:
+            store._load_topics()
+        except BaseException:
+            store.close()
+            raise
+        return store
+
+    def _open_partition(self, name: str, index: int) -> PartitionLog:
+        return PartitionLog.open(
+            self.data_dir / f"{name}-{index}",
+            name,
+            index,
+            segment_bytes=self.segment_bytes,
+            index_interval_bytes=self.index_interval_bytes,
+        )
+
+    def _load_topics(self) -> None:
+        found: dict[str, dict[int, bytes]] = {}
+        for entry in sorted(os.listdir(self.data_dir)):
+            m = _PARTITION_DIR.fullmatch(entry)
+            path = self.data_dir / entry
+            if m is None or not path.is_dir() or not valid_topic_name(m.group(1)):
+                continue
+            meta = path / PARTITION_METADATA
+            if not meta.exists():
+                # A crash between mkdir and the metadata write: the partition never existed.
+                log.warning("ignoring %s: no %s", path, PARTITION_METADATA)
+                continue
+            found.setdefault(m.group(1), {})[int(m.group(2))] = _read_partition_metadata(meta)
+        for name, parts in sorted(found.items()):
+            ids = set(parts.values())
+            if len(ids) != 1:
+                raise StoreError(f"topic {name}: partitions disagree on the topic id")
+            count = 0
+            while count in parts:
+                count += 1
+            if count != len(parts):
+                # Only a crash in the middle of create_topic leaves a gap.
+                log.warning("topic %s: using partitions 0..%d, ignoring the rest", name, count - 1)
+            if count == 0:
+                continue
+            info = TopicInfo(name, ids.pop())
+            for index in range(count):
+                info.partitions.append(self._open_partition(name, index))
+            self._add(info)
+
+    def _add(self, info: TopicInfo) -> None:
+        self._topics[info.name] = info
+        self._by_id[info.topic_id] = info
+
+    # -- topics --------------------------------------------------------------------------
+
+    def create_topic(self, name: str, num_partitions: int) -> TopicInfo:
+        """Create a topic with a fresh topic id; raises on a bad name, count or duplicate."""
+        if not valid_topic_name(name):
+            raise InvalidTopicError(f"invalid topic name {name!r}")
+        if name in self._topics:
+            raise TopicAlreadyExistsError(f"topic {name!r} already exists")
+        if num_partitions < 1:
+            raise InvalidPartitionsError(f"number of partitions must be >= 1: {num_partitions}")
+        topic_id = random_uuid()
+        info = TopicInfo(name, topic_id)
+        try:
+            for index in range(num_partitions):
+                path = self.data_dir / f"{name}-{index}"
+                path.mkdir(exist_ok=True)
+                write_atomic(
+                    path / PARTITION_METADATA,
+                    f"version: 0\ntopic_id: {uuid_to_str(topic_id)}\n".encode("ascii"),
+                )
+                info.partitions.append(self._open_partition(name, index))
+        except BaseException:
+            for plog in info.partitions:
+                plog.close()
+            raise
+        self._add(info)
+        return info
+
+    def topic(self, name: str) -> TopicInfo | None:
+        return self._topics.get(name)
+
+    def topic_by_id(self, topic_id: bytes) -> TopicInfo | None:
+        return self._by_id.get(topic_id)
+
+    def topics(self) -> list[TopicInfo]:
+        return list(self._topics.values())
+
+    def partition(self, name: str, index: int) -> PartitionLog | None:
+        info = self._topics.get(name)
+        if info is None or not 0 <= index < len(info.partitions):
+            return None
+        return info.partitions[index]
+
+    def flush(self) -> None:
+        for info in self._topics.values():
+            for plog in info.partitions:
+                plog.flush()
+
+    def close(self) -> None:
+        for info in self._topics.values():
+            for plog in info.partitions:
+                plog.close()
+
+
+def _load_or_create_meta(data_dir: Path, node_id: int) -> str:
+    """Return the cluster id, writing meta.properties on first use."""
+    path = data_dir / META_PROPERTIES
+    if path.exists():
+        props = _read_properties(path)
+        if props.get("version") != "1":
+            raise StoreError(f"{path}: unsupported version {props.get('version')!r}")
+        stored_node = props.get("node.id")
+        if stored_node != str(node_id):
+            # Kafka refuses to start when the stored node.id differs from the configured one.
+            raise StoreError(f"{path}: stored node.id {stored_node} but configured {node_id}")
+        cluster_id = props.get("cluster.id", "")
+        try:
+            uuid_from_str(cluster_id)
+        except ValueError as exc:
+            raise StoreError(f"{path}: bad cluster.id {cluster_id!r}") from exc
+        return cluster_id
+    cluster_id = uuid_to_str(random_uuid())
+    text = (
+        "#\n"
+        "#Written by minikafka\n"
+        f"cluster.id={cluster_id}\n"
+        f"directory.id={uuid_to_str(random_uuid())}\n"
+        f"node.id={node_id}\n"
+        "version=1\n"
+    )
+    write_atomic(path, text.encode("ascii"))
+    return cluster_id
+
+
+def _read_partition_metadata(path: Path) -> bytes:
+    """Parse Kafka's partition.metadata ("version: 0" / "topic_id: <base64url>")."""
+    fields: dict[str, str] = {}
+    for line in path.read_text(encoding="ascii").splitlines():
+        key, sep, value = line.partition(":")
+        if sep:
+            fields[key.strip()] = value.strip()
+    if fields.get("version") != "0":
+        raise StoreError(f"{path}: unsupported version {fields.get('version')!r}")
+    try:
+        return uuid_from_str(fields.get("topic_id", ""))
+    except ValueError as exc:
+        raise StoreError(f"{path}: bad topic_id") from exc

@@ -1,0 +1,200 @@
+"""Validation of one client batch before append, with the error codes Kafka 4.0 answers.
+
+Kafka behaviour followed, in Kafka's own order (the first failing check decides the code):
+
+1. ProduceRequest.validateRecords (KafkaApis, before the log is touched), iterating the
+   partition's records with ByteBufferLogInputStream:
+   - under 12 bytes, under 17 bytes, or a batch_length running past the end: the iterator
+     finds no batch -> INVALID_RECORD ("must have at least one record batch");
+   - batch_length below 14 (the smallest legacy record) -> CORRUPT_MESSAGE;
+   - magic byte outside 0..2 -> CORRUPT_MESSAGE ("Invalid magic found in record");
+   - magic 0 or 1 -> INVALID_RECORD; zstd on Produce < v7 -> UNSUPPORTED_COMPRESSION_TYPE;
+   - a second batch -> INVALID_RECORD ("exactly one record batch per partition").
+2. UnifiedLog.analyzeAndValidateRecords: base_offset != 0 -> INVALID_RECORD; size above
+   max.message.bytes -> MESSAGE_TOO_LARGE; under 61 bytes or CRC mismatch -> CORRUPT_MESSAGE.
+3. LogValidator.validateBatch: last_offset_delta < 0, records_count <= 0 or
+   records_count != last_offset_delta + 1, a control batch, or a producer id without a
+   base sequence -> INVALID_RECORD.
+4. LogValidator's record iteration (depth="records" only): records that do not parse, a
+   count that differs from records_count, or bytes left over -> INVALID_RECORD (Kafka's
+   InvalidRecordException from DefaultRecord and DefaultRecordBatch's iterator).
+
+Deviations, each towards a specific non-retriable answer:
+- Bytes after the batch that do not form a second whole batch: Kafka silently trims them
+  (UnifiedLog.trimInvalidBytes); we answer INVALID_RECORD so that what is stored is always
+  exactly what was validated.
+- Unknown codec ids 5-7 and compressed data that does not decompress: Kafka fails there
+  with an internal exception (IllegalArgumentException / KafkaException), which clients see
+  as UNKNOWN_SERVER_ERROR; we answer INVALID_RECORD with the reason. Unknown codecs are
+  rejected at every depth, since nothing could ever read such a batch back.
+- Offset deltas other than 0, 1, 2, ... (depth="records"): Kafka 3.x/4.0 accepts them and
+  rewrites the batch with fresh offsets (a leniency kept for old magic-1 clients); we keep
+  the client's bytes unchanged, so we answer INVALID_RECORD. Magic-2 clients never do this.
+- The per-record timestamp and compacted-topic key checks belong to the caller (they
+  need topic configuration), as do acks and the Produce version.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from protocol import compression
+from protocol.errors import ErrorCode
+from protocol.records import (
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    MAGIC_OFFSET,
+    BatchHeader,
+    CorruptBatchError,
+    compute_crc,
+    decode_records,
+    parse_header,
+)
+
+DEPTHS = ("header", "records")
+
+# Kafka's LegacyRecord.RECORD_OVERHEAD_V0: the smallest batch_length its iterator accepts.
+_MIN_BATCH_LENGTH = 14
+_LENGTH = struct.Struct(">i")
+_ATTRIBUTES_OFFSET = 21
+
+
+@dataclass(frozen=True, slots=True)
+class Validation:
+    error: ErrorCode
+    message: str | None
+    header: BatchHeader | None
+
+    @property
+    def ok(self) -> bool:
+        return self.error == ErrorCode.NONE
+
+
+def _fail(error: ErrorCode, message: str, header: BatchHeader | None = None) -> Validation:
+    return Validation(error, message, header)
+
+
+def validate_batch(
+    batch: memoryview | bytes | bytearray,
+    *,
+    max_message_bytes: int,
+    allow_zstd: bool,
+    depth: str,
+) -> Validation:
+    """Check the records field of one partition in a Produce request (magic-2 clients).
+
+    ``allow_zstd`` is False for Produce below v7. ``depth`` "header" never decompresses;
+    "records" also decodes every record. On success ``header`` is the parsed header.
+    """
+    if depth not in DEPTHS:
+        raise ValueError(f"depth must be one of {DEPTHS}, not {depth!r}")
+    n = len(batch)
+    no_batch = "the records field must hold exactly one record batch, found none"
+    if n < LOG_OVERHEAD:
+        return _fail(ErrorCode.INVALID_RECORD, no_batch)
+    (batch_length,) = _LENGTH.unpack_from(batch, 8)
+    if batch_length < _MIN_BATCH_LENGTH:
+        return _fail(ErrorCode.CORRUPT_MESSAGE, f"batch_length {batch_length} is too small")
+    if n <= MAGIC_OFFSET:
+        return _fail(ErrorCode.INVALID_RECORD, no_batch)
+    magic = batch[MAGIC_OFFSET]
+    if magic > 2:  # Java reads the byte signed: 0x80-0xff are negative, also invalid
+        return _fail(ErrorCode.CORRUPT_MESSAGE, f"invalid magic {magic}")
+    size = batch_length + LOG_OVERHEAD
+    if size > n:
+        return _fail(ErrorCode.INVALID_RECORD, f"{no_batch} (batch of {size} bytes, {n} given)")
+    if magic != 2:
+        return _fail(ErrorCode.INVALID_RECORD, f"magic {magic}: only magic 2 batches accepted")
+    if size > _ATTRIBUTES_OFFSET + 1:
+        codec = batch[_ATTRIBUTES_OFFSET + 1] & 0x07
+        if codec == compression.ZSTD and not allow_zstd:
+            return _fail(
+                ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, "zstd needs Produce version 7 or later"
+            )
+    if n > size:
+        return _fail(
+            ErrorCode.INVALID_RECORD,
+            f"the records field must hold exactly one record batch: {n - size} bytes follow it",
+        )
+    if size < HEADER_SIZE:
+        # Only the base offset can still be read; Kafka checks it before size and CRC.
+        base_offset = struct.unpack_from(">q", batch, 0)[0]
+        if base_offset != 0:
+            return _fail(ErrorCode.INVALID_RECORD, f"base_offset is {base_offset}, not 0")
+        return _fail(ErrorCode.CORRUPT_MESSAGE, f"batch of {size} bytes is below the header size")
+    try:
+        header = parse_header(batch)
+    except CorruptBatchError as exc:  # unreachable after the checks above; kept as a guard
+        return _fail(ErrorCode.CORRUPT_MESSAGE, str(exc))
+    return _validate_parsed(batch, header, max_message_bytes, depth)
+
+
+def _validate_parsed(
+    batch: memoryview | bytes | bytearray, header: BatchHeader, max_message_bytes: int, depth: str
+) -> Validation:
+    if header.base_offset != 0:
+        return _fail(
+            ErrorCode.INVALID_RECORD, f"base_offset is {header.base_offset}, not 0", header
+        )
+    if header.size > max_message_bytes:
+        return _fail(
+            ErrorCode.MESSAGE_TOO_LARGE,
+            f"batch of {header.size} bytes exceeds max.message.bytes {max_message_bytes}",
+            header,
+        )
+    crc = compute_crc(batch)
+    if crc != header.crc:
+        return _fail(
+            ErrorCode.CORRUPT_MESSAGE,
+            f"CRC mismatch: stored {header.crc:#010x}, computed {crc:#010x}",
+            header,
+        )
+    if header.compression not in compression.CODEC_IDS:
+        return _fail(
+            ErrorCode.INVALID_RECORD, f"unknown compression codec id {header.compression}", header
+        )
+    if header.last_offset_delta < 0:
+        return _fail(
+            ErrorCode.INVALID_RECORD,
+            f"invalid offset range: last_offset_delta {header.last_offset_delta}",
+            header,
+        )
+    if header.records_count <= 0:
+        return _fail(
+            ErrorCode.INVALID_RECORD, f"invalid records_count {header.records_count}", header
+        )
+    if header.records_count != header.last_offset_delta + 1:
+        return _fail(
+            ErrorCode.INVALID_RECORD,
+            f"records_count {header.records_count} does not match last_offset_delta "
+            f"{header.last_offset_delta}",
+            header,
+        )
+    if header.is_control:
+        return _fail(ErrorCode.INVALID_RECORD, "clients may not write control batches", header)
+    if header.producer_id >= 0 and header.base_sequence < 0:
+        return _fail(
+            ErrorCode.INVALID_RECORD,
+            f"producer id {header.producer_id} with base_sequence {header.base_sequence}",
+            header,
+        )
+    if depth == "records":
+        return _validate_records(batch, header)
+    return Validation(ErrorCode.NONE, None, header)
+
+
+def _validate_records(batch: memoryview | bytes | bytearray, header: BatchHeader) -> Validation:
+    try:
+        records = decode_records(batch, header)
+    except CorruptBatchError as exc:
+        return _fail(ErrorCode.INVALID_RECORD, f"malformed records: {exc}", header)
+    for expected, record in enumerate(records):
+        if record.offset_delta != expected:
+            return _fail(
+                ErrorCode.INVALID_RECORD,
+                f"record {expected} has offset delta {record.offset_delta}: "
+                "offsets must be incremental",
+                header,
+            )
+    return Validation(ErrorCode.NONE, None, header)

@@ -1,0 +1,541 @@
+"""Configuration: Kafka property names from file, environment and overrides."""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from pathlib import Path
+
+import pytest
+
+from broker.config import (
+    ACCEPTED_IGNORED,
+    PROPERTIES,
+    Config,
+    ConfigError,
+    Listener,
+    env_var_to_property,
+    load_config,
+    make_config,
+    parse_properties,
+    properties_help,
+)
+
+
+def write(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "server.properties"
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def error_for(props: dict[str, str]) -> ConfigError:
+    with pytest.raises(ConfigError) as info:
+        make_config(props)
+    return info.value
+
+
+# --- defaults -------------------------------------------------------------------------
+
+
+def test_defaults_match_kafka_except_loopback_listener() -> None:
+    config, warnings, sources = load_config(None, {}, [])
+    assert warnings == []
+    assert sources == {}
+    assert config.listeners == (Listener("PLAINTEXT", "127.0.0.1", 9092, "127.0.0.1", 9092),)
+    assert config.log_dir == "/tmp/kafka-logs"
+    assert config.node_id == 1
+    assert config.num_partitions == 1
+    assert config.auto_create_topics_enable is True
+    assert config.default_replication_factor == 1
+    assert config.segment_bytes == 1073741824
+    assert config.message_max_bytes == 1048588
+    assert config.socket_request_max_bytes == 104857600
+    assert config.index_interval_bytes == 4096
+    assert config.producer_id_expiration_ms == 86400000
+    assert config.producer_id_expiration_check_interval_ms == 600000
+    assert config.log_level == "INFO"
+    assert config.record_validation == "records"
+    assert config.cluster_id is None
+    assert config.source_summary == "defaults"
+    assert config.explicit == ()
+
+
+def test_every_config_field_gets_a_value_of_its_declared_type() -> None:
+    config = make_config({"cluster.id": "abc"})
+    hints = typing.get_type_hints(Config)
+    for field in dataclasses.fields(Config):
+        hint = hints[field.name]
+        # isinstance accepts `str | None` but not `tuple[X, ...]`: check generics by origin.
+        expected = hint if isinstance(hint, types.UnionType) else typing.get_origin(hint) or hint
+        assert isinstance(getattr(config, field.name), expected), field.name
+
+
+def test_table_attributes_are_config_fields() -> None:
+    fields = {f.name for f in dataclasses.fields(Config)}
+    attrs = [p.attr for p in PROPERTIES if p.attr is not None]
+    assert len(attrs) == len(set(attrs))
+    assert set(attrs) <= fields
+
+
+def test_config_is_frozen() -> None:
+    config = make_config()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.node_id = 2  # type: ignore[misc]
+
+
+# --- properties file format ---------------------------------------------------------------
+
+
+def test_properties_format_separators_comments_and_continuations() -> None:
+    text = (
+        "# comment\n"
+        "! also a comment\n"
+        "\n"
+        "   a=1\n"
+        "b: 2\n"
+        "c 3\n"
+        "d = spaced value  \n"
+        "e=first \\\n"
+        "    second\n"
+        "f=tab\\there\\u0041\n"
+        "g\\=key=x\n"
+        "a=last wins\n"
+        "h=\n"
+        "# not.continued=\\\n"
+        "i=after comment\n"
+    )
+    assert parse_properties(text) == {
+        "a": "last wins",
+        "b": "2",
+        "c": "3",
+        "d": "spaced value  ",
+        "e": "first second",
+        "f": "tab\there\u0041",
+        "g=key": "x",
+        "h": "",
+        "i": "after comment",
+    }
+
+
+def test_even_number_of_backslashes_does_not_continue() -> None:
+    assert parse_properties("a=x\\\\\nb=y\n") == {"a": "x\\", "b": "y"}
+
+
+def test_crlf_line_endings() -> None:
+    assert parse_properties("a=1\r\nb=2\r\n") == {"a": "1", "b": "2"}
+
+
+# --- sources and precedence ---------------------------------------------------------------
+
+
+def test_precedence_file_then_env_then_override(tmp_path: Path) -> None:
+    path = write(tmp_path, "num.partitions=2\nnode.id=5\nmessage.max.bytes=100\n")
+    env = {"KAFKA_NUM_PARTITIONS": "3", "KAFKA_NODE_ID": "6"}
+    config, warnings, sources = load_config(path, env, ["num.partitions=4"])
+    assert warnings == []
+    assert config.num_partitions == 4
+    assert config.node_id == 6
+    assert config.message_max_bytes == 100
+    assert sources == {"num.partitions": "override", "node.id": "env", "message.max.bytes": "file"}
+    assert "file" in config.source_summary
+    assert "environment (2 set)" in config.source_summary
+    assert "--override (1 set)" in config.source_summary
+    assert dict(config.explicit)["num.partitions"] == "4"
+
+
+def test_override_value_may_contain_equals_signs() -> None:
+    config = make_config({"cluster.id": "a=b"})
+    assert config.cluster_id == "a=b"
+
+
+def test_override_without_equals_is_rejected() -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config(None, {}, ["num.partitions"])
+    assert info.value.property is None
+    assert "key=value" in str(info.value)
+
+
+def test_missing_file_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config(str(tmp_path / "absent.properties"), {}, [])
+    assert "absent.properties" in str(info.value)
+
+
+# --- environment names --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("var", "name"),
+    [
+        ("KAFKA_LOG_DIRS", "log.dirs"),
+        ("KAFKA_AUTO_CREATE_TOPICS_ENABLE", "auto.create.topics.enable"),
+        ("KAFKA_NODE_ID", "node.id"),
+        (
+            "KAFKA_LISTENER_NAME_INTERNAL_SSL___CLIENT_AUTH",
+            "listener.name.internal.ssl-client.auth",
+        ),
+        ("KAFKA_SOME__UNDERSCORED_NAME", "some_underscored.name"),
+        ("KAFKA_MINIKAFKA_RECORD_VALIDATION", "minikafka.record.validation"),
+    ],
+)
+def test_env_var_names_map_like_the_apache_kafka_image(var: str, name: str) -> None:
+    assert env_var_to_property(var) == name
+
+
+@pytest.mark.parametrize(
+    "var",
+    ["KAFKA_HEAP_OPTS", "KAFKA_OPTS", "KAFKA_JVM_PERFORMANCE_OPTS", "KAFKA_LOG4J_OPTS",
+     "KAFKA_JMX_OPTS", "KAFKA_DEBUG", "KAFKA_VERSION", "PATH", "KAFKA_", "KAFKA__X"],
+)  # fmt: skip
+def test_non_property_env_vars_are_not_properties(var: str) -> None:
+    assert env_var_to_property(var) is None
+
+
+def test_non_property_env_vars_are_ignored_silently() -> None:
+    env = {
+        "KAFKA_HEAP_OPTS": "-Xmx1G",
+        "KAFKA_OPTS": "-Dx=y",
+        "KAFKA_JVM_PERFORMANCE_OPTS": "-server",
+        "KAFKA_LOG4J_OPTS": "x",
+        "KAFKA_JMX_OPTS": "x",
+        "KAFKA_DEBUG": "y",
+        "HOME": "/root",
+    }
+    config, warnings, sources = load_config(None, env, [])
+    assert warnings == []
+    assert sources == {}
+    assert config == make_config()
+
+
+def test_env_sets_properties_with_dashes_and_underscores_through_the_mapping() -> None:
+    env = {"KAFKA_LOG_DIRS": "/data/k", "KAFKA_AUTO_CREATE_TOPICS_ENABLE": "FALSE"}
+    config, warnings, sources = load_config(None, env, [])
+    assert warnings == []
+    assert config.log_dir == "/data/k"
+    assert config.auto_create_topics_enable is False
+    assert sources == {"log.dirs": "env", "auto.create.topics.enable": "env"}
+
+
+def test_cluster_id_env_of_the_docker_image_is_accepted_and_kafka_prefixed_wins() -> None:
+    config, _, _ = load_config(None, {"CLUSTER_ID": "abc"}, [])
+    assert config.cluster_id == "abc"
+    config, _, _ = load_config(None, {"CLUSTER_ID": "abc", "KAFKA_CLUSTER_ID": "xyz"}, [])
+    assert config.cluster_id == "xyz"
+
+
+def test_docker_quickstart_environment_loads_without_warnings() -> None:
+    env = {
+        "KAFKA_NODE_ID": "1",
+        "KAFKA_PROCESS_ROLES": "broker,controller",
+        "KAFKA_LISTENERS": "PLAINTEXT://:9092,CONTROLLER://:9093",
+        "KAFKA_ADVERTISED_LISTENERS": "PLAINTEXT://localhost:9092",
+        "KAFKA_CONTROLLER_LISTENER_NAMES": "CONTROLLER",
+        "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        "KAFKA_CONTROLLER_QUORUM_VOTERS": "1@localhost:9093",
+        "KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR": "1",
+        "KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR": "1",
+        "KAFKA_TRANSACTION_STATE_LOG_MIN_ISR": "1",
+        "KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS": "0",
+        "KAFKA_NUM_PARTITIONS": "3",
+        "KAFKA_HEAP_OPTS": "-Xmx512M",
+    }
+    config, warnings, _ = load_config(None, env, [])
+    assert warnings == []
+    assert config.num_partitions == 3
+    assert config.listeners == (Listener("PLAINTEXT", "", 9092, "localhost", 9092),)
+
+
+# --- unknown properties -------------------------------------------------------------------
+
+
+def test_unknown_properties_are_warned_about_by_name_and_not_fatal(tmp_path: Path) -> None:
+    path = write(tmp_path, "no.such.thing=1\nnum.partitions=2\n")
+    env = {"KAFKA_BOOTSTRAP_SERVERS": "x:9092"}
+    config, warnings, sources = load_config(path, env, ["another.unknown=3"])
+    assert config.num_partitions == 2
+    assert len(warnings) == 3
+    assert "'no.such.thing'" in warnings[0]
+    assert "'bootstrap.servers'" in warnings[1]
+    assert "KAFKA_BOOTSTRAP_SERVERS" in warnings[1]
+    assert "'another.unknown'" in warnings[2]
+    assert "no.such.thing" not in sources
+
+
+def test_accepted_ignored_properties_do_not_warn() -> None:
+    overrides = [f"{p.name}=1" for p in ACCEPTED_IGNORED]
+    config, warnings, sources = load_config(None, {}, overrides)
+    assert warnings == []
+    assert config.listeners == make_config().listeners
+    assert set(sources) == {p.name for p in ACCEPTED_IGNORED}
+
+
+def test_replication_factor_above_one_is_accepted_with_a_warning() -> None:
+    config, warnings, _ = load_config(None, {}, ["default.replication.factor=3"])
+    assert config.default_replication_factor == 3
+    assert len(warnings) == 1
+    assert "default.replication.factor" in warnings[0]
+
+
+# --- invalid values -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "reason"),
+    [
+        ("num.partitions", "abc", "not an integer"),
+        ("num.partitions", "1.5", "not an integer"),
+        ("num.partitions", "0", "minimum of 1"),
+        ("node.id", "-1", "minimum of 0"),
+        ("message.max.bytes", "99999999999", "32-bit"),
+        ("auto.create.topics.enable", "yes", "not a boolean"),
+        ("log.segment.bytes", "13", "minimum of 14"),
+        ("log.level", "TRACE", "DEBUG"),
+        ("minikafka.record.validation", "all", "header"),
+        ("listeners", "PLAINTEXT://localhost", "NAME://host:port"),
+        ("listeners", "PLAINTEXT://localhost:99999", "out of range"),
+        ("listeners", "localhost:9092", "NAME://host:port"),
+        ("listeners", "PLAINTEXT://::1:9092", "brackets"),
+        ("listeners", "PLAINTEXT://[zz::1]:9092", "IPv6"),
+        ("listeners", "", "at least one listener"),
+        ("log.dirs", "/a,/b", "single log directory"),
+        ("listener.security.protocol.map", "PLAINTEXT:TLS", "unknown security protocol"),
+    ],
+)
+def test_invalid_values_name_the_property(name: str, value: str, reason: str) -> None:
+    error = error_for({name: value})
+    assert error.property == name
+    assert reason in error.message
+    assert str(error).startswith(f"invalid value for {name}: ")
+
+
+def test_error_names_the_alias_the_user_wrote_and_the_source() -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config(None, {"KAFKA_SEGMENT_BYTES": "10"}, [])
+    assert info.value.property == "segment.bytes"
+    assert "KAFKA_SEGMENT_BYTES" in info.value.message
+
+
+def test_values_are_trimmed_and_booleans_case_insensitive() -> None:
+    config = make_config(
+        {"num.partitions": " 7 ", "auto.create.topics.enable": " False", "log.level": "debug"}
+    )
+    assert config.num_partitions == 7
+    assert config.auto_create_topics_enable is False
+    assert config.log_level == "DEBUG"
+    assert make_config({"log.level": "warn"}).log_level == "WARNING"
+    assert make_config({"minikafka.record.validation": "HEADER"}).record_validation == "header"
+
+
+# --- aliases ------------------------------------------------------------------------------
+
+
+def test_aliases_set_the_canonical_property() -> None:
+    config = make_config({"broker.id": "7", "log.dir": "/x", "segment.bytes": "1024"})
+    assert (config.node_id, config.log_dir, config.segment_bytes) == (7, "/x", 1024)
+
+
+def test_within_one_source_the_canonical_name_beats_its_alias(tmp_path: Path) -> None:
+    path = write(tmp_path, "log.dirs=/kept\nlog.dir=/dropped\n")
+    config, warnings, _ = load_config(path, {}, [])
+    assert config.log_dir == "/kept"
+    assert len(warnings) == 1
+    assert "log.dir" in warnings[0]
+
+
+def test_a_later_source_wins_whatever_the_spelling(tmp_path: Path) -> None:
+    path = write(tmp_path, "node.id=3\n")
+    config, _, sources = load_config(path, {"KAFKA_BROKER_ID": "4"}, [])
+    assert config.node_id == 4
+    assert sources == {"node.id": "env"}
+
+
+# --- listeners ----------------------------------------------------------------------------
+
+
+def test_several_listeners_each_with_its_own_advertised_address() -> None:
+    config = make_config(
+        {
+            "listeners": "INTERNAL://0.0.0.0:9092,EXTERNAL://10.0.0.5:9094,LOCAL://localhost:0",
+            "advertised.listeners": "EXTERNAL://kafka.example.com:19094,INTERNAL://kafka:9092",
+            "listener.security.protocol.map": "INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT,"
+            "LOCAL:PLAINTEXT",
+        }
+    )
+    assert config.listeners == (
+        Listener("INTERNAL", "0.0.0.0", 9092, "kafka", 9092),
+        Listener("EXTERNAL", "10.0.0.5", 9094, "kafka.example.com", 19094),
+        Listener("LOCAL", "localhost", 0, "localhost", 0),
+    )
+
+
+def test_wildcard_bind_advertises_loopback() -> None:
+    config = make_config(
+        {
+            "listeners": "PLAINTEXT://:9092,OTHER://[::]:9093,A://0.0.0.0:1",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,OTHER:PLAINTEXT,A:PLAINTEXT",
+        }
+    )
+    assert [(lst.host, lst.advertised_host) for lst in config.listeners] == [
+        ("", "127.0.0.1"),
+        ("::", "::1"),
+        ("0.0.0.0", "127.0.0.1"),
+    ]
+
+
+def test_ipv6_listener_and_advertised_address() -> None:
+    config = make_config(
+        {"listeners": "PLAINTEXT://[::1]:9092", "advertised.listeners": "PLAINTEXT://[fe80::1]:0"}
+    )
+    assert config.listeners == (Listener("PLAINTEXT", "::1", 9092, "fe80::1", 0),)
+
+
+def test_port_zero_is_allowed_and_advertised_as_zero_until_bound() -> None:
+    config = make_config({"listeners": "PLAINTEXT://127.0.0.1:0"})
+    assert config.listeners == (Listener("PLAINTEXT", "127.0.0.1", 0, "127.0.0.1", 0),)
+
+
+def test_listener_names_are_case_insensitive() -> None:
+    config = make_config({"listeners": "plaintext://127.0.0.1:1"})
+    assert config.listeners[0].name == "PLAINTEXT"
+
+
+def test_controller_listener_is_not_served() -> None:
+    config = make_config(
+        {
+            "listeners": "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
+            "controller.listener.names": "CONTROLLER",
+        }
+    )
+    assert [lst.name for lst in config.listeners] == ["PLAINTEXT"]
+
+
+def test_only_controller_listeners_is_an_error() -> None:
+    error = error_for(
+        {"listeners": "CONTROLLER://127.0.0.1:9093", "controller.listener.names": "CONTROLLER"}
+    )
+    assert error.property == "listeners"
+
+
+def test_listener_with_non_plaintext_protocol_is_an_error() -> None:
+    error = error_for({"listeners": "SSL://127.0.0.1:9093"})
+    assert error.property == "listeners"
+    assert "PLAINTEXT" in error.message
+    error = error_for(
+        {
+            "listeners": "CLIENT://127.0.0.1:9093",
+            "listener.security.protocol.map": "CLIENT:SASL_SSL",
+        }
+    )
+    assert "SASL_SSL" in error.message
+
+
+def test_listener_missing_from_protocol_map_is_an_error() -> None:
+    error = error_for({"listeners": "CLIENT://127.0.0.1:9093"})
+    assert error.property == "listeners"
+    assert "CLIENT" in error.message
+
+
+@pytest.mark.parametrize(
+    ("props", "prop", "reason"),
+    [
+        ({"advertised.listeners": "OTHER://h:1"}, "advertised.listeners", "not defined"),
+        ({"advertised.listeners": "PLAINTEXT://0.0.0.0:1"}, "advertised.listeners", "routable"),
+        ({"listeners": "PLAINTEXT://a:1,PLAINTEXT://b:2"}, "listeners", "more than once"),
+    ],
+)
+def test_inconsistent_listeners_are_errors(props: dict[str, str], prop: str, reason: str) -> None:
+    error = error_for(props)
+    assert error.property == prop
+    assert reason in error.message
+
+
+def test_duplicate_port_check_ignores_ephemeral_ports() -> None:
+    config = make_config(
+        {
+            "listeners": "PLAINTEXT://127.0.0.1:0,B://127.0.0.1:0",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,B:PLAINTEXT",
+        }
+    )
+    assert len(config.listeners) == 2
+    error = error_for(
+        {
+            "listeners": "PLAINTEXT://127.0.0.1:5,B://127.0.0.1:5",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,B:PLAINTEXT",
+        }
+    )
+    assert "same port" in error.message
+
+
+# --- Kafka's own KRaft server.properties ----------------------------------------------------
+
+KRAFT_SERVER_PROPERTIES = """\
+############################# Server Basics #############################
+
+# The role of this server. Setting this puts us in KRaft mode
+process.roles=broker,controller
+
+# The node id associated with this instance's roles
+node.id=1
+
+# List of controller endpoints used connect to the controller cluster
+controller.quorum.voters=1@localhost:9093
+controller.quorum.bootstrap.servers=localhost:9093
+
+############################# Socket Server Settings #############################
+listeners=PLAINTEXT://:9092,CONTROLLER://:9093
+inter.broker.listener.name=PLAINTEXT
+advertised.listeners=PLAINTEXT://localhost:9092,CONTROLLER://localhost:9093
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL,\\
+    SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL
+num.network.threads=3
+num.io.threads=8
+socket.send.buffer.bytes=102400
+socket.receive.buffer.bytes=102400
+socket.request.max.bytes=104857600
+
+############################# Log Basics #############################
+log.dirs=/tmp/kraft-combined-logs
+num.partitions=1
+num.recovery.threads.per.data.dir=1
+
+############################# Internal Topic Settings  #############################
+offsets.topic.replication.factor=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+
+############################# Log Flush Policy #############################
+#log.flush.interval.messages=10000
+#log.flush.interval.ms=1000
+
+############################# Log Retention Policy #############################
+log.retention.hours=168
+log.segment.bytes=1073741824
+log.retention.check.interval.ms=300000
+"""
+
+
+def test_kafka_kraft_server_properties_loads_unchanged(tmp_path: Path) -> None:
+    config, warnings, sources = load_config(write(tmp_path, KRAFT_SERVER_PROPERTIES), {}, [])
+    assert warnings == []
+    assert config.listeners == (Listener("PLAINTEXT", "", 9092, "localhost", 9092),)
+    assert config.log_dir == "/tmp/kraft-combined-logs"
+    assert config.node_id == 1
+    assert set(sources.values()) == {"file"}
+    assert config.source_summary.startswith("file ")
+
+
+# --- help -----------------------------------------------------------------------------------
+
+
+def test_help_lists_every_property_with_its_default() -> None:
+    text = properties_help()
+    for prop in PROPERTIES:
+        default = "(none)" if prop.default is None else prop.default or '""'
+        assert f"{prop.name} = {default}" in text
+        assert prop.doc in text
+    for prop in ACCEPTED_IGNORED:
+        assert prop.name in text

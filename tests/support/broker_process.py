@@ -1,0 +1,98 @@
+"""Start a real broker process (python -m broker) on an ephemeral port, for tests."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+READY = re.compile(r"minikafka started .*listeners=\w+://[^:]+:(\d+)")
+
+
+class BrokerProcess:
+    def __init__(self, data_dir: Path, overrides: dict[str, str] | None = None) -> None:
+        self.data_dir = data_dir
+        self.overrides = dict(overrides or {})
+        self.proc: subprocess.Popen[str] | None = None
+        self.port = 0
+        self.lines: list[str] = []
+        self._ready = threading.Event()
+        self._reader: threading.Thread | None = None
+        self.started_at = 0.0
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 20.0) -> BrokerProcess:
+        args = [sys.executable, "-m", "broker"]
+        settings = {
+            "listeners": "PLAINTEXT://127.0.0.1:0",
+            "log.dirs": str(self.data_dir),
+            "log.level": "INFO",
+            **self.overrides,
+        }
+        for key, value in settings.items():
+            args += ["--override", f"{key}={value}"]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("KAFKA_")}
+        self._ready.clear()
+        self.started_at = time.monotonic()
+        self.proc = subprocess.Popen(
+            args, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env
+        )
+        self._reader = threading.Thread(target=self._drain, daemon=True)
+        self._reader.start()
+        if not self._ready.wait(timeout):
+            self.kill()
+            raise RuntimeError("broker did not start:\n" + "".join(self.lines[-30:]))
+        return self
+
+    def _drain(self) -> None:
+        assert self.proc is not None and self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.lines.append(line)
+            match = READY.search(line)
+            if match:
+                self.port = int(match.group(1))
+                self._ready.set()
+
+    def log_text(self) -> str:
+        return "".join(self.lines)
+
+    def wait_for_log(self, pattern: str, timeout: float = 10.0) -> str:
+        regex = re.compile(pattern)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for line in list(self.lines):
+                if regex.search(line):
+                    return line
+            time.sleep(0.02)
+        raise AssertionError(f"no log line matching {pattern!r}:\n{self.log_text()[-3000:]}")
+
+    def is_running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, timeout: float = 10.0) -> int:
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        code = self.proc.wait(timeout)
+        self._close_pipe()
+        return code
+
+    def _close_pipe(self) -> None:
+        if self._reader is not None:
+            self._reader.join(5)
+        if self.proc is not None and self.proc.stderr is not None:
+            self.proc.stderr.close()
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+        self._close_pipe()

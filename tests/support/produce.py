@@ -1,0 +1,87 @@
+"""Helpers shared by raw-socket tests: create topics, produce a batch, read what is stored."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from broker.dump import iter_partition_batches
+from protocol.messages.init_producer_id import INIT_PRODUCER_ID
+from protocol.messages.metadata import METADATA
+from protocol.messages.produce import PRODUCE
+from protocol.records import BatchHeader, build_batch
+from protocol.schema import Message
+from tests.support.raw_client import RawClient
+
+
+@dataclass(frozen=True)
+class Answer:
+    error_code: int
+    base_offset: int
+    log_append_time_ms: int
+    log_start_offset: int
+
+
+def create_topic(client: RawClient, name: str) -> Message:
+    meta = client.request(
+        METADATA, 12, Message(topics=[Message(name=name)], allow_auto_topic_creation=True)
+    )
+    assert meta.topics[0].error_code == 0, meta
+    return meta
+
+
+def init_producer(client: RawClient) -> int:
+    answer = client.request(
+        INIT_PRODUCER_ID, 4, Message(transactional_id=None, transaction_timeout_ms=60000)
+    )
+    assert answer.error_code == 0
+    producer_id: int = answer.producer_id
+    return producer_id
+
+
+def batch(
+    producer_id: int, epoch: int, base_sequence: int, count: int = 2, tag: str = "r", **kw: object
+) -> bytes:
+    records = [(None, f"{tag}-{base_sequence + i}".encode()) for i in range(count)]
+    return build_batch(
+        records,
+        producer_id=producer_id,
+        producer_epoch=epoch,
+        base_sequence=base_sequence,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def produce_request(
+    topic: str, data: bytes | None, *, acks: int = -1, partition: int = 0
+) -> Message:
+    return Message(
+        transactional_id=None,
+        acks=acks,
+        timeout_ms=30000,
+        topic_data=[Message(name=topic, partition_data=[Message(index=partition, records=data)])],
+    )
+
+
+def produce(
+    client: RawClient,
+    topic: str,
+    data: bytes | None,
+    *,
+    version: int = 9,
+    acks: int = -1,
+    partition: int = 0,
+) -> Answer:
+    response = client.request(
+        PRODUCE, version, produce_request(topic, data, acks=acks, partition=partition)
+    )
+    part = response.responses[0].partition_responses[0]
+    return Answer(part.error_code, part.base_offset, part.log_append_time_ms, part.log_start_offset)
+
+
+def stored(data_dir: Path, topic: str, partition: int = 0) -> list[tuple[BatchHeader, bytes]]:
+    """Every batch the broker wrote for a partition, read straight from its segment files."""
+    path = data_dir / f"{topic}-{partition}"
+    if not path.exists():
+        return []
+    return list(iter_partition_batches(path))
