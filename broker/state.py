@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import TYPE_CHECKING
 
@@ -30,6 +31,16 @@ class BrokerState:
         self.producer_ids = producer_ids
         self.node_id = config.node_id
         self.connections: set[KafkaConnection] = set()
+        self._appended = asyncio.Event()
+
+    def append_signal(self) -> asyncio.Event:
+        """An event set at the next append (long-polling fetches wait on it)."""
+        return self._appended
+
+    def notify_appended(self) -> None:
+        # Wake every waiter once, then start a fresh event for the next round.
+        self._appended.set()
+        self._appended = asyncio.Event()
 
     @property
     def cluster_id(self) -> str:

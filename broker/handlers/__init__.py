@@ -5,9 +5,9 @@ from __future__ import annotations
 from types import ModuleType
 
 from broker.dispatch import Dispatcher
-from broker.handlers import api_versions, init_producer_id, metadata, produce
+from broker.handlers import api_versions, fetch, init_producer_id, metadata, produce
 
-MODULES: tuple[ModuleType, ...] = (produce, metadata, api_versions, init_producer_id)
+MODULES: tuple[ModuleType, ...] = (produce, fetch, metadata, api_versions, init_producer_id)
 
 
 def build_dispatcher() -> Dispatcher:

@@ -72,6 +72,7 @@ def handle(ctx: RequestContext, request: Message) -> Message | None:
         responses = _all_failed(request, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None)
     else:
         responses = [_produce_topic(ctx, topic) for topic in request.topic_data]
+        ctx.state.notify_appended()
 
     if acks == 0:
         failed = [
