@@ -190,11 +190,13 @@ class PartitionLog:
             if check.error != ErrorCode.NONE:
                 return AppendResult(check.error, -1, NO_TIMESTAMP, self._log_start_offset)
             if check.duplicate is not None:
-                # Nothing written: answer with where the original batch went.
+                # Nothing written: answer with where the original batch went. Kafka reports
+                # the cached batch's timestamp as log_append_time here, even on CreateTime
+                # topics (UnifiedLog: LogAppendInfo built from the duplicate's metadata).
                 return AppendResult(
                     ErrorCode.NONE,
                     check.duplicate.base_offset,
-                    NO_TIMESTAMP,
+                    check.duplicate.max_timestamp,
                     self._log_start_offset,
                 )
         base_offset = self.log_end_offset

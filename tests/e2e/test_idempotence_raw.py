@@ -51,6 +51,11 @@ def test_lost_acks_resend_is_deduplicated_with_original_offsets(
     assert [a.error_code for a in again] == [0, 0]
     assert [a.base_offset for a in again] == [first[3].base_offset, first[4].base_offset]
     assert [a.log_start_offset for a in again] == [0, 0]
+    # A new append on a CreateTime topic reports no append time; a duplicate reports the
+    # cached batch's timestamp, as Kafka does.
+    assert [a.log_append_time_ms for a in first] == [-1] * 5
+    kept = stored(broker.data_dir, "seed")
+    assert [a.log_append_time_ms for a in again] == [h.max_timestamp for h, _ in kept[3:]]
     assert stored_sequences(broker) == [(i * 2, i * 2, 2) for i in range(5)]
 
 
