@@ -1,0 +1,110 @@
+"""ApiVersions as Kafka 4.0 sends it (KAFKA_NOTES §1), and InitProducerId."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from protocol.errors import ErrorCode
+from protocol.messages.api_versions import API_VERSIONS
+from protocol.messages.init_producer_id import INIT_PRODUCER_ID
+from protocol.primitives import Reader
+from protocol.schema import Message
+from tests.support.broker_process import BrokerProcess
+from tests.support.produce import init_producer
+from tests.support.raw_client import RawClient
+
+EXPECTED = {0: (0, 12), 1: (4, 17), 3: (0, 13), 18: (0, 4), 22: (0, 5)}
+
+
+@pytest.mark.parametrize("version", range(5))
+def test_api_versions_lists_served_ranges_in_key_order(
+    shared_broker: BrokerProcess, version: int
+) -> None:
+    with RawClient(shared_broker.port) as client:
+        answer = client.request(API_VERSIONS, version, Message(client_software_name="t"))
+    assert answer.error_code == 0
+    got = {k.api_key: (k.min_version, k.max_version) for k in answer.api_keys}
+    assert got == EXPECTED
+    assert [k.api_key for k in answer.api_keys] == sorted(got)
+
+
+def test_api_versions_v3_tagged_section_matches_kafka(shared_broker: BrokerProcess) -> None:
+    with RawClient(shared_broker.port) as client:
+        client.send(API_VERSIONS, 3, Message(client_software_name="t", client_software_version="1"))
+        frame = client.read_frame()
+    # Response header v0: correlation id only, even though v3 is flexible.
+    reader = Reader(frame, 4)
+    assert reader.int16() == 0
+    count = reader.uvarint() - 1
+    for _ in range(count):
+        reader.int16(), reader.int16(), reader.int16()
+        assert reader.uvarint() == 0  # no tagged fields per entry
+    assert reader.int32() == 0  # throttle_time_ms
+    tags = []
+    for _ in range(reader.uvarint()):
+        tag = reader.uvarint()
+        reader.skip(reader.uvarint())
+        tags.append(tag)
+    # supported_features, finalized_features_epoch, finalized_features; no zk_migration_ready.
+    assert tags == [0, 1, 2]
+    assert reader.remaining == 0
+    with RawClient(shared_broker.port) as client:
+        answer = client.request(API_VERSIONS, 3, Message())
+    assert [(f.name, f.min_version, f.max_version) for f in answer.supported_features] == [
+        ("metadata.version", 7, 25)
+    ]
+    assert [f.name for f in answer.finalized_features] == ["metadata.version"]
+    assert answer.finalized_features_epoch >= 0
+
+
+def test_init_producer_id_never_reuses_ids_across_restarts(tmp_path: Path) -> None:
+    seen: list[int] = []
+    for _ in range(2):
+        broker = BrokerProcess(tmp_path / "d").start()
+        try:
+            with RawClient(broker.port) as client:
+                for version in range(6):
+                    answer = client.request(
+                        INIT_PRODUCER_ID,
+                        version,
+                        Message(transactional_id=None, transaction_timeout_ms=1000),
+                    )
+                    assert (answer.error_code, answer.producer_epoch) == (0, 0)
+                    seen.append(answer.producer_id)
+        finally:
+            broker.stop()
+    assert len(set(seen)) == len(seen) == 12
+    # A SIGKILLed broker does not hand out an id twice either.
+    broker = BrokerProcess(tmp_path / "d").start()
+    with RawClient(broker.port) as client:
+        seen.append(init_producer(client))
+    broker.kill()
+    broker = BrokerProcess(tmp_path / "d").start()
+    try:
+        with RawClient(broker.port) as client:
+            seen.append(init_producer(client))
+    finally:
+        broker.stop()
+    assert len(set(seen)) == len(seen)
+
+
+def test_transactional_id_is_refused_with_a_fatal_error(shared_broker: BrokerProcess) -> None:
+    with RawClient(shared_broker.port) as client:
+        answer = client.request(
+            INIT_PRODUCER_ID, 4, Message(transactional_id="tx-1", transaction_timeout_ms=1000)
+        )
+    assert answer.error_code == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    assert answer.producer_id == -1
+
+
+def test_confluent_transactional_producer_fails_fast(shared_broker: BrokerProcess) -> None:
+    from confluent_kafka import KafkaException, Producer
+
+    producer = Producer({"bootstrap.servers": shared_broker.bootstrap, "transactional.id": "tx"})
+    started = time.monotonic()
+    with pytest.raises(KafkaException):
+        producer.init_transactions(20)
+    assert time.monotonic() - started < 15

@@ -1,0 +1,118 @@
+"""Metadata: single node, per-listener advertised address, auto-creation, stable ids."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from protocol.errors import ErrorCode
+from protocol.messages.metadata import METADATA
+from protocol.schema import Message
+from tests.support.broker_process import BrokerProcess
+from tests.support.raw_client import RawClient
+
+
+def metadata(
+    client: RawClient, names: list[str] | None, version: int = 12, **kw: object
+) -> Message:
+    topics = None if names is None else [Message(name=n) for n in names]
+    return client.request(METADATA, version, Message(topics=topics, **kw))
+
+
+def test_auto_creation_honours_request_flag_and_config(tmp_path: Path) -> None:
+    broker = BrokerProcess(tmp_path / "d", {"num.partitions": "3"}).start()
+    try:
+        with RawClient(broker.port) as client:
+            refused = metadata(client, ["lazy"], allow_auto_topic_creation=False)
+            assert refused.topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            assert not (tmp_path / "d" / "lazy-0").exists()
+            created = metadata(client, ["eager"], allow_auto_topic_creation=True)
+            topic = created.topics[0]
+            assert topic.error_code == 0
+            assert [p.partition_index for p in topic.partitions] == [0, 1, 2]
+            assert all(p.leader_id == 1 and p.replica_nodes == [1] for p in topic.partitions)
+            assert sorted(p.name for p in (tmp_path / "d").glob("eager-*")) == [
+                "eager-0",
+                "eager-1",
+                "eager-2",
+            ]
+    finally:
+        broker.stop()
+
+
+def test_auto_creation_disabled_by_config(tmp_path: Path) -> None:
+    broker = BrokerProcess(tmp_path / "d", {"auto.create.topics.enable": "false"}).start()
+    try:
+        with RawClient(broker.port) as client:
+            answer = metadata(client, ["nope"], allow_auto_topic_creation=True)
+            assert answer.topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        assert not (tmp_path / "d" / "nope-0").exists()
+    finally:
+        broker.stop()
+
+
+def test_invalid_topic_names_get_invalid_topic_exception(shared_broker: BrokerProcess) -> None:
+    bad = ["", ".", "..", "a" * 250, "has space", "sl/ash"]
+    with RawClient(shared_broker.port) as client:
+        answer = metadata(client, bad)
+        assert [t.error_code for t in answer.topics] == [ErrorCode.INVALID_TOPIC_EXCEPTION] * len(
+            bad
+        )
+    assert not any(p.name.startswith(("has", "sl")) for p in shared_broker.data_dir.iterdir())
+
+
+def test_every_version_answers_all_topics(shared_broker: BrokerProcess) -> None:
+    with RawClient(shared_broker.port) as client:
+        metadata(client, ["listed"])
+        for version in range(0, 14):
+            # v0 asks for all topics with an empty list, v1+ with null.
+            names = [] if version == 0 else None
+            kw = {"allow_auto_topic_creation": True} if version >= 4 else {}
+            answer = metadata(client, names, version, **kw)
+            assert "listed" in [t.name for t in answer.topics], version
+            assert answer.brokers[0].port == shared_broker.port
+
+
+def test_cluster_id_and_topic_ids_survive_restart(tmp_path: Path) -> None:
+    broker = BrokerProcess(tmp_path / "d").start()
+    with RawClient(broker.port) as client:
+        before = metadata(client, ["keep"])
+    broker.stop()
+    broker = BrokerProcess(tmp_path / "d").start()
+    try:
+        with RawClient(broker.port) as client:
+            after = metadata(client, ["keep"])
+            # v12 can look a topic up by id alone.
+            by_id = client.request(
+                METADATA,
+                12,
+                Message(topics=[Message(topic_id=before.topics[0].topic_id, name=None)]),
+            )
+    finally:
+        broker.stop()
+    assert after.cluster_id == before.cluster_id and re.fullmatch(r"[\w-]{22}", after.cluster_id)
+    assert after.topics[0].topic_id == before.topics[0].topic_id != b"\x00" * 16
+    assert by_id.topics[0].name == "keep"
+
+
+def test_each_listener_advertises_its_own_address(tmp_path: Path) -> None:
+    broker = BrokerProcess(
+        tmp_path / "d",
+        {
+            "listeners": "INSIDE://127.0.0.1:0,OUTSIDE://127.0.0.1:0",
+            "advertised.listeners": "INSIDE://kafka.internal:29092,OUTSIDE://localhost:9092",
+            "listener.security.protocol.map": "INSIDE:PLAINTEXT,OUTSIDE:PLAINTEXT",
+        },
+    ).start()
+    try:
+        line = broker.wait_for_log("minikafka started")
+        ports = [int(p) for p in re.findall(r"\w+://127\.0\.0\.1:(\d+)", line)]
+        assert len(ports) == 2
+        answers = []
+        for port in ports:
+            with RawClient(port) as client:
+                b = metadata(client, None).brokers[0]
+                answers.append((b.host, b.port))
+        assert answers == [("kafka.internal", 29092), ("localhost", 9092)]
+    finally:
+        broker.stop()
