@@ -1,4 +1,8 @@
-"""RecordBatch v2 view: header fields, CRC-32C, and in-place patching.
+"""RecordBatch v2 view: header fields, CRC-32C, and in-place patching; record contents.
+
+The header view never touches the records; decode_records/check_records (decompress and
+parse Kafka's DefaultRecord format) and build_batch (a complete batch, for tests and tools)
+follow below it.
 
 Layout (Kafka's DefaultRecordBatch):
 
