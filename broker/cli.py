@@ -77,7 +77,6 @@ def main(argv: list[str] | None = None) -> int:
     configure(config.log_level)
     for warning in warnings:
         log.warning("%s", warning)
-    log.info("configuration: %s", config.source_summary)
 
     from broker.server import run
 

@@ -268,7 +268,7 @@ PROPERTIES: tuple[Property, ...] = (
         "auto.create.topics.enable",
         BOOLEAN,
         "true",
-        "Create a missing topic when a client asks for it in Metadata or Produce.",
+        "Create a missing topic when a client asks for it in Metadata (as Kafka, not on Produce).",
         attr="auto_create_topics_enable",
     ),
     Property(
