@@ -87,6 +87,18 @@ class Config:
     index_interval_bytes: int
     producer_id_expiration_ms: int
     producer_id_expiration_check_interval_ms: int
+    # Derived from log.retention.{ms,minutes,hours} / log.roll.{ms,hours} as Kafka does.
+    retention_ms: int
+    retention_bytes: int
+    retention_check_interval_ms: int
+    segment_ms: int
+    flush_messages: int
+    flush_ms: int
+    flush_scheduler_interval_ms: int
+    snapshot_interval_ms: int
+    group_initial_rebalance_delay_ms: int
+    group_min_session_timeout_ms: int
+    group_max_session_timeout_ms: int
     log_level: str
     record_validation: str
     cluster_id: str | None
@@ -120,6 +132,20 @@ def _parse_int(raw: str) -> int:
     value = int(text)
     if not _INT32_MIN <= value <= _INT32_MAX:
         raise ValueError(f"{text} does not fit in a 32-bit integer")
+    return value
+
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def _parse_long(raw: str) -> int:
+    # Kafka's LONG type: Long.parseLong on the trimmed value.
+    text = raw.strip()
+    if not _INT_RE.fullmatch(text):
+        raise ValueError(f"{raw!r} is not an integer")
+    value = int(text)
+    if not _INT64_MIN <= value <= _INT64_MAX:
+        raise ValueError(f"{text} does not fit in a 64-bit integer")
     return value
 
 
@@ -183,6 +209,7 @@ def _log_dirs(raw: str) -> str:
 
 
 INT = Kind("int", _parse_int)
+LONG = Kind("long", _parse_long)
 BOOLEAN = Kind("boolean", _parse_bool)
 STRING = Kind("string", _parse_string)
 OPTIONAL_STRING = Kind("string", _parse_optional)
@@ -330,6 +357,116 @@ PROPERTIES: tuple[Property, ...] = (
         validator=_at_least(1),
     ),
     Property(
+        "log.retention.hours",
+        INT,
+        "168",
+        "Retention by time in hours (used when log.retention.minutes/ms are unset).",
+    ),
+    Property(
+        "log.retention.minutes",
+        INT,
+        None,
+        "Retention by time in minutes (used when log.retention.ms is unset).",
+    ),
+    Property(
+        "log.retention.ms",
+        LONG,
+        None,
+        "Retention by time; whole segments older than this are deleted; -1 = forever.",
+        validator=_at_least(-1),
+        aliases=("retention.ms",),
+    ),
+    Property(
+        "log.retention.bytes",
+        LONG,
+        "-1",
+        "Retention by size per partition; oldest segments deleted beyond it; -1 = no limit.",
+        attr="retention_bytes",
+        validator=_at_least(-1),
+        aliases=("retention.bytes",),
+    ),
+    Property(
+        "log.retention.check.interval.ms",
+        LONG,
+        "300000",
+        "How often segments are checked for deletion by retention.",
+        attr="retention_check_interval_ms",
+        validator=_at_least(1),
+    ),
+    Property(
+        "log.roll.hours",
+        INT,
+        "168",
+        "Roll a segment this old (used when log.roll.ms is unset).",
+        validator=_at_least(1),
+    ),
+    Property(
+        "log.roll.ms",
+        LONG,
+        None,
+        "Roll a segment whose first batch is older than this, on the next append.",
+        validator=_at_least(1),
+        aliases=("segment.ms",),
+    ),
+    Property(
+        "log.flush.interval.messages",
+        LONG,
+        str(2**63 - 1),
+        "fsync a partition once this many messages are unflushed (default: never, "
+        "leave it to the page cache, as Kafka).",
+        attr="flush_messages",
+        validator=_at_least(1),
+        aliases=("flush.messages",),
+    ),
+    Property(
+        "log.flush.interval.ms",
+        LONG,
+        None,
+        "fsync a partition whose oldest unflushed message is this old (default: never).",
+        validator=_at_least(0),
+        aliases=("flush.ms",),
+    ),
+    Property(
+        "log.flush.scheduler.interval.ms",
+        LONG,
+        None,
+        "How often log.flush.interval.ms is checked (default: every second when it is set).",
+        validator=_at_least(1),
+    ),
+    Property(
+        "group.initial.rebalance.delay.ms",
+        INT,
+        "100",
+        "How long the first rebalance of an empty group waits for more members (Kafka's "
+        "default is 3000; a low default keeps tests fast).",
+        attr="group_initial_rebalance_delay_ms",
+        validator=_at_least(0),
+    ),
+    Property(
+        "group.min.session.timeout.ms",
+        INT,
+        "6000",
+        "Smallest session.timeout.ms a consumer may ask for in JoinGroup.",
+        attr="group_min_session_timeout_ms",
+        validator=_at_least(0),
+    ),
+    Property(
+        "group.max.session.timeout.ms",
+        INT,
+        "1800000",
+        "Largest session.timeout.ms a consumer may ask for in JoinGroup.",
+        attr="group_max_session_timeout_ms",
+        validator=_at_least(0),
+    ),
+    Property(
+        "minikafka.producer.snapshot.interval.ms",
+        LONG,
+        "60000",
+        "minikafka: how often changed producer state is snapshotted (also on roll/shutdown).",
+        attr="snapshot_interval_ms",
+        validator=_at_least(1),
+    ),
+    Property(
         "cluster.id",
         OPTIONAL_STRING,
         None,
@@ -374,19 +511,11 @@ ACCEPTED_IGNORED: tuple[Property, ...] = (
     _ignored("share.coordinator.state.topic.replication.factor", "One replica."),
     _ignored("share.coordinator.state.topic.min.isr", "One replica."),
     _ignored("min.insync.replicas", "One replica on one broker."),
-    _ignored("group.initial.rebalance.delay.ms", "Accepted for compatibility; no effect."),
     _ignored("num.network.threads", "asyncio: one event loop."),
     _ignored("num.io.threads", "asyncio: one event loop."),
     _ignored("num.recovery.threads.per.data.dir", "Recovery runs in one thread."),
     _ignored("socket.send.buffer.bytes", "Operating-system defaults are used."),
     _ignored("socket.receive.buffer.bytes", "Operating-system defaults are used."),
-    _ignored("log.retention.hours", "Retention is not implemented: data is kept."),
-    _ignored("log.retention.minutes", "Retention is not implemented: data is kept."),
-    _ignored("log.retention.ms", "Retention is not implemented: data is kept."),
-    _ignored("log.retention.bytes", "Retention is not implemented: data is kept."),
-    _ignored("log.retention.check.interval.ms", "Retention is not implemented."),
-    _ignored("log.flush.interval.messages", "Flushing follows minikafka's own policy."),
-    _ignored("log.flush.interval.ms", "Flushing follows minikafka's own policy."),
 )
 
 _BY_NAME: dict[str, Property] = {p.name: p for p in (*PROPERTIES, *ACCEPTED_IGNORED)}
@@ -730,6 +859,7 @@ def load_config(
         )
 
     attrs = {p.attr: values[p.name] for p in PROPERTIES if p.attr is not None}
+    attrs.update(_derived_times(values))
     config = Config(
         listeners=listeners,
         source_summary=", ".join(summary) or "defaults",
@@ -737,6 +867,37 @@ def load_config(
         **attrs,
     )
     return config, warnings, sources
+
+
+_NEVER = 2**63 - 1
+
+
+def _derived_times(values: Mapping[str, Any]) -> dict[str, int]:
+    """Kafka's precedence: *.ms beats *.minutes beats *.hours."""
+    if values["log.retention.ms"] is not None:
+        retention_ms = values["log.retention.ms"]
+    elif values["log.retention.minutes"] is not None:
+        retention_ms = values["log.retention.minutes"] * 60_000
+    else:
+        retention_ms = values["log.retention.hours"] * 3_600_000
+    if retention_ms < 0:
+        retention_ms = -1
+    segment_ms = values["log.roll.ms"]
+    if segment_ms is None:
+        segment_ms = values["log.roll.hours"] * 3_600_000
+    flush_ms = values["log.flush.interval.ms"]
+    scheduler = values["log.flush.scheduler.interval.ms"]
+    # Kafka only checks flush.ms every log.flush.scheduler.interval.ms (default: never), so
+    # flush.ms alone does nothing there. Deviation: setting flush.ms here is enough; it is
+    # checked every second unless the scheduler interval says otherwise.
+    if scheduler is None:
+        scheduler = 1000 if flush_ms is not None else _NEVER
+    return {
+        "retention_ms": retention_ms,
+        "segment_ms": segment_ms,
+        "flush_ms": _NEVER if flush_ms is None else flush_ms,
+        "flush_scheduler_interval_ms": scheduler,
+    }
 
 
 def _order_canonical_last(props: Mapping[str, object]) -> list[str]:

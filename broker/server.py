@@ -10,10 +10,14 @@ import signal
 import time
 
 from broker import __version__
+from broker.background import Background
 from broker.config import Config, Listener
 from broker.connection import KafkaConnection
+from broker.groups import GroupCoordinator, GroupSettings
 from broker.handlers import build_dispatcher
 from broker.state import BrokerState
+from storage.committed_offsets import CommittedOffsets
+from storage.log_config import LogConfig
 from storage.producer_ids import ProducerIdAllocator
 from storage.store import Store
 
@@ -21,6 +25,8 @@ log = logging.getLogger(__name__)
 
 # Announced on stderr once every listener is bound; tests and scripts wait for it.
 READY_MARKER = "minikafka started"
+# How long requests in flight may take to finish on SIGTERM (Docker waits 10 s, then kills).
+SHUTDOWN_GRACE_S = 3.0
 
 
 class Broker:
@@ -29,18 +35,16 @@ class Broker:
         self.state: BrokerState | None = None
         self.servers: list[asyncio.Server] = []
         self.stopped = asyncio.Event()
+        self.background: Background | None = None
 
     async def start(self) -> None:
         config = self.config
         started = time.monotonic()
-        store = Store.open(
-            config.log_dir,
-            node_id=config.node_id,
-            segment_bytes=config.segment_bytes,
-            index_interval_bytes=config.index_interval_bytes,
-        )
+        store = Store.open(config.log_dir, node_id=config.node_id, log_config=log_config(config))
+        log.info("log recovery: %s", store.recovery_summary)
         producer_ids = ProducerIdAllocator(config.log_dir)
         state = BrokerState(config, store, producer_ids, build_dispatcher())
+        state.groups = _open_groups(config, state)
         self.state = state
         loop = asyncio.get_running_loop()
         resolved: dict[str, Listener] = {}
@@ -64,6 +68,9 @@ class Broker:
         state.config = config
         for server in self.servers:
             await server.start_serving()
+        self.background = Background(state)
+        self.background.start()
+        state.groups.start()
         log.info(
             "%s version=%s node.id=%d cluster.id=%s log.dirs=%s listeners=%s startup_ms=%.0f",
             READY_MARKER,
@@ -80,19 +87,61 @@ class Broker:
         )
 
     async def stop(self) -> None:
+        """Graceful shutdown: stop accepting, finish requests in flight, snapshot, flush."""
         state = self.state
         for server in self.servers:
             server.close()
         if state is not None:
-            # Let requests in flight finish so their answers go out, then close.
+            state.shutting_down = True
+            # Parked JoinGroup/SyncGroup answers go out now (NOT_COORDINATOR), not at timeout.
+            state.groups.shutdown()
+            # Long-polling fetches wake up and answer with what they have.
+            state.notify_appended()
             waits = [conn.idle.wait() for conn in list(state.connections)]
             if waits:
-                await asyncio.wait_for(asyncio.gather(*waits), timeout=5)
+                try:
+                    await asyncio.wait_for(asyncio.gather(*waits), timeout=SHUTDOWN_GRACE_S)
+                except TimeoutError:
+                    log.warning("requests still in flight after %ss; closing", SHUTDOWN_GRACE_S)
             for conn in list(state.connections):
                 conn.close()
+            if self.background is not None:
+                await self.background.stop()
+            await state.groups.close()
+            started = time.monotonic()
+            # Final snapshots, fsync, close files, then the clean-shutdown marker.
             state.store.close()
+            log.info("store closed cleanly in %.0f ms", (time.monotonic() - started) * 1000)
         log.info("minikafka stopped")
         self.stopped.set()
+
+
+def _open_groups(config: Config, state: BrokerState) -> GroupCoordinator:
+    offsets = CommittedOffsets.open(config.log_dir)
+    if offsets.recovery.dropped_bytes:
+        log.warning(
+            "committed offsets: dropped a torn tail of %d byte(s)", offsets.recovery.dropped_bytes
+        )
+    settings = GroupSettings(
+        initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,
+        min_session_timeout_ms=config.group_min_session_timeout_ms,
+        max_session_timeout_ms=config.group_max_session_timeout_ms,
+    )
+    return GroupCoordinator(settings, offsets, state.flusher)
+
+
+def log_config(config: Config) -> LogConfig:
+    """The broker-wide defaults for every partition (topic-level overrides come later)."""
+    return LogConfig(
+        segment_bytes=config.segment_bytes,
+        segment_ms=config.segment_ms,
+        index_interval_bytes=config.index_interval_bytes,
+        retention_ms=config.retention_ms,
+        retention_bytes=config.retention_bytes,
+        flush_messages=config.flush_messages,
+        flush_ms=config.flush_ms,
+        snapshot_interval_ms=config.snapshot_interval_ms,
+    )
 
 
 async def serve(config: Config) -> int:

@@ -6,6 +6,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
+from broker.flusher import Flusher
 from storage.producer_ids import ProducerIdAllocator
 from storage.store import Store, TopicInfo
 
@@ -13,11 +14,15 @@ if TYPE_CHECKING:
     from broker.config import Config
     from broker.connection import KafkaConnection
     from broker.dispatch import Dispatcher
+    from broker.groups import GroupCoordinator
 
 log = logging.getLogger(__name__)
 
 
 class BrokerState:
+    # Consumer groups and committed offsets; set by the server once the store is open.
+    groups: GroupCoordinator
+
     def __init__(
         self,
         config: Config,
@@ -31,6 +36,8 @@ class BrokerState:
         self.producer_ids = producer_ids
         self.node_id = config.node_id
         self.connections: set[KafkaConnection] = set()
+        self.flusher = Flusher()
+        self.shutting_down = False
         self._appended = asyncio.Event()
 
     def append_signal(self) -> asyncio.Event:

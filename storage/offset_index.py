@@ -29,6 +29,8 @@ class OffsetIndex:
         self._fd = fd
         self._offsets: list[int] = []  # relative offsets, strictly increasing
         self._positions: list[int] = []
+        # False when open() found bytes it could not use (torn or stale tail, bad entry).
+        self.file_consistent = True
 
     @classmethod
     def open(cls, path: Path, base_offset: int) -> OffsetIndex:
@@ -37,14 +39,26 @@ class OffsetIndex:
         index = cls(path, base_offset, fd)
         size = os.fstat(fd).st_size
         data = os.pread(fd, size - size % ENTRY_SIZE, 0) if size else b""
+        offsets, positions = index._offsets, index._positions
         for rel, pos in ENTRY.iter_unpack(data):
-            if index._offsets and (rel <= index._offsets[-1] or pos <= index._positions[-1]):
+            if offsets and (rel <= offsets[-1] or pos <= positions[-1]):
                 break
             if rel < 0 or pos < 0:
                 break
-            index._offsets.append(rel)
-            index._positions.append(pos)
+            offsets.append(rel)
+            positions.append(pos)
+        index.file_consistent = len(offsets) * ENTRY_SIZE == size
         return index
+
+    def fileno(self) -> int:
+        return self._fd
+
+    @property
+    def last_entry(self) -> tuple[int, int] | None:
+        """(absolute offset, position) of the last entry, None when empty."""
+        if not self._offsets:
+            return None
+        return self.base_offset + self._offsets[-1], self._positions[-1]
 
     def __len__(self) -> int:
         return len(self._offsets)
@@ -86,6 +100,7 @@ class OffsetIndex:
         os.pwrite(self._fd, data, 0)
         self._offsets = offsets
         self._positions = positions
+        self.file_consistent = True
         return True
 
     def flush(self) -> None:

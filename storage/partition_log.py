@@ -4,6 +4,13 @@
 and producer-state update run as one synchronous step, so no other append can slip between
 the idempotence check and the state it guards (KAFKA_NOTES §5, DESIGN "no await between a
 check and the state change it guards").
+
+Also here, as in Kafka's UnifiedLog/LogLoader: recovery at open (KAFKA_NOTES §6), producer
+state snapshots, roll by size and time, retention by time and size, and the flush policy.
+
+Threads: everything runs on the owner's thread except ``flush``, which may run in a worker
+thread while appends continue. The shared bookkeeping (segment list, recovery point) is
+guarded by a lock that is never held across an fsync.
 """
 
 from __future__ import annotations
@@ -11,19 +18,26 @@ from __future__ import annotations
 import bisect
 import logging
 import os
-from collections.abc import Iterator
-from dataclasses import dataclass
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Literal
 
 from protocol.errors import ErrorCode
 from protocol.records import BatchHeader, set_base_offset, set_partition_leader_epoch
 
+from . import snapshot as snapshots
+from .atomic_file import TMP_SUFFIX, fsync_dir
+from .log_config import LogConfig
+from .offset_index import INDEX_SUFFIX
 from .producer_state import ProducerStateManager
 from .segment import (
-    DEFAULT_INDEX_INTERVAL_BYTES,
     INT32_MAX,
     LOG_SUFFIX,
     Segment,
+    Truncation,
     parse_file_name,
 )
 
@@ -32,6 +46,17 @@ log = logging.getLogger(__name__)
 # Kafka answers log_append_time = -1 unless the topic uses LogAppendTime; only CreateTime
 # topics exist so far.
 NO_TIMESTAMP = -1
+# Snapshots kept besides those retention removes: the newest is normally enough; older ones
+# are the fallback when it turns out corrupt (Kafka keeps one per segment instead).
+SNAPSHOTS_TO_KEEP = 3
+
+# "clean": the store was shut down cleanly; trust indexes, sizes and the snapshot at the log
+# end. "crash": check every batch from the recovery point on (CRC, lengths, offsets).
+RecoveryMode = Literal["clean", "crash"]
+
+
+def _wall_ms() -> int:
+    return int(time.time() * 1000)
 
 
 class OffsetOutOfRangeError(ValueError):
@@ -48,6 +73,22 @@ class AppendResult:
     log_start_offset: int
 
 
+@dataclass(slots=True)
+class RecoveryInfo:
+    """What opening the log found and did (for logs, summaries and tests)."""
+
+    mode: RecoveryMode
+    truncations: list[Truncation] = field(default_factory=list)
+    segments_dropped: int = 0  # whole segments removed after a truncation before them
+    indexes_rebuilt: int = 0
+    checked_segments: int = 0  # the newest ones, read whole with CRCs (crash mode)
+    crc_checked_bytes: int = 0
+    snapshot_offset: int | None = None  # the snapshot producer state was restored from
+    snapshots_set_aside: list[int] = field(default_factory=list)
+    replayed_batches: int = 0
+    elapsed_ms: float = 0.0
+
+
 class PartitionLog:
     def __init__(
         self,
@@ -55,18 +96,38 @@ class PartitionLog:
         topic: str,
         partition: int,
         segments: list[Segment],
-        segment_bytes: int,
-        index_interval_bytes: int,
+        config: LogConfig,
     ) -> None:
         self.path = path
         self.topic = topic
         self.partition = partition
-        self.segment_bytes = segment_bytes
-        self.index_interval_bytes = index_interval_bytes
+        self.config = config
+        self.recovery: RecoveryInfo = RecoveryInfo("clean")
         self._segments = segments
         self._bases = [s.base_offset for s in segments]
         self._log_start_offset = segments[0].base_offset
         self._producers = ProducerStateManager()
+        # Kafka's recovery point: every batch below it is known to be on disk.
+        self._recovery_point = self._log_start_offset
+        self._last_flush_ms = _wall_ms()
+        self._lock = threading.Lock()
+        # (log end, producer changes, recovery point) the newest snapshot file describes.
+        self._snapshot_state: tuple[int, int, int] | None = None
+        self._closed = False
+
+    @property
+    def name(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+    @property
+    def segment_bytes(self) -> int:
+        return self.config.segment_bytes
+
+    @property
+    def index_interval_bytes(self) -> int:
+        return self.config.index_interval_bytes
+
+    # -- opening and recovery ------------------------------------------------------------
 
     @classmethod
     def open(
@@ -75,51 +136,90 @@ class PartitionLog:
         topic: str,
         partition: int,
         *,
-        segment_bytes: int,
-        index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
+        config: LogConfig | None = None,
+        segment_bytes: int | None = None,
+        index_interval_bytes: int | None = None,
+        mode: RecoveryMode = "crash",
     ) -> PartitionLog:
-        """Open (creating if needed) the partition directory and rebuild its state."""
-        if not 0 < segment_bytes <= INT32_MAX:
-            raise ValueError(f"segment_bytes {segment_bytes} outside 1..{INT32_MAX}")
+        """Open (creating if needed) the partition directory and recover its state.
+
+        ``segment_bytes`` and ``index_interval_bytes`` override ``config`` when given.
+        """
+        started = time.monotonic()
+        config = config or LogConfig()
+        if segment_bytes is not None:
+            config = replace(config, segment_bytes=segment_bytes)
+        if index_interval_bytes is not None:
+            config = replace(config, index_interval_bytes=index_interval_bytes)
         d = Path(path)
         d.mkdir(parents=True, exist_ok=True)
-        bases = sorted(
-            base
-            for name in os.listdir(d)
-            if (base := parse_file_name(name, LOG_SUFFIX)) is not None
-        )
-        segments: list[Segment] = []
+        name = f"{topic}-{partition}"
+        info = RecoveryInfo(mode)
+        bases = _tidy_directory(d)
+        candidates = _valid_snapshots(d, name, info)
+        newest = next(candidates, None)
+        # Crash: segments wholly below the newest snapshot's recovery point were fsynced
+        # before it was written, so only the rest need a full check (Kafka's recovery point).
+        recovery_point = newest.recovery_point if newest is not None else 0
+        segments = _open_segments(d, name, bases, config, mode, recovery_point, info)
+        plog = cls(d, topic, partition, segments, config)
+        plog.recovery = info
         try:
-            for base in bases:
-                seg = Segment.open(d, base, index_interval_bytes)
-                if segments and base < segments[-1].next_offset:
-                    seg.close()
-                    raise ValueError(
-                        f"{d}: segment {base} overlaps the previous one "
-                        f"(ending at {segments[-1].next_offset})"
-                    )
-                segments.append(seg)
-            if not segments:
-                segments.append(Segment.create(d, 0, index_interval_bytes))
+            plog._recover_producer_state(newest, candidates)
+            if info.checked_segments:
+                # What was read back may sit only in the page cache (the process died, not
+                # the machine): make it durable before a snapshot vouches for it.
+                for seg in segments[-info.checked_segments :]:
+                    seg.force_flush()
+            plog._recovery_point = plog.log_end_offset
+            plog.take_snapshot()
         except BaseException:
-            for seg in segments:
-                seg.close()
+            plog.close_unclean()
             raise
-        plog = cls(d, topic, partition, segments, segment_bytes, index_interval_bytes)
-        plog._load_producer_state()
+        info.elapsed_ms = (time.monotonic() - started) * 1000
         return plog
 
-    def _load_producer_state(self) -> None:
-        """Rebuild producer state by replaying every batch header of the log.
-
-        A snapshot loader will go here: restore the newest valid snapshot, then replay only
-        the batches after its offset (KAFKA_NOTES §6).
-        """
+    def _recover_producer_state(
+        self, newest: snapshots.Snapshot | None, older: Iterator[snapshots.Snapshot]
+    ) -> None:
+        """Restore the newest usable snapshot, then replay the batches after it."""
+        info = self.recovery
+        start, end = self._log_start_offset, self.log_end_offset
+        snap = newest
+        stale: list[int] = []
+        while snap is not None and not start <= snap.offset <= end:
+            if snap.offset > end:
+                # Written before a crash cut the log below it: it describes batches that
+                # are gone (KAFKA_NOTES §6).
+                log.warning(
+                    "%s: deleting snapshot at offset %d above the log end %d",
+                    self.name,
+                    snap.offset,
+                    end,
+                )
+            stale.append(snap.offset)
+            snap = next(older, None)
+        snapshots.delete_snapshots(self.path, stale)
         self._producers.clear()
-        self._replay_producer_state(self._log_start_offset)
+        replay_from = start
+        if snap is not None:
+            for entry in snap.producers:
+                self._producers.restore(entry)
+            info.snapshot_offset = snap.offset
+            replay_from = snap.offset
+        info.replayed_batches = self._replay_producer_state(replay_from)
+        # Producers whose every batch is gone are unknown again (Kafka's truncateHead).
+        evicted = self._producers.remove_before(start)
+        if snap is not None and info.replayed_batches == 0 and not evicted and snap.offset == end:
+            # The file on disk already says all this: no need to write it again.
+            self._snapshot_state = (end, self._producers.changes, snap.recovery_point)
 
-    def _replay_producer_state(self, from_offset: int) -> None:
+    def _replay_producer_state(self, from_offset: int) -> int:
+        replayed = 0
         for header in self.headers(from_offset):
+            if header.base_offset < from_offset:
+                continue  # a batch straddling the start (cannot happen at a snapshot offset)
+            replayed += 1
             if header.producer_id < 0 or header.base_sequence < 0:
                 continue  # not idempotent, or a control batch (no sequence)
             # The batch's max timestamp stands in for the append time, as in Kafka's
@@ -134,6 +234,7 @@ class PartitionLog:
                 header.max_timestamp,
                 header.max_timestamp,
             )
+        return replayed
 
     # -- properties ----------------------------------------------------------------------
 
@@ -149,6 +250,11 @@ class PartitionLog:
     def high_watermark(self) -> int:
         # Single node, no followers: everything appended is committed.
         return self.log_end_offset
+
+    @property
+    def recovery_point(self) -> int:
+        """Every batch below this offset is known to be on disk."""
+        return self._recovery_point
 
     @property
     def producers(self) -> ProducerStateManager:
@@ -168,7 +274,7 @@ class PartitionLog:
 
     def __repr__(self) -> str:
         return (
-            f"PartitionLog({self.topic}-{self.partition}, start={self._log_start_offset}, "
+            f"PartitionLog({self.name}, start={self._log_start_offset}, "
             f"end={self.log_end_offset}, segments={len(self._segments)})"
         )
 
@@ -204,12 +310,14 @@ class PartitionLog:
         set_base_offset(batch, base_offset)
         set_partition_leader_epoch(batch, leader_epoch)
         try:
-            segment = self._segment_for_append(len(batch), last_offset)
-            segment.append(batch, base_offset, last_offset)
+            segment = self._segment_for_append(
+                len(batch), last_offset, header.max_timestamp, now_ms
+            )
+            segment.append(batch, base_offset, last_offset, header.max_timestamp)
         except OSError:
             # Kafka answers KAFKA_STORAGE_ERROR (and takes the log dir offline); nothing was
             # recorded as appended, so a retry lands at the same offset.
-            log.exception("%s-%d: append failed", self.topic, self.partition)
+            log.exception("%s: append failed", self.name)
             return AppendResult(
                 ErrorCode.KAFKA_STORAGE_ERROR, -1, NO_TIMESTAMP, self._log_start_offset
             )
@@ -226,27 +334,44 @@ class PartitionLog:
             )
         return AppendResult(ErrorCode.NONE, base_offset, NO_TIMESTAMP, self._log_start_offset)
 
-    def _segment_for_append(self, size: int, last_offset: int) -> Segment:
+    def _segment_for_append(
+        self, size: int, last_offset: int, max_timestamp: int, now_ms: int
+    ) -> Segment:
+        """Kafka's LogSegment.shouldRoll: full, offsets too far, or old enough."""
         active = self._segments[-1]
         if active.size == 0:
             return active
-        too_big = active.size + size > self.segment_bytes
+        too_big = active.size + size > self.config.segment_bytes
         # Relative offsets in the index are int32: Kafka rolls before they would overflow.
         too_far = last_offset - active.base_offset > INT32_MAX
-        if too_big or too_far:
-            return self.roll()
+        if too_big or too_far or self._time_to_roll(active, max_timestamp, now_ms):
+            return self.roll(now_ms)
         return active
 
-    def roll(self) -> Segment:
-        """Close the active segment for writing and start a new one at the log end."""
+    def _time_to_roll(self, active: Segment, max_timestamp: int, now_ms: int) -> bool:
+        # Kafka's timeWaitedForRoll: the incoming batch's timestamp against the first batch's,
+        # or wall time against the segment's creation when the first batch has none.
+        first = active.first_batch_timestamp()
+        waited = max_timestamp - first if first >= 0 else now_ms - active.created_ms
+        return waited > self.config.segment_ms
+
+    def roll(self, now_ms: int | None = None) -> Segment:
+        """Start a new segment at the log end and snapshot producer state there.
+
+        The old segment is not fsynced here (that would stall the append that triggered the
+        roll); like Kafka, which flushes it from a background task, ``needs_flush`` reports
+        it until ``flush`` has made it durable.
+        """
         active = self._segments[-1]
         if active.size == 0:
             return active
-        active.flush()
-        # A snapshot writer hooks in here (Kafka snapshots producer state on roll).
-        segment = Segment.create(self.path, active.next_offset, self.index_interval_bytes)
-        self._segments.append(segment)
-        self._bases.append(segment.base_offset)
+        segment = Segment.create(
+            self.path, active.next_offset, self.config.index_interval_bytes, now_ms
+        )
+        with self._lock:
+            self._segments.append(segment)
+            self._bases.append(segment.base_offset)
+        self.take_snapshot()
         return segment
 
     # -- reading -------------------------------------------------------------------------
@@ -284,10 +409,293 @@ class PartitionLog:
             for _, header in segment.headers(start):
                 yield header
 
-    def flush(self) -> None:
-        for segment in self._segments:
-            segment.flush()
+    # -- producer state snapshots --------------------------------------------------------
+
+    def _current_snapshot_state(self) -> tuple[int, int, int]:
+        return self.log_end_offset, self._producers.changes, self._recovery_point
+
+    def take_snapshot(self) -> bool:
+        """Snapshot producer state at the log end; False if that snapshot already exists."""
+        state = self._current_snapshot_state()
+        if state == self._snapshot_state:
+            return False
+        if state[0] == self._log_start_offset and not len(self._producers):
+            return False  # an empty log with no producers: nothing to restore
+        offset, _, recovery_point = state
+        snapshots.write_snapshot(self.path, offset, recovery_point, self._producers.entries())
+        self._snapshot_state = state
+        self._delete_old_snapshots()
+        return True
+
+    def maybe_snapshot(self, now_ms: int) -> bool:
+        """The periodic snapshot: taken only when something changed since the last one.
+
+        "Something" is the log end, the producer state or the recovery point (a newer one
+        shortens crash recovery). The caller owns the schedule (snapshot_interval_ms).
+        """
+        del now_ms  # part of the interface for schedulers; the decision needs no clock
+        return self.take_snapshot()
+
+    def _delete_old_snapshots(self) -> None:
+        """Drop snapshots below the log start, and all but the newest few of the rest."""
+        offsets = snapshots.list_snapshots(self.path)
+        below = [o for o in offsets if o < self._log_start_offset]
+        kept = [o for o in offsets if o >= self._log_start_offset]
+        snapshots.delete_snapshots(self.path, below + kept[:-SNAPSHOTS_TO_KEEP])
+
+    # -- retention and producer expiration -----------------------------------------------
+
+    def apply_retention(
+        self,
+        now_ms: int,
+        retention_ms: int | None = None,
+        retention_bytes: int | None = None,
+    ) -> int:
+        """Delete whole old segments by time, then by size (Kafka's deleteOldSegments).
+
+        Returns how many segments were deleted. Defaults come from the log's config.
+        """
+        if retention_ms is None:
+            retention_ms = self.config.retention_ms
+        if retention_bytes is None:
+            retention_bytes = self.config.retention_bytes
+        deleted = 0
+        if retention_ms >= 0:
+
+            def expired(seg: Segment) -> bool:
+                return now_ms - seg.largest_timestamp() > retention_ms
+
+            deleted += self._delete_oldest_segments(expired, now_ms, "retention.ms")
+        size = self.size
+        if retention_bytes >= 0 and size >= retention_bytes:
+            excess = size - retention_bytes
+
+            def surplus(seg: Segment) -> bool:
+                nonlocal excess
+                if excess - seg.size >= 0:
+                    excess -= seg.size
+                    return True
+                return False
+
+            deleted += self._delete_oldest_segments(surplus, now_ms, "retention.bytes")
+        return deleted
+
+    def _delete_oldest_segments(
+        self, predicate: Callable[[Segment], bool], now_ms: int, reason: str
+    ) -> int:
+        doomed: list[Segment] = []
+        for i, seg in enumerate(self._segments):
+            if i == len(self._segments) - 1 and seg.size == 0:
+                break  # Kafka never deletes an empty active segment
+            if not predicate(seg):
+                break
+            doomed.append(seg)
+        if not doomed:
+            return 0
+        if len(doomed) == len(self._segments):
+            # A log always keeps one segment: roll so the expired active one can go.
+            self.roll(now_ms)
+        with self._lock:
+            del self._segments[: len(doomed)]
+            del self._bases[: len(doomed)]
+            self._log_start_offset = self._segments[0].base_offset
+            self._recovery_point = max(self._recovery_point, self._log_start_offset)
+        for seg in doomed:
+            seg.delete()
+        fsync_dir(self.path)
+        log.info(
+            "%s: deleted %d segment(s) by %s; log start offset now %d",
+            self.name,
+            len(doomed),
+            reason,
+            self._log_start_offset,
+        )
+        # Producers whose records are all gone are unknown from now on (Kafka's truncateHead).
+        self._producers.remove_before(self._log_start_offset)
+        self._delete_old_snapshots()
+        return len(doomed)
+
+    def expire_producers(self, now_ms: int, expiration_ms: int) -> int:
+        """Forget producers idle for ``expiration_ms`` (producer.id.expiration.ms)."""
+        return self._producers.remove_expired(now_ms, expiration_ms)
+
+    # -- flush policy --------------------------------------------------------------------
+
+    @property
+    def unflushed_messages(self) -> int:
+        """Kafka's unflushedMessages: log end offset minus recovery point."""
+        return self.log_end_offset - self._recovery_point
+
+    @property
+    def last_flush_ms(self) -> int:
+        return self._last_flush_ms
+
+    def needs_flush(self, now_ms: int) -> bool:
+        """flush.messages reached, flush.ms elapsed, or a rolled segment not yet on disk.
+
+        The last is Kafka's flush of a rolled segment, which it does in the background
+        whatever the flush policy; the owner's flusher does it here.
+        """
+        unflushed = self.unflushed_messages
+        if unflushed <= 0:
+            return False
+        if self._recovery_point < self._segments[-1].base_offset:
+            return True
+        if unflushed >= self.config.flush_messages:
+            return True
+        return now_ms - self._last_flush_ms >= self.config.flush_ms
+
+    def flush(self, now_ms: int | None = None) -> None:
+        """fsync every segment written since the last flush; safe from a worker thread.
+
+        The lock covers only picking the segments and the bookkeeping afterwards; the fsyncs
+        run on duplicated fds outside it, so appends (and even retention deleting one of the
+        segments) proceed meanwhile. The recovery point advances to the log end seen when
+        the flush started.
+        """
+        with self._lock:
+            if self._closed:
+                return
+            target = self.log_end_offset
+            work: list[tuple[Segment, tuple[int, int, int]]] = []
+            try:
+                for seg in self._segments:
+                    handles = seg.flush_handles()
+                    if handles is not None:
+                        work.append((seg, handles))
+            except BaseException:
+                _close_handles(work)
+                raise
+        try:
+            for _, (log_fd, index_fd, _) in work:
+                os.fsync(log_fd)
+                os.fsync(index_fd)
+        finally:
+            _close_handles(work)
+        with self._lock:
+            for seg, (_, _, generation) in work:
+                seg.mark_flushed(generation)
+            self._recovery_point = max(self._recovery_point, target)
+            self._last_flush_ms = now_ms if now_ms is not None else _wall_ms()
+
+    # -- closing -------------------------------------------------------------------------
 
     def close(self) -> None:
+        """Clean close: flush, final snapshot (at the log end, fully flushed), close files."""
+        if self._closed:
+            return
+        self.flush()
+        self.take_snapshot()
+        self.close_unclean()
+
+    def close_unclean(self) -> None:
+        """Close the files without flushing or snapshotting (a crash, for tests)."""
+        with self._lock:
+            self._closed = True
         for segment in self._segments:
-            segment.close()
+            segment.close(flush=False)
+
+
+def _close_handles(work: list[tuple[Segment, tuple[int, int, int]]]) -> None:
+    for _, (log_fd, index_fd, _) in work:
+        os.close(log_fd)
+        os.close(index_fd)
+
+
+def _tidy_directory(d: Path) -> list[int]:
+    """Remove leftovers of interrupted writes and deletions; return the segment bases."""
+    names = os.listdir(d)
+    bases = sorted(b for n in names if (b := parse_file_name(n, LOG_SUFFIX)) is not None)
+    have = set(bases)
+    for n in names:
+        orphan_index = (b := parse_file_name(n, INDEX_SUFFIX)) is not None and b not in have
+        if n.endswith(TMP_SUFFIX) or orphan_index:
+            # A snapshot write that never reached its rename, or the index of a segment whose
+            # deletion was cut short.
+            (d / n).unlink()
+    return bases
+
+
+def _valid_snapshots(d: Path, name: str, info: RecoveryInfo) -> Iterator[snapshots.Snapshot]:
+    """Snapshots newest first; a corrupt one is set aside (and reported), not loaded."""
+    for offset in reversed(snapshots.list_snapshots(d)):
+        try:
+            yield snapshots.read_snapshot(d, offset)
+        except (snapshots.CorruptSnapshotError, OSError) as exc:
+            target = snapshots.set_aside(d, offset)
+            info.snapshots_set_aside.append(offset)
+            log.warning(
+                "%s: snapshot at offset %d is unusable (%s); moved to %s, trying an older one",
+                name,
+                offset,
+                exc,
+                target.name,
+            )
+
+
+def _open_segments(
+    d: Path,
+    name: str,
+    bases: list[int],
+    config: LogConfig,
+    mode: RecoveryMode,
+    recovery_point: int,
+    info: RecoveryInfo,
+) -> list[Segment]:
+    """Open the segments in order; cut the log at the first torn or corrupt batch."""
+    segments: list[Segment] = []
+    interval = config.index_interval_bytes
+    try:
+        for i, base in enumerate(bases):
+            next_base = bases[i + 1] if i + 1 < len(bases) else None
+            trusted = mode == "clean" or (next_base is not None and next_base <= recovery_point)
+            seg = Segment.open(d, base, interval, check_crc=not trusted, trust_index=trusted)
+            if segments and base < segments[-1].next_offset:
+                seg.close(flush=False)
+                raise ValueError(
+                    f"{d}: segment {base} overlaps the previous one "
+                    f"(ending at {segments[-1].next_offset})"
+                )
+            segments.append(seg)
+            if not trusted:
+                info.checked_segments += 1
+                info.crc_checked_bytes += seg.size
+            if seg.index_rebuilt:
+                info.indexes_rebuilt += 1
+                log.info("%s: rebuilt the offset index of %s", name, seg.log_path.name)
+            cut = seg.truncation
+            if cut is None:
+                continue
+            info.truncations.append(cut)
+            log.warning(
+                "%s: truncated %d bytes at byte position %d of %s (offset %d): %s",
+                name,
+                cut.bytes_cut,
+                cut.position,
+                cut.file,
+                cut.offset,
+                cut.reason,
+            )
+            if next_base is not None:
+                # Everything after the first corrupt batch goes, later segments included, as
+                # Kafka's recovery does: a gap in the offsets cannot be served.
+                dropped = bases[i + 1 :]
+                for later in dropped:
+                    for suffix in (LOG_SUFFIX, INDEX_SUFFIX):
+                        (d / f"{later:020d}{suffix}").unlink(missing_ok=True)
+                fsync_dir(d)
+                info.segments_dropped = len(dropped)
+                log.warning(
+                    "%s: deleted %d later segment(s) after the truncation at offset %d",
+                    name,
+                    len(dropped),
+                    cut.offset,
+                )
+                break
+        if not segments:
+            segments.append(Segment.create(d, 0, interval))
+    except BaseException:
+        for seg in segments:
+            seg.close(flush=False)
+        raise
+    return segments

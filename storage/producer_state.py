@@ -93,6 +93,8 @@ class ProducerStateManager:
 
     def __init__(self) -> None:
         self._producers: dict[int, ProducerEntry] = {}
+        # Bumped on every mutation, so a snapshot writer can tell whether anything changed.
+        self.changes = 0
 
     def __len__(self) -> int:
         return len(self._producers)
@@ -143,6 +145,7 @@ class ProducerStateManager:
         now_ms: int,
     ) -> ProducerEntry:
         """Record an appended batch (call only after ``check`` accepted it)."""
+        self.changes += 1
         entry = self._producers.get(producer_id)
         if entry is None:
             entry = ProducerEntry(producer_id, epoch)
@@ -159,12 +162,15 @@ class ProducerStateManager:
 
     def restore(self, entry: ProducerEntry) -> None:
         """Install an entry as loaded from elsewhere (a snapshot loader)."""
+        self.changes += 1
         self._producers[entry.producer_id] = entry
 
     def remove(self, producer_id: int) -> bool:
+        self.changes += 1
         return self._producers.pop(producer_id, None) is not None
 
     def clear(self) -> None:
+        self.changes += 1
         self._producers.clear()
 
     def remove_expired(self, now_ms: int, expiration_ms: int) -> int:
@@ -176,6 +182,8 @@ class ProducerStateManager:
         ]
         for pid in expired:
             del self._producers[pid]
+        if expired:
+            self.changes += 1
         return len(expired)
 
     def remove_before(self, offset: int) -> int:
@@ -187,4 +195,6 @@ class ProducerStateManager:
         gone = [pid for pid, entry in self._producers.items() if entry.last_offset < offset]
         for pid in gone:
             del self._producers[pid]
+        if gone:
+            self.changes += 1
         return len(gone)

@@ -3,13 +3,24 @@
 The ``.log`` file is the concatenation of RecordBatch v2 wire bytes exactly as appended (base
 offset and leader epoch already patched), so Fetch can serve them unchanged (KAFKA_NOTES §4).
 Sizes and positions are int32 as in Kafka, which caps a segment at 2 GiB.
+
+Opening comes in two strengths, as in Kafka's LogLoader:
+
+- ``trust_index=True`` (after a clean shutdown, or below the recovery point): trust the index
+  and the file size; only the batches after the last index entry are walked to find the log
+  end, so a 1 GiB segment opens in a few reads. Any disagreement (index entry pointing at
+  something that is not the batch it names, a partial batch at the end) falls back to a
+  full scan.
+- otherwise: walk every batch header from position 0 (and check every CRC when asked),
+  cut the file at the first torn or implausible batch, and rebuild the index.
 """
 
 from __future__ import annotations
 
-import logging
 import os
+import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
@@ -25,12 +36,13 @@ from protocol.records import (
 from .atomic_file import fsync_dir
 from .offset_index import INDEX_SUFFIX, OffsetIndex
 
-log = logging.getLogger(__name__)
-
 LOG_SUFFIX = ".log"
 INT32_MAX = 0x7FFFFFFF
 DEFAULT_INDEX_INTERVAL_BYTES = 4096
 _CHUNK = 64 * 1024  # read-ahead when walking headers: one pread covers many small batches
+_CRC_CHUNK = 1024 * 1024  # read-ahead when every byte is needed anyway (CRC checks)
+# After a batch this big, read only the next header instead of a whole chunk.
+_BIG_BATCH = _CHUNK // 8
 
 
 def file_name(base_offset: int, suffix: str) -> str:
@@ -61,9 +73,33 @@ class ScanResult(NamedTuple):
     problem: str | None
 
 
+@dataclass(frozen=True, slots=True)
+class Truncation:
+    """What ``Segment.open`` cut off the end of a segment file."""
+
+    file: str
+    position: int  # byte position of the cut (the end of the last good batch)
+    offset: int  # the first offset that was lost (the segment's log end after the cut)
+    bytes_cut: int
+    reason: str
+
+
+class _Scan(NamedTuple):
+    result: ScanResult
+    entries: list[tuple[int, int]]  # index entries found after the starting point
+    since: int  # bytes appended since the last index entry
+    max_timestamp: int
+
+
 class Segment:
     def __init__(
-        self, directory: Path, base_offset: int, fd: int, index: OffsetIndex, interval: int
+        self,
+        directory: Path,
+        base_offset: int,
+        fd: int,
+        index: OffsetIndex,
+        interval: int,
+        created_ms: int | None = None,
     ) -> None:
         self.directory = directory
         self.base_offset = base_offset
@@ -73,9 +109,22 @@ class Segment:
         self.next_offset = base_offset
         # Bytes cut off the end of the file by open(); 0 when the file was clean.
         self.truncated_bytes = 0
+        self.truncation: Truncation | None = None
+        # True when open() had to write index entries the file lacked or rewrite it.
+        self.index_rebuilt = False
+        # True when open() read every batch (so max_timestamp is known, CRCs if asked).
+        self.fully_scanned = False
+        # Kafka's LogSegment.created: wall time the object was made (reset by a reload).
+        self.created_ms = int(time.time() * 1000) if created_ms is None else created_ms
         self._fd = fd
         self._bytes_since_index = 0
-        self._dirty = False
+        # Writes and flushes are counted rather than flagged so that a flush running in
+        # another thread never marks as durable a write it did not cover.
+        self._write_gen = 0
+        self._flushed_gen = 0
+        # Largest batch max_timestamp (-1: none); None until known (computed lazily).
+        self._max_timestamp: int | None = -1
+        self._first_timestamp: int | None = None
 
     @property
     def log_path(self) -> Path:
@@ -96,6 +145,7 @@ class Segment:
         directory: str | os.PathLike[str],
         base_offset: int,
         index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
+        created_ms: int | None = None,
     ) -> Segment:
         """Start an empty segment. An existing empty file (crash during a roll) is reused."""
         d = Path(directory)
@@ -106,7 +156,8 @@ class Segment:
             raise FileExistsError(f"segment {path} already holds data")
         index = OffsetIndex.open(d / file_name(base_offset, INDEX_SUFFIX), base_offset)
         index.replace([])
-        seg = cls(d, base_offset, fd, index, index_interval_bytes)
+        seg = cls(d, base_offset, fd, index, index_interval_bytes, created_ms)
+        seg.fully_scanned = True
         fsync_dir(d)  # the new names must survive a crash before the first flush
         return seg
 
@@ -118,11 +169,14 @@ class Segment:
         index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
         *,
         check_crc: bool = False,
+        trust_index: bool = False,
     ) -> Segment:
         """Open an existing segment, cutting off a torn or implausible tail.
 
-        The index is rebuilt from the batch headers and rewritten if the file disagrees, so a
-        stale or torn index never misdirects a read.
+        With ``trust_index`` the index and file size are believed when they agree (see the
+        module docstring); otherwise, or when they disagree, every header is walked (and
+        every CRC checked if ``check_crc``), the file is cut after the last good batch and the
+        index is rebuilt, so a stale or torn index never misdirects a read.
         """
         d = Path(directory)
         path = d / file_name(base_offset, LOG_SUFFIX)
@@ -134,28 +188,66 @@ class Segment:
             raise
         seg = cls(d, base_offset, fd, index, index_interval_bytes)
         try:
-            result, entries, since = seg._scan(check_crc)
-            file_size = os.fstat(fd).st_size
-            if result.valid_bytes < file_size:
-                seg.truncated_bytes = file_size - result.valid_bytes
-                log.warning(
-                    "segment %s: truncating %d bytes after position %d (%s)",
-                    path,
-                    seg.truncated_bytes,
-                    result.valid_bytes,
-                    result.problem,
-                )
-                os.ftruncate(fd, result.valid_bytes)
-                os.fsync(fd)
-            seg.size = result.valid_bytes
-            seg.next_offset = result.next_offset
-            seg._bytes_since_index = since
-            if index.replace(entries):
-                index.flush()
+            if not (trust_index and seg._open_trusting_index()):
+                seg._recover(check_crc or trust_index)
         except BaseException:
-            seg.close()
+            seg.close(flush=False)
             raise
         return seg
+
+    def _open_trusting_index(self) -> bool:
+        """Kafka's clean-shutdown path: believe the index, walk only past its last entry.
+
+        Returns False (changing nothing) when the index and the file disagree.
+        """
+        file_size = os.fstat(self._fd).st_size
+        index = self.index
+        last = index.last_entry
+        start_offset, start_pos = last if last is not None else (self.base_offset, 0)
+        if start_pos >= file_size and last is not None:
+            return False
+        scan = self._scan(start_pos, start_offset, check_crc=False, exact_first=True)
+        if scan.result.problem is not None or scan.result.valid_bytes != file_size:
+            return False
+        rewrite = not index.file_consistent
+        if rewrite:
+            index.replace(index.entries() + scan.entries)
+        else:
+            for offset, pos in scan.entries:
+                index.append(offset, pos)
+        self.index_rebuilt = rewrite or bool(scan.entries)
+        self.size = file_size
+        self.next_offset = scan.result.next_offset
+        self._bytes_since_index = scan.since
+        self._max_timestamp = None  # only the tail was read: computed when first needed
+        if start_pos == 0:
+            self._max_timestamp = scan.max_timestamp
+            self.fully_scanned = True
+        return True
+
+    def _recover(self, check_crc: bool) -> None:
+        scan = self._scan(0, self.base_offset, check_crc=check_crc)
+        result = scan.result
+        file_size = os.fstat(self._fd).st_size
+        if result.valid_bytes < file_size:
+            self.truncated_bytes = file_size - result.valid_bytes
+            self.truncation = Truncation(
+                self.log_path.name,
+                result.valid_bytes,
+                result.next_offset,
+                self.truncated_bytes,
+                result.problem or "partial batch at the end",
+            )
+            os.ftruncate(self._fd, result.valid_bytes)
+            os.fsync(self._fd)
+        self.size = result.valid_bytes
+        self.next_offset = result.next_offset
+        self._bytes_since_index = scan.since
+        self._max_timestamp = scan.max_timestamp
+        self.fully_scanned = True
+        if self.index.replace(scan.entries):
+            self.index_rebuilt = True
+            self.index.flush()
 
     # -- scanning ------------------------------------------------------------------------
 
@@ -165,36 +257,50 @@ class Segment:
         Checks that every header is a magic-2 batch with offsets increasing from the
         segment's base offset, and optionally each CRC. Changes nothing.
         """
-        return self._scan(check_crc)[0]
+        return self._scan(0, self.base_offset, check_crc=check_crc).result
 
-    def _scan(self, check_crc: bool) -> tuple[ScanResult, list[tuple[int, int]], int]:
+    def _scan(
+        self, start: int, next_offset: int, *, check_crc: bool, exact_first: bool = False
+    ) -> _Scan:
+        """Walk from ``start`` (a batch boundary whose batch begins at ``next_offset``).
+
+        Index entries are proposed by Kafka's rule (LogSegment.append), assuming an entry (or
+        the segment start) at ``start``. With ``exact_first`` the first batch must begin
+        exactly at ``next_offset`` (it is the batch an index entry names).
+        """
         file_size = os.fstat(self._fd).st_size
-        next_offset = self.base_offset
         count = 0
         entries: list[tuple[int, int]] = []
         since = 0
-        pos = 0
+        max_ts = -1
+        pos = start
         problem: str | None = None
-        walker = self._walk(0, file_size, with_bytes=check_crc)
+        interval = self.index_interval_bytes
+        walker = self._walk(start, file_size, with_bytes=check_crc)
         try:
             for pos, header, data in walker:
-                problem = _implausible(header, next_offset, self.base_offset)
+                if exact_first and count == 0 and header.base_offset != next_offset:
+                    problem = f"index names offset {next_offset}, batch has {header.base_offset}"
+                else:
+                    problem = _implausible(header, next_offset, self.base_offset)
                 if problem is None and data is not None and not crc_ok(data, header):
                     problem = f"CRC mismatch in batch at offset {header.base_offset}"
                 if problem is not None:
                     break
-                if since > self.index_interval_bytes:
+                if since > interval:
                     entries.append((header.base_offset, pos))
                     since = 0
                 since += header.size
                 count += 1
+                if header.max_timestamp > max_ts:
+                    max_ts = header.max_timestamp
                 next_offset = header.next_offset
                 pos += header.size
         except CorruptBatchError as exc:
             problem = str(exc)
         if problem is None and pos < file_size:
             problem = "partial batch at the end"
-        return ScanResult(pos, count, next_offset, problem), entries, since
+        return _Scan(ScanResult(pos, count, next_offset, problem), entries, since, max_ts)
 
     def _pread(self, length: int, pos: int) -> bytes:
         return os.pread(self._fd, length, pos)
@@ -204,19 +310,23 @@ class Segment:
     ) -> Iterator[tuple[int, BatchHeader, memoryview | None]]:
         """Yield (position, header, bytes if asked) of whole batches in [start, end).
 
-        Reads ahead in chunks so small batches cost one syscall per chunk, not per batch.
-        Stops at a partial batch; raises CorruptBatchError at a header that cannot be one.
+        Reads ahead in chunks so small batches cost one syscall per chunk, not per batch;
+        after a big batch only the next header is read. Stops at a partial batch; raises
+        CorruptBatchError at a header that cannot be one.
         """
         pos = start
         buf = b""
         buf_start = start
+        chunk = _CRC_CHUNK if with_bytes else _CHUNK
+        last_size = 0
         while end - pos >= HEADER_SIZE:
             off = pos - buf_start
             if off + HEADER_SIZE > len(buf):
-                buf = self._pread(min(_CHUNK, end - pos), pos)
+                want = chunk if with_bytes or last_size < _BIG_BATCH else HEADER_SIZE
+                buf = self._pread(min(want, end - pos), pos)
                 buf_start, off = pos, 0
             header = parse_header(buf, off)
-            size = header.size
+            size = last_size = header.size
             if end - pos < size:
                 return
             data: memoryview | None = None
@@ -227,6 +337,36 @@ class Segment:
                     data = memoryview(self._pread(size, pos))
             yield pos, header, data
             pos += size
+
+    # -- timestamps (retention.ms and segment.ms) ----------------------------------------
+
+    def max_timestamp(self) -> int:
+        """Largest batch max_timestamp in the segment, -1 if none has one.
+
+        Kafka reads it from the time index; we have none, so after a trusting open it is
+        found by walking the headers once, when retention first asks.
+        """
+        if self._max_timestamp is None:
+            best = -1
+            for _, header, _ in self._walk(0, self.size):
+                best = max(best, header.max_timestamp)
+            self._max_timestamp = best
+        return self._max_timestamp
+
+    def largest_timestamp(self) -> int:
+        """Kafka's LogSegment.largestTimestamp: max timestamp, else the file's mtime."""
+        ts = self.max_timestamp()
+        if ts >= 0:
+            return ts
+        return int(os.fstat(self._fd).st_mtime * 1000)
+
+    def first_batch_timestamp(self) -> int:
+        """max_timestamp of the first batch (Kafka's rollingBasedTimestamp), -1 if none."""
+        if self._first_timestamp is None:
+            if self.size == 0:
+                return -1
+            self._first_timestamp = parse_header(self._pread(HEADER_SIZE, 0)).max_timestamp
+        return self._first_timestamp
 
     # -- reading and writing -------------------------------------------------------------
 
@@ -274,7 +414,11 @@ class Segment:
             yield pos, header
 
     def append(
-        self, batch: bytes | bytearray | memoryview, first_offset: int, last_offset: int
+        self,
+        batch: bytes | bytearray | memoryview,
+        first_offset: int,
+        last_offset: int,
+        max_timestamp: int = -1,
     ) -> int:
         """Write one batch (offsets already patched) at the end; returns its position."""
         n = len(batch)
@@ -290,7 +434,7 @@ class Segment:
         written = 0
         while written < n:
             written += os.pwrite(self._fd, view[written:], pos + written)
-        self._dirty = True
+        self._write_gen += 1
         # Kafka's rule (LogSegment.append): index the batch once more than
         # index.interval.bytes were appended since the last entry.
         if self._bytes_since_index > self.index_interval_bytes:
@@ -299,21 +443,69 @@ class Segment:
         self._bytes_since_index += n
         self.size = pos + n
         self.next_offset = last_offset + 1
+        if pos == 0:
+            self._first_timestamp = max_timestamp
+        if self._max_timestamp is not None and max_timestamp > self._max_timestamp:
+            self._max_timestamp = max_timestamp
         return pos
+
+    # -- durability ----------------------------------------------------------------------
+
+    @property
+    def dirty(self) -> bool:
+        """True when something was written since the last completed flush."""
+        return self._write_gen != self._flushed_gen
+
+    def flush_handles(self) -> tuple[int, int, int] | None:
+        """(log fd, index fd, write generation) for a flush done elsewhere, None if clean.
+
+        The fds are duplicates owned by the caller (close them after the fsync): the segment
+        may be closed and deleted meanwhile without the fsync hitting a reused fd number.
+        """
+        if not self.dirty or self._fd < 0:
+            return None
+        gen = self._write_gen
+        log_fd = os.dup(self._fd)
+        try:
+            index_fd = os.dup(self.index.fileno())
+        except BaseException:
+            os.close(log_fd)
+            raise
+        return log_fd, index_fd, gen
+
+    def mark_flushed(self, generation: int) -> None:
+        """Record that every write up to ``generation`` reached the disk."""
+        self._flushed_gen = max(self._flushed_gen, generation)
 
     def flush(self) -> None:
         """fsync the log and the index if anything was written since the last flush."""
-        if self._dirty and self._fd >= 0:
+        if self.dirty and self._fd >= 0:
+            gen = self._write_gen
             os.fsync(self._fd)
             self.index.flush()
-            self._dirty = False
+            self.mark_flushed(gen)
 
-    def close(self) -> None:
+    def force_flush(self) -> None:
+        """fsync even if this object wrote nothing (data written by a previous process)."""
         if self._fd >= 0:
-            self.flush()
+            gen = self._write_gen
+            os.fsync(self._fd)
+            self.index.flush()
+            self.mark_flushed(gen)
+
+    def close(self, flush: bool = True) -> None:
+        if self._fd >= 0:
+            if flush:
+                self.flush()
             os.close(self._fd)
             self._fd = -1
         self.index.close()
+
+    def delete(self) -> None:
+        """Close without flushing and remove both files (retention)."""
+        self.close(flush=False)
+        for path in (self.log_path, self.index_path):
+            path.unlink(missing_ok=True)
 
     @property
     def closed(self) -> bool:

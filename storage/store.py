@@ -3,12 +3,19 @@
 Layout, as Kafka's:
 
     <data_dir>/meta.properties               version, cluster.id, node.id, directory.id
+    <data_dir>/.kafka_cleanshutdown          present only between a clean close and the next open
     <data_dir>/<topic>-<partition>/          one PartitionLog each
         partition.metadata                   "version: 0" and the topic id
         00000000000000000000.log / .index
+        00000000000000000042.snapshot        producer state at offset 42 (docs/SNAPSHOT_FORMAT.md)
 
 Topic ids and the cluster id are random UUIDs written once and kept across restarts, because
 clients cache them (Fetch v13+ and Metadata v10+ carry topic ids).
+
+Recovery at open follows Kafka's LogManager: the clean-shutdown marker is removed as soon as
+it is seen (so a crash from then on is detected next time), and every partition is opened in
+"clean" mode (trust indexes and the snapshot at the log end) when it was there, otherwise in
+"crash" mode (check every batch after the recovery point, cut torn tails, replay).
 """
 
 from __future__ import annotations
@@ -17,19 +24,22 @@ import base64
 import logging
 import os
 import re
+import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from protocol.errors import ErrorCode
 
-from .atomic_file import write_atomic
-from .partition_log import PartitionLog
-from .segment import DEFAULT_INDEX_INTERVAL_BYTES
+from .atomic_file import fsync_dir, write_atomic
+from .log_config import LogConfig
+from .partition_log import PartitionLog, RecoveryMode
 
 log = logging.getLogger(__name__)
 
 META_PROPERTIES = "meta.properties"
+# Kafka's name (LogLoader.CleanShutdownFileName).
+CLEAN_SHUTDOWN_MARKER = ".kafka_cleanshutdown"
 PARTITION_METADATA = "partition.metadata"
 MAX_TOPIC_NAME_LENGTH = 249
 _TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]+")
@@ -106,20 +116,25 @@ class TopicInfo:
 
 class Store:
     def __init__(
-        self,
-        data_dir: Path,
-        node_id: int,
-        cluster_id: str,
-        segment_bytes: int,
-        index_interval_bytes: int,
+        self, data_dir: Path, node_id: int, cluster_id: str, log_config: LogConfig
     ) -> None:
         self.data_dir = data_dir
         self.node_id = node_id
         self.cluster_id = cluster_id
-        self.segment_bytes = segment_bytes
-        self.index_interval_bytes = index_interval_bytes
+        self.log_config = log_config
+        self.clean_start = False
+        self.recovery_summary = ""
         self._topics: dict[str, TopicInfo] = {}
         self._by_id: dict[bytes, TopicInfo] = {}
+        self._closed = False
+
+    @property
+    def segment_bytes(self) -> int:
+        return self.log_config.segment_bytes
+
+    @property
+    def index_interval_bytes(self) -> int:
+        return self.log_config.index_interval_bytes
 
     @classmethod
     def open(
@@ -127,30 +142,75 @@ class Store:
         data_dir: str | os.PathLike[str],
         *,
         node_id: int,
-        segment_bytes: int,
-        index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
+        log_config: LogConfig | None = None,
+        segment_bytes: int | None = None,
+        index_interval_bytes: int | None = None,
     ) -> Store:
+        """Open the data directory and recover every partition.
+
+        ``segment_bytes`` and ``index_interval_bytes`` override ``log_config`` when given.
+        """
+        started = time.monotonic()
+        config = log_config or LogConfig()
+        if segment_bytes is not None:
+            config = replace(config, segment_bytes=segment_bytes)
+        if index_interval_bytes is not None:
+            config = replace(config, index_interval_bytes=index_interval_bytes)
         d = Path(data_dir)
         d.mkdir(parents=True, exist_ok=True)
+        fresh = not (d / META_PROPERTIES).exists()
         cluster_id = _load_or_create_meta(d, node_id)
-        store = cls(d, node_id, cluster_id, segment_bytes, index_interval_bytes)
+        store = cls(d, node_id, cluster_id, config)
+        marker = d / CLEAN_SHUTDOWN_MARKER
+        store.clean_start = marker.exists()
+        if store.clean_start:
+            log.info("clean shutdown marker found: skipping log recovery")
+            # Gone before anything is written, so a crash from now on is seen as one.
+            marker.unlink()
+            fsync_dir(d)
+        else:
+            log.info("no clean shutdown marker: recovering")
         try:
-            store._load_topics()
+            store._load_topics("clean" if store.clean_start else "crash")
         except BaseException:
-            store.close()
+            store.close_unclean()
             raise
+        store.recovery_summary = store._summarise(fresh, (time.monotonic() - started) * 1000)
+        log.info("log recovery done: %s", store.recovery_summary)
         return store
 
-    def _open_partition(self, name: str, index: int) -> PartitionLog:
+    def _summarise(self, fresh: bool, elapsed_ms: float) -> str:
+        logs = self.partition_logs()
+        cut = [
+            f"{plog.name}: {t.bytes_cut} bytes at offset {t.offset}"
+            for plog in logs
+            for t in plog.recovery.truncations
+        ]
+        truncated = sum(1 for plog in logs if plog.recovery.truncations)
+        counts = (
+            (sum(plog.recovery.indexes_rebuilt for plog in logs), "indexes rebuilt"),
+            (sum(len(plog.recovery.snapshots_set_aside) for plog in logs), "snapshots set aside"),
+            (sum(plog.recovery.replayed_batches for plog in logs), "batches replayed"),
+        )
+        parts = [f"{len(logs)} partitions"]
+        if truncated or not (self.clean_start or fresh):
+            parts.append(f"truncated {truncated}" + (f" ({', '.join(cut)})" if cut else ""))
+        parts += [f"{n} {what}" for n, what in counts if n]
+        parts.append(f"{elapsed_ms:.0f} ms")
+        if self.clean_start:
+            head = "clean start, "
+        elif fresh:
+            head = "new data directory, "
+        else:
+            head = "recovered after crash: "
+        return head + ", ".join(parts)
+
+    def _open_partition(self, name: str, index: int, mode: RecoveryMode) -> PartitionLog:
         return PartitionLog.open(
-            self.data_dir / f"{name}-{index}",
-            name,
-            index,
-            segment_bytes=self.segment_bytes,
-            index_interval_bytes=self.index_interval_bytes,
+            self.data_dir / f"{name}-{index}", name, index, config=self.log_config, mode=mode
         )
 
-    def _load_topics(self) -> None:
+    def _load_topics(self, mode: RecoveryMode) -> None:
         found: dict[str, dict[int, bytes]] = {}
         for entry in sorted(os.listdir(self.data_dir)):
             m = _PARTITION_DIR.fullmatch(entry)
@@ -176,9 +236,10 @@ class Store:
             if count == 0:
                 continue
             info = TopicInfo(name, ids.pop())
-            for index in range(count):
-                info.partitions.append(self._open_partition(name, index))
+            # Registered before its partitions open, so a failure closes those opened.
             self._add(info)
+            for index in range(count):
+                info.partitions.append(self._open_partition(name, index, mode))
 
     def _add(self, info: TopicInfo) -> None:
         self._topics[info.name] = info
@@ -204,7 +265,8 @@ class Store:
                     path / PARTITION_METADATA,
                     f"version: 0\ntopic_id: {uuid_to_str(topic_id)}\n".encode("ascii"),
                 )
-                info.partitions.append(self._open_partition(name, index))
+                # "crash": a leftover of an interrupted create_topic is checked, not trusted.
+                info.partitions.append(self._open_partition(name, index, "crash"))
         except BaseException:
             for plog in info.partitions:
                 plog.close()
@@ -227,15 +289,56 @@ class Store:
             return None
         return info.partitions[index]
 
-    def flush(self) -> None:
-        for info in self._topics.values():
-            for plog in info.partitions:
-                plog.flush()
+    def partition_logs(self) -> list[PartitionLog]:
+        return [plog for info in self._topics.values() for plog in info.partitions]
+
+    # -- housekeeping (the owner schedules these) ----------------------------------------
+
+    def snapshot_all(self) -> int:
+        """Snapshot every partition whose state changed; returns how many were written."""
+        return sum(plog.take_snapshot() for plog in self.partition_logs())
+
+    def apply_retention(self, now_ms: int) -> int:
+        """retention.ms / retention.bytes on every partition; returns segments deleted."""
+        return sum(plog.apply_retention(now_ms) for plog in self.partition_logs())
+
+    def expire_producers(self, now_ms: int, expiration_ms: int) -> int:
+        """producer.id.expiration.ms on every partition; returns producer states dropped."""
+        return sum(plog.expire_producers(now_ms, expiration_ms) for plog in self.partition_logs())
+
+    def flush_all(self) -> None:
+        for plog in self.partition_logs():
+            plog.flush()
+
+    flush = flush_all
+
+    # -- closing -------------------------------------------------------------------------
 
     def close(self) -> None:
-        for info in self._topics.values():
-            for plog in info.partitions:
+        """Clean shutdown: flush, final snapshots, close files, then the marker.
+
+        The marker is written last and made durable, so its presence proves every partition
+        was flushed and snapshotted at its log end.
+        """
+        if self._closed:
+            return
+        try:
+            for plog in self.partition_logs():
                 plog.close()
+        except BaseException:
+            # No marker: the next start recovers as after a crash.
+            self.close_unclean()
+            raise
+        self._closed = True
+        write_atomic(self.data_dir / CLEAN_SHUTDOWN_MARKER, b"")
+
+    def close_unclean(self) -> None:
+        """Close files without flushing, snapshotting or writing the marker (a crash)."""
+        if self._closed:
+            return
+        for plog in self.partition_logs():
+            plog.close_unclean()
+        self._closed = True
 
 
 def _load_or_create_meta(data_dir: Path, node_id: int) -> str:

@@ -5,9 +5,44 @@ from __future__ import annotations
 from types import ModuleType
 
 from broker.dispatch import Dispatcher
-from broker.handlers import api_versions, fetch, init_producer_id, metadata, produce
+from broker.handlers import (
+    api_versions,
+    delete_groups,
+    describe_groups,
+    fetch,
+    find_coordinator,
+    heartbeat,
+    init_producer_id,
+    join_group,
+    leave_group,
+    list_groups,
+    metadata,
+    offset_commit,
+    offset_delete,
+    offset_fetch,
+    produce,
+    sync_group,
+)
 
-MODULES: tuple[ModuleType, ...] = (produce, fetch, metadata, api_versions, init_producer_id)
+MODULES: tuple[ModuleType, ...] = (
+    produce,
+    fetch,
+    metadata,
+    api_versions,
+    init_producer_id,
+    # Consumer groups (broker.groups).
+    offset_commit,
+    offset_fetch,
+    find_coordinator,
+    join_group,
+    heartbeat,
+    leave_group,
+    sync_group,
+    describe_groups,
+    list_groups,
+    delete_groups,
+    offset_delete,
+)
 
 
 def build_dispatcher() -> Dispatcher:

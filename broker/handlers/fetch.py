@@ -39,7 +39,12 @@ async def handle(ctx: RequestContext, request: Message) -> Message:
         appended = state.append_signal()
         responses, total = _collect(ctx, request)
         remaining = deadline - time.monotonic()
-        if total >= request.min_bytes or remaining <= 0 or _has_error(responses):
+        if (
+            total >= request.min_bytes
+            or remaining <= 0
+            or state.shutting_down
+            or _has_error(responses)
+        ):
             break
         try:
             await asyncio.wait_for(appended.wait(), remaining)

@@ -20,6 +20,7 @@ from broker.dispatch import CloseConnection, RequestContext
 from protocol.errors import ErrorCode
 from protocol.messages.produce import PRODUCE
 from protocol.schema import Message
+from storage.partition_log import PartitionLog
 from storage.validation import validate_batch
 
 API = PRODUCE
@@ -55,7 +56,7 @@ def _all_failed(request: Message, error: ErrorCode, message: str | None) -> list
     ]
 
 
-def handle(ctx: RequestContext, request: Message) -> Message | None:
+async def handle(ctx: RequestContext, request: Message) -> Message | None:
     acks = request.acks
     if ctx.version < MIN_VERSION:
         responses = _all_failed(
@@ -71,8 +72,16 @@ def handle(ctx: RequestContext, request: Message) -> Message | None:
         )
         responses = _all_failed(request, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None)
     else:
-        responses = [_produce_topic(ctx, topic) for topic in request.topic_data]
-        ctx.state.notify_appended()
+        appended: list[PartitionLog] = []
+        responses = [_produce_topic(ctx, topic, appended) for topic in request.topic_data]
+        if appended:
+            ctx.state.notify_appended()
+            # Flush policy (flush.messages / flush.ms): answer only once the data is fsynced,
+            # as Kafka does when it flushes in the append path; rounds are shared.
+            now_ms = int(time.time() * 1000)
+            due = [plog for plog in appended if plog.needs_flush(now_ms)]
+            if due:
+                await ctx.state.flusher.flush(due)
 
     if acks == 0:
         failed = [
@@ -87,7 +96,7 @@ def handle(ctx: RequestContext, request: Message) -> Message | None:
     return Message(responses=responses, throttle_time_ms=0)
 
 
-def _produce_topic(ctx: RequestContext, topic: Message) -> Message:
+def _produce_topic(ctx: RequestContext, topic: Message, appended: list[PartitionLog]) -> Message:
     state = ctx.state
     config = state.config
     info = state.store.topic(topic.name)
@@ -128,11 +137,13 @@ def _produce_topic(ctx: RequestContext, topic: Message) -> Message:
                 )
             )
             continue
-        appended = log_.append(bytearray(records), header, now_ms)
-        if appended.error != ErrorCode.NONE:
+        result = log_.append(bytearray(records), header, now_ms)
+        if result.error == ErrorCode.NONE:
+            appended.append(log_)
+        else:
             log.info(
                 "%s for %s-%d producer_id=%d epoch=%d base_sequence=%d (%s)",
-                appended.error.name,
+                result.error.name,
                 topic.name,
                 part.index,
                 header.producer_id,
@@ -143,10 +154,10 @@ def _produce_topic(ctx: RequestContext, topic: Message) -> Message:
         results.append(
             Message(
                 index=part.index,
-                error_code=appended.error,
-                base_offset=appended.base_offset,
-                log_append_time_ms=appended.log_append_time_ms,
-                log_start_offset=appended.log_start_offset,
+                error_code=result.error,
+                base_offset=result.base_offset,
+                log_append_time_ms=result.log_append_time_ms,
+                log_start_offset=result.log_start_offset,
                 record_errors=[],
                 error_message=None,
             )

@@ -539,3 +539,26 @@ def test_help_lists_every_property_with_its_default() -> None:
         assert prop.doc in text
     for prop in ACCEPTED_IGNORED:
         assert prop.name in text
+
+
+def test_retention_and_roll_follow_kafkas_precedence() -> None:
+    assert make_config().retention_ms == 168 * 3_600_000
+    assert make_config({"log.retention.hours": "1"}).retention_ms == 3_600_000
+    both = {"log.retention.hours": "1", "log.retention.minutes": "2"}
+    assert make_config(both).retention_ms == 120_000
+    assert make_config({**both, "log.retention.ms": "5"}).retention_ms == 5
+    assert make_config({"retention.ms": "-1"}).retention_ms == -1
+    assert make_config().segment_ms == 168 * 3_600_000
+    assert make_config({"segment.ms": "1000"}).segment_ms == 1000
+    assert make_config({"log.retention.bytes": "10"}).retention_bytes == 10
+
+
+def test_flush_policy_defaults_to_never_and_flush_ms_alone_is_enough() -> None:
+    default = make_config()
+    assert default.flush_messages == default.flush_ms == 2**63 - 1
+    assert default.flush_scheduler_interval_ms == 2**63 - 1
+    timed = make_config({"log.flush.interval.ms": "200"})
+    assert (timed.flush_ms, timed.flush_scheduler_interval_ms) == (200, 1000)
+    assert make_config({"flush.messages": "1"}).flush_messages == 1
+    with pytest.raises(ConfigError, match=r"log\.flush\.interval\.messages"):
+        make_config({"log.flush.interval.messages": "0"})

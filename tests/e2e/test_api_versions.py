@@ -16,7 +16,24 @@ from tests.support.broker_process import BrokerProcess
 from tests.support.produce import init_producer
 from tests.support.raw_client import RawClient
 
-EXPECTED = {0: (0, 12), 1: (4, 17), 3: (0, 13), 18: (0, 4), 22: (0, 5)}
+EXPECTED = {
+    0: (0, 12),
+    1: (4, 17),
+    3: (0, 13),
+    8: (2, 9),
+    9: (1, 9),
+    10: (0, 6),
+    11: (2, 9),
+    12: (0, 4),
+    13: (0, 5),
+    14: (0, 5),
+    15: (0, 6),
+    16: (0, 5),
+    18: (0, 4),
+    22: (0, 5),
+    42: (0, 2),
+    47: (0, 0),
+}
 
 
 @pytest.mark.parametrize("version", range(5))

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import base64
+import logging
 import os
+import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from protocol.errors import ErrorCode
 from protocol.records import parse_header
+from storage.log_config import LogConfig
 from storage.store import (
     InvalidPartitionsError,
     InvalidTopicError,
@@ -21,6 +25,8 @@ from storage.store import (
     valid_topic_name,
 )
 from tests.storage.test_segment import make_batch
+
+OOO = ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
 
 
 def open_store(path: Path, node_id: int = 1) -> Store:
@@ -108,7 +114,7 @@ def test_create_topic_errors(tmp_path: Path) -> None:
     with pytest.raises(InvalidPartitionsError):
         store.create_topic("y", 0)
     store.close()
-    assert sorted(os.listdir(tmp_path)) == ["meta.properties", "x-0"]
+    assert sorted(os.listdir(tmp_path)) == [".kafka_cleanshutdown", "meta.properties", "x-0"]
 
 
 def test_unknown_topic_and_partition(tmp_path: Path) -> None:
@@ -169,3 +175,136 @@ def test_uuid_text_round_trip() -> None:
     raw = bytes(range(16))
     text = uuid_to_str(raw)
     assert len(text) == 22 and uuid_from_str(text) == raw
+
+
+# -- clean shutdown marker and recovery at open -------------------------------------------
+
+MARKER = ".kafka_cleanshutdown"
+PID = 777
+
+
+def idempotent(store: Store, topic: str, seq: int, n: int = 2) -> int:
+    plog = store.partition(topic, 0)
+    assert plog is not None
+    batch = make_batch(n, producer_id=PID, epoch=0, base_seq=seq)
+    result = plog.append(batch, parse_header(batch), now_ms=1)
+    assert result.error == ErrorCode.NONE
+    return result.base_offset
+
+
+def recovery_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
+    wanted = ("clean shutdown marker found", "no clean shutdown marker")
+    return [r.getMessage() for r in caplog.records if r.getMessage().startswith(wanted)]
+
+
+def test_clean_close_writes_the_marker_and_open_removes_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, "storage")
+    store = open_store(tmp_path)
+    assert not store.clean_start
+    assert store.recovery_summary.startswith("new data directory, 0 partitions")
+    store.create_topic("orders", 2)
+    offsets = [idempotent(store, "orders", 2 * i) for i in range(7)]
+    store.close()
+    assert (tmp_path / MARKER).exists()
+    caplog.clear()
+    store = open_store(tmp_path)
+    assert recovery_lines(caplog) == ["clean shutdown marker found: skipping log recovery"]
+    assert store.clean_start and not (tmp_path / MARKER).exists()
+    assert re.fullmatch(r"clean start, 2 partitions, \d+ ms", store.recovery_summary)
+    plog = store.partition("orders", 0)
+    assert plog is not None and plog.recovery.mode == "clean"
+    assert plog.recovery.replayed_batches == 0
+    for i in range(2, 7):
+        assert idempotent(store, "orders", 2 * i) == offsets[i]
+    store.close_unclean()  # a crash: no marker
+    assert not (tmp_path / MARKER).exists()
+    caplog.clear()
+    store = open_store(tmp_path)
+    assert recovery_lines(caplog) == ["no clean shutdown marker: recovering"]
+    assert not store.clean_start
+    assert store.recovery_summary.startswith("recovered after crash: 2 partitions, truncated 0")
+    store.close()
+
+
+def test_crash_recovery_reports_each_truncation(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = open_store(tmp_path)
+    store.create_topic("orders", 1)
+    store.create_topic("audit", 1)
+    offsets = [idempotent(store, "orders", 2 * i) for i in range(6)]
+    idempotent(store, "audit", 0)
+    store.close_unclean()
+    seg = tmp_path / "orders-0" / "00000000000000000000.log"
+    data = seg.read_bytes()
+    seg.write_bytes(data + b"\xee" * 57)
+    caplog.set_level(logging.INFO, "storage")
+    store = open_store(tmp_path)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warnings == [
+        f"orders-0: truncated 57 bytes at byte position {len(data)} of "
+        "00000000000000000000.log (offset 12): partial batch at the end"
+    ]
+    assert re.fullmatch(
+        r"recovered after crash: 2 partitions, truncated 1 \(orders-0: 57 bytes at offset 12\)"
+        r", 7 batches replayed, \d+ ms",
+        store.recovery_summary,
+    )
+    assert seg.stat().st_size == len(data)
+    for i in range(1, 6):
+        assert idempotent(store, "orders", 2 * i) == offsets[i]
+    assert idempotent(store, "orders", 12) == 12
+    store.close()
+
+
+def test_objects_dropped_without_close_are_recovered(tmp_path: Path) -> None:
+    crashed = Store.open(tmp_path, node_id=1, segment_bytes=400)
+    crashed.create_topic("t", 1)
+    offsets = [idempotent(crashed, "t", 2 * i) for i in range(9)]
+    store = Store.open(tmp_path, node_id=1, segment_bytes=400)
+    assert not store.clean_start
+    plog = store.partition("t", 0)
+    assert plog is not None and len(plog.segments) > 2
+    for i in range(4, 9):
+        assert idempotent(store, "t", 2 * i) == offsets[i]
+    p = store.partition("t", 0)
+    assert p is not None
+    batch = make_batch(2, producer_id=PID, epoch=0, base_seq=6)
+    assert p.append(batch, parse_header(batch), now_ms=1).error == OOO
+    store.close()
+    crashed.close_unclean()
+
+
+def test_log_config_and_overrides(tmp_path: Path) -> None:
+    config = LogConfig(segment_bytes=5000, retention_ms=-1, index_interval_bytes=10)
+    store = Store.open(tmp_path, node_id=1, log_config=config, segment_bytes=300)
+    assert store.log_config == replace(config, segment_bytes=300)
+    assert (store.segment_bytes, store.index_interval_bytes) == (300, 10)
+    store.create_topic("t", 1)
+    plog = store.partition("t", 0)
+    assert plog is not None and plog.config == store.log_config
+    store.close()
+
+
+def test_store_housekeeping_covers_every_partition(tmp_path: Path) -> None:
+    size = len(make_batch(2))
+    config = LogConfig(segment_bytes=size, retention_ms=-1, retention_bytes=size)
+    store = Store.open(tmp_path, node_id=1, log_config=config)
+    store.create_topic("a", 2)
+    for plog in store.partition_logs():
+        for seq in (0, 2, 4):
+            b = make_batch(2, producer_id=PID, epoch=0, base_seq=seq)
+            plog.append(b, parse_header(b), now_ms=10)
+    assert len(store.partition_logs()) == 2
+    assert store.snapshot_all() == 2  # the rolls snapshotted at 4, not at the log end 6
+    assert store.snapshot_all() == 0
+    assert store.apply_retention(now_ms=0) == 4
+    assert store.expire_producers(now_ms=10 + 999, expiration_ms=1000) == 0
+    assert store.expire_producers(now_ms=10 + 1000, expiration_ms=1000) == 2
+    assert store.snapshot_all() == 2
+    store.flush_all()
+    assert all(p.unflushed_messages == 0 for p in store.partition_logs())
+    store.close()
+    store.close()  # idempotent

@@ -1,0 +1,99 @@
+"""Periodic housekeeping on the event loop, each task on its own Kafka-named interval.
+
+- retention (log.retention.check.interval.ms): delete whole expired or surplus segments;
+- producer expiration (producer.id.expiration.check.interval.ms): forget producers idle
+  longer than producer.id.expiration.ms, as Kafka's ProducerStateManager does;
+- producer-state snapshots (minikafka.producer.snapshot.interval.ms): snapshot partitions
+  whose producer state changed, so a crash replays only the batches after it;
+- flush: partitions whose policy asks for it (log.flush.interval.ms, checked every
+  log.flush.scheduler.interval.ms) and segments rolled since their last fsync.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from broker.state import BrokerState
+
+log = logging.getLogger(__name__)
+
+NEVER = 2**63 - 1
+ROLLED_FLUSH_CHECK_MS = 1000
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class Background:
+    def __init__(self, state: BrokerState) -> None:
+        self.state = state
+        self.tasks: list[asyncio.Task[None]] = []
+
+    def start(self) -> None:
+        config = self.state.config
+        self._every(config.retention_check_interval_ms, "retention", self._retention)
+        self._every(
+            config.producer_id_expiration_check_interval_ms, "producer-expiration", self._expire
+        )
+        self._every(config.snapshot_interval_ms, "producer-snapshots", self._snapshots)
+        # Rolled segments are fsynced in the background (Kafka flushes them asynchronously
+        # on roll), so this runs whatever the flush policy; flush.ms may ask for more often.
+        self._every(
+            min(config.flush_scheduler_interval_ms, ROLLED_FLUSH_CHECK_MS), "flush", self._flush
+        )
+
+    def _every(
+        self, interval_ms: int, name: str, job: Callable[[], Coroutine[Any, Any, None] | None]
+    ) -> None:
+        if interval_ms >= NEVER:
+            return
+
+        async def loop() -> None:
+            while True:
+                await asyncio.sleep(interval_ms / 1000)
+                try:
+                    result = job()
+                    if result is not None:
+                        await result
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    # A failing housekeeping round must not kill the broker; the next round
+                    # retries.
+                    log.exception("background task %s failed", name)
+
+        self.tasks.append(asyncio.get_running_loop().create_task(loop(), name=name))
+
+    async def stop(self) -> None:
+        for task in self.tasks:
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+        self.tasks.clear()
+
+    def _retention(self) -> None:
+        deleted = self.state.store.apply_retention(now_ms())
+        if deleted:
+            log.info("retention deleted %d segment(s)", deleted)
+
+    def _expire(self) -> None:
+        expired = self.state.store.expire_producers(
+            now_ms(), self.state.config.producer_id_expiration_ms
+        )
+        if expired:
+            log.info("forgot %d expired producer id(s)", expired)
+
+    def _snapshots(self) -> None:
+        now = now_ms()
+        for plog in self.state.store.partition_logs():
+            plog.maybe_snapshot(now)
+
+    async def _flush(self) -> None:
+        now = now_ms()
+        due = [plog for plog in self.state.store.partition_logs() if plog.needs_flush(now)]
+        if due:
+            await self.state.flusher.flush(due)

@@ -1,0 +1,384 @@
+"""The group coordinator: the single owner of every group's state and committed offsets.
+
+Handlers call it; nothing else touches groups. It runs on the event loop only, so no locks:
+each operation checks and changes state without awaiting in between (the only awaits are a
+parked JoinGroup/SyncGroup answer and the fsync of committed offsets, both after the change).
+
+- ``groups`` maps group id -> ``ClassicGroup`` (the state machine in ``classic``). A group
+  exists once a member joined or an offset was committed for it, and until DeleteGroups.
+- Committed offsets live in ``storage.committed_offsets``; an OffsetCommit is answered only
+  after its records are fsynced, through the broker's grouped flusher (one fsync serves all
+  commits waiting at that moment).
+- One timer task applies session, join, sync and pending-member expirations; it sleeps until
+  the earliest deadline and is woken after every operation that might move one earlier.
+
+Deviations from Kafka: only a group's generation and protocol type survive a restart, not
+its members (Kafka reloads members from __consumer_offsets and lets them carry on); after
+a restart members get UNKNOWN_MEMBER_ID and rejoin, which clients do on their own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from dataclasses import dataclass
+
+from broker.flusher import Flusher
+from broker.groups.classic import (
+    ClassicGroup,
+    GroupSettings,
+    GroupState,
+    JoinRequest,
+    JoinResult,
+    SyncResult,
+)
+from protocol.errors import ErrorCode
+from storage.committed_offsets import CommittedOffset, CommittedOffsets, GroupRecord
+
+log = logging.getLogger(__name__)
+
+# Kafka's offset.metadata.max.bytes default.
+OFFSET_METADATA_MAX_BYTES = 4096
+GROUP_ID_NOT_FOUND = ErrorCode.GROUP_ID_NOT_FOUND
+NON_EMPTY_GROUP = ErrorCode.NON_EMPTY_GROUP
+GROUP_SUBSCRIBED_TO_TOPIC = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
+
+
+def monotonic_ms() -> int:
+    return int(time.monotonic() * 1000)
+
+
+def wall_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass(slots=True)
+class OffsetToCommit:
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int
+    metadata: str | None
+
+
+@dataclass(slots=True)
+class FetchedOffset:
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int
+    metadata: str | None
+    error: int = ErrorCode.NONE
+
+
+class GroupCoordinator:
+    def __init__(self, settings: GroupSettings, store: CommittedOffsets, flusher: Flusher) -> None:
+        self.settings = settings
+        self.store = store
+        self._flusher = flusher
+        self.groups: dict[str, ClassicGroup] = {}
+        self._wake = asyncio.Event()
+        self._timer: asyncio.Task[None] | None = None
+        self.closed = False
+        for group_id, record in store.groups().items():
+            group = self._new_group(group_id, record)
+            self.groups[group_id] = group
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._timer = asyncio.get_running_loop().create_task(self._run_timers(), name="groups")
+
+    def shutdown(self) -> None:
+        """Answer parked JoinGroup/SyncGroup requests: NOT_COORDINATOR makes clients
+        rediscover the coordinator (the restarted broker), as when Kafka moves a group."""
+        self.closed = True
+        for group in self.groups.values():
+            group.unload(ErrorCode.NOT_COORDINATOR)
+
+    async def close(self) -> None:
+        self.shutdown()
+        if self._timer is not None:
+            self._timer.cancel()
+            await asyncio.gather(self._timer, return_exceptions=True)
+            self._timer = None
+        self.store.close()
+
+    async def _run_timers(self) -> None:
+        while True:
+            now = monotonic_ms()
+            deadlines = [d for g in self.groups.values() if (d := g.next_deadline()) is not None]
+            timeout = None if not deadlines else max(min(deadlines) - now, 0) / 1000
+            self._wake.clear()
+            if timeout is None or timeout > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), timeout)
+            now = monotonic_ms()
+            for group in list(self.groups.values()):
+                try:
+                    group.tick(now)
+                except Exception:
+                    log.exception("group %s: timer failed", group.group_id)
+            try:
+                self.store.maybe_compact()
+            except OSError:
+                log.exception("committed offsets: compaction failed")
+
+    def _poke(self) -> None:
+        self._wake.set()
+
+    def _new_group(self, group_id: str, record: GroupRecord | None) -> ClassicGroup:
+        return ClassicGroup(
+            group_id,
+            self.settings,
+            generation=record.generation if record is not None else 0,
+            protocol_type=record.protocol_type if record is not None else None,
+            on_change=self._persist_group,
+        )
+
+    def _persist_group(self, group: ClassicGroup) -> None:
+        # Written without waiting for fsync: losing it costs only a generation number.
+        self.store.put_group(group.group_id, GroupRecord(group.protocol_type, group.generation_id))
+
+    def _live(self, group_id: str) -> ClassicGroup | None:
+        group = self.groups.get(group_id)
+        return group if group is not None and group.state is not GroupState.DEAD else None
+
+    # --- membership ------------------------------------------------------------------------
+
+    async def join(self, group_id: str, req: JoinRequest) -> JoinResult:
+        if self.closed:
+            return JoinResult(ErrorCode.NOT_COORDINATOR, req.member_id)
+        if not group_id:
+            return JoinResult(ErrorCode.INVALID_GROUP_ID, req.member_id)
+        if not (
+            self.settings.min_session_timeout_ms
+            <= req.session_timeout_ms
+            <= self.settings.max_session_timeout_ms
+        ):
+            return JoinResult(ErrorCode.INVALID_SESSION_TIMEOUT, req.member_id)
+        group = self._live(group_id)
+        if group is None:
+            if req.member_id != "":
+                # Kafka: a known member id for a group that does not exist.
+                return JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, req.member_id)
+            group = self.groups[group_id] = self._new_group(group_id, None)
+        waiter: asyncio.Future[JoinResult] = asyncio.get_running_loop().create_future()
+        group.join(req, waiter, monotonic_ms())
+        self._poke()
+        return await waiter
+
+    async def sync(
+        self,
+        group_id: str,
+        member_id: str,
+        group_instance_id: str | None,
+        generation_id: int,
+        protocol_type: str | None,
+        protocol_name: str | None,
+        assignments: dict[str, bytes],
+    ) -> SyncResult:
+        if self.closed:
+            return SyncResult(ErrorCode.NOT_COORDINATOR)
+        if not group_id:
+            return SyncResult(ErrorCode.INVALID_GROUP_ID)
+        group = self._live(group_id)
+        if group is None:
+            return SyncResult(ErrorCode.UNKNOWN_MEMBER_ID)
+        waiter: asyncio.Future[SyncResult] = asyncio.get_running_loop().create_future()
+        group.sync(
+            member_id,
+            group_instance_id,
+            generation_id,
+            protocol_type,
+            protocol_name,
+            assignments,
+            waiter,
+            monotonic_ms(),
+        )
+        self._poke()
+        return await waiter
+
+    def heartbeat(
+        self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int
+    ) -> int:
+        if self.closed:
+            return ErrorCode.NOT_COORDINATOR
+        if not group_id:
+            return ErrorCode.INVALID_GROUP_ID
+        group = self._live(group_id)
+        if group is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        error = group.heartbeat(member_id, group_instance_id, generation_id, monotonic_ms())
+        self._poke()
+        return error
+
+    def leave(
+        self, group_id: str, members: list[tuple[str, str | None, str | None]]
+    ) -> tuple[int, list[int]]:
+        """(top-level error, per-member errors) for (member_id, instance_id, reason) items."""
+        if self.closed:
+            return ErrorCode.NOT_COORDINATOR, []
+        if not group_id:
+            return ErrorCode.INVALID_GROUP_ID, []
+        group = self._live(group_id)
+        if group is None:
+            return ErrorCode.NONE, [ErrorCode.UNKNOWN_MEMBER_ID] * len(members)
+        now = monotonic_ms()
+        errors = [
+            group.leave(member_id, instance_id, now, f"left the group ({reason or 'no reason'})")
+            for member_id, instance_id, reason in members
+        ]
+        self._poke()
+        return ErrorCode.NONE, errors
+
+    # --- offsets ---------------------------------------------------------------------------
+
+    def validate_commit(
+        self,
+        group_id: str,
+        member_id: str,
+        group_instance_id: str | None,
+        generation_id: int,
+        version: int,
+    ) -> int:
+        """Kafka's OffsetMetadataManager.validateOffsetCommit + ClassicGroup's, in order."""
+        if self.closed:
+            return ErrorCode.NOT_COORDINATOR
+        if not group_id:
+            return ErrorCode.INVALID_GROUP_ID
+        group = self._live(group_id)
+        if group is None:
+            if generation_id < 0:
+                # A simple consumer (no group management): the group is created for it.
+                self.groups[group_id] = self._new_group(group_id, None)
+                return ErrorCode.NONE
+            # v9+ says so; older versions keep the historical ILLEGAL_GENERATION.
+            return GROUP_ID_NOT_FOUND if version >= 9 else ErrorCode.ILLEGAL_GENERATION
+        if generation_id < 0 and group.is_empty():
+            return ErrorCode.NONE
+        if generation_id >= 0 or member_id != "" or group_instance_id is not None:
+            error = group.validate_member(member_id, group_instance_id)
+            if error:
+                return error
+            if generation_id != group.generation_id:
+                return ErrorCode.ILLEGAL_GENERATION
+        elif not group.is_empty():
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if group.state is GroupState.COMPLETING_REBALANCE:
+            return ErrorCode.REBALANCE_IN_PROGRESS
+        return ErrorCode.NONE
+
+    async def commit(self, group_id: str, offsets: list[OffsetToCommit]) -> list[int]:
+        """Store validated offsets; returns once they are on disk. Per-offset errors."""
+        now = wall_ms()
+        errors: list[int] = []
+        accepted: list[tuple[str, int, CommittedOffset]] = []
+        for item in offsets:
+            size = len(item.metadata.encode()) if item.metadata is not None else 0
+            if size > OFFSET_METADATA_MAX_BYTES:
+                errors.append(ErrorCode.OFFSET_METADATA_TOO_LARGE)
+                continue
+            errors.append(ErrorCode.NONE)
+            value = CommittedOffset(item.offset, item.leader_epoch, item.metadata, now)
+            accepted.append((item.topic, item.partition, value))
+        if accepted:
+            self.store.commit(group_id, accepted)
+            await self._flush()
+        return errors
+
+    async def _flush(self) -> None:
+        await self._flusher.flush([self.store])
+
+    def fetch_offsets(
+        self, group_id: str, partitions: list[tuple[str, int]] | None
+    ) -> tuple[int, list[FetchedOffset]]:
+        """(group error, offsets); ``partitions`` None = everything the group committed."""
+        if self.closed:
+            return ErrorCode.NOT_COORDINATOR, []
+        if not group_id:
+            return ErrorCode.INVALID_GROUP_ID, []
+        committed = self.store.offsets(group_id)
+        if partitions is None:
+            return ErrorCode.NONE, [
+                FetchedOffset(t, p, v.offset, v.leader_epoch, v.metadata)
+                for (t, p), v in sorted(committed.items())
+            ]
+        out = []
+        for topic, partition in partitions:
+            value = committed.get((topic, partition))
+            if value is None:
+                # Nothing committed: offset -1 and empty metadata, no error (Kafka).
+                out.append(FetchedOffset(topic, partition, -1, -1, ""))
+            else:
+                out.append(
+                    FetchedOffset(
+                        topic, partition, value.offset, value.leader_epoch, value.metadata
+                    )
+                )
+        return ErrorCode.NONE, out
+
+    async def delete_offsets(
+        self, group_id: str, partitions: list[tuple[str, int]]
+    ) -> tuple[int, list[int]]:
+        """OffsetDelete: (group error, per-partition errors)."""
+        if self.closed:
+            return ErrorCode.NOT_COORDINATOR, []
+        if not group_id:
+            return ErrorCode.INVALID_GROUP_ID, []
+        group = self._live(group_id)
+        if group is None:
+            return GROUP_ID_NOT_FOUND, []
+        if not group.is_empty() and group.protocol_type != "consumer":
+            return NON_EMPTY_GROUP, []
+        subscribed = group.subscribed_topics() if not group.is_empty() else set()
+        errors: list[int] = []
+        deletable = []
+        for topic, partition in partitions:
+            if subscribed is None or topic in subscribed:
+                errors.append(GROUP_SUBSCRIBED_TO_TOPIC)
+            else:
+                errors.append(ErrorCode.NONE)
+                deletable.append((topic, partition))
+        if deletable:
+            self.store.delete_offsets(group_id, deletable)
+            await self._flush()
+        return ErrorCode.NONE, errors
+
+    # --- admin -----------------------------------------------------------------------------
+
+    def describe(self, group_id: str) -> ClassicGroup | None:
+        return self._live(group_id)
+
+    def list_groups(self) -> list[ClassicGroup]:
+        return [g for g in self.groups.values() if g.state is not GroupState.DEAD]
+
+    async def delete_groups(self, group_ids: list[str]) -> list[int]:
+        errors: list[int] = []
+        deleted = False
+        for group_id in group_ids:
+            if self.closed:
+                errors.append(ErrorCode.NOT_COORDINATOR)
+                continue
+            if not group_id:
+                errors.append(ErrorCode.INVALID_GROUP_ID)
+                continue
+            group = self._live(group_id)
+            if group is None:
+                errors.append(GROUP_ID_NOT_FOUND)
+                continue
+            if not group.is_empty():
+                errors.append(NON_EMPTY_GROUP)
+                continue
+            group.mark_dead()
+            del self.groups[group_id]
+            # Tombstones for the group and every offset it committed.
+            self.store.delete_group(group_id)
+            deleted = True
+            errors.append(ErrorCode.NONE)
+            log.info("group %s deleted", group_id)
+        if deleted:
+            await self._flush()
+        return errors

@@ -1,0 +1,60 @@
+"""DescribeGroups, versions 0-6.
+
+Behaviour: state, protocol type, protocol (Stable groups only) and members; member metadata
+and assignment are filled only when the group is Stable, as Kafka's ClassicGroup.describe.
+A group that does not exist is reported Dead with no error before v6, and with
+GROUP_ID_NOT_FOUND and a message from v6 (KIP-1043). Authorized operations are not
+computed (no ACLs): the "not requested" value is returned.
+"""
+
+from __future__ import annotations
+
+from broker.dispatch import RequestContext
+from broker.groups.classic import GroupState
+from broker.handlers._groups import coordinator
+from protocol.errors import ErrorCode
+from protocol.messages.describe_groups import DESCRIBE_GROUPS
+from protocol.schema import Message
+
+API = DESCRIBE_GROUPS
+MIN_VERSION = 0
+MAX_VERSION = 6
+
+
+def _describe(ctx: RequestContext, group_id: str) -> Message:
+    group = coordinator(ctx).describe(group_id) if group_id else None
+    if group is None:
+        missing = ctx.version >= 6
+        return Message(
+            error_code=ErrorCode.GROUP_ID_NOT_FOUND if missing else ErrorCode.NONE,
+            error_message=f"Group {group_id} not found." if missing else None,
+            group_id=group_id,
+            group_state=GroupState.DEAD.value,
+            protocol_type="",
+            protocol_data="",
+            members=[],
+        )
+    stable = group.state is GroupState.STABLE
+    return Message(
+        error_code=ErrorCode.NONE,
+        error_message=None,
+        group_id=group_id,
+        group_state=group.state.value,
+        protocol_type=group.protocol_type or "",
+        protocol_data=(group.protocol_name or "") if stable else "",
+        members=[
+            Message(
+                member_id=m.member_id,
+                group_instance_id=m.group_instance_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                member_metadata=m.metadata(group.protocol_name) if stable else b"",
+                member_assignment=m.assignment if stable else b"",
+            )
+            for m in group.members.values()
+        ],
+    )
+
+
+def handle(ctx: RequestContext, request: Message) -> Message:
+    return Message(throttle_time_ms=0, groups=[_describe(ctx, g) for g in request.groups])

@@ -1,0 +1,25 @@
+"""Heartbeat, versions 0-4.
+
+Behaviour: pushes the member's session deadline. REBALANCE_IN_PROGRESS while the group
+prepares a rebalance (how members learn to rejoin), ILLEGAL_GENERATION for another
+generation, UNKNOWN_MEMBER_ID for an unknown group or member, FENCED_INSTANCE_ID (82) for a
+replaced static member.
+"""
+
+from __future__ import annotations
+
+from broker.dispatch import RequestContext
+from broker.handlers._groups import coordinator
+from protocol.messages.heartbeat import HEARTBEAT
+from protocol.schema import Message
+
+API = HEARTBEAT
+MIN_VERSION = 0
+MAX_VERSION = 4
+
+
+def handle(ctx: RequestContext, request: Message) -> Message:
+    error = coordinator(ctx).heartbeat(
+        request.group_id, request.member_id, request.group_instance_id, request.generation_id
+    )
+    return Message(throttle_time_ms=0, error_code=error)

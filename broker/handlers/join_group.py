@@ -1,0 +1,59 @@
+"""JoinGroup, versions 2-9 (Kafka 4.0 dropped 0-1).
+
+Behaviour: broker.groups.classic, as Kafka's classic group coordinator: v4+ members without
+an id get MEMBER_ID_REQUIRED with their new id first; static membership (v5+
+group.instance.id); the request is parked until the join phase ends. Session timeouts
+outside group.min/max.session.timeout.ms get INVALID_SESSION_TIMEOUT; an empty protocol
+type or list, or no protocol common with the group, INCONSISTENT_GROUP_PROTOCOL.
+"""
+
+from __future__ import annotations
+
+from broker.dispatch import RequestContext
+from broker.groups.classic import JoinRequest
+from broker.handlers._groups import client_host, coordinator
+from protocol.messages.join_group import JOIN_GROUP
+from protocol.schema import Message
+
+API = JOIN_GROUP
+MIN_VERSION = 2
+MAX_VERSION = 9
+
+
+async def handle(ctx: RequestContext, request: Message) -> Message:
+    req = JoinRequest(
+        member_id=request.member_id,
+        group_instance_id=request.group_instance_id,
+        session_timeout_ms=request.session_timeout_ms,
+        # v0 had no rebalance timeout: the session timeout served as both (Kafka).
+        rebalance_timeout_ms=(
+            request.rebalance_timeout_ms
+            if request.rebalance_timeout_ms >= 0
+            else request.session_timeout_ms
+        ),
+        protocol_type=request.protocol_type,
+        protocols=[(p.name, bytes(p.metadata)) for p in request.protocols],
+        client_id=ctx.client_id or "",
+        client_host=client_host(ctx),
+        require_known_member_id=ctx.version >= 4,
+        supports_skip_assignment=ctx.version >= 9,
+        reason=request.reason,
+    )
+    result = await coordinator(ctx).join(request.group_id, req)
+    protocol_name = result.protocol_name
+    if protocol_name is None and ctx.version < 7:
+        protocol_name = ""  # not nullable before v7
+    return Message(
+        throttle_time_ms=0,
+        error_code=result.error,
+        generation_id=result.generation_id,
+        protocol_type=result.protocol_type,
+        protocol_name=protocol_name,
+        leader=result.leader,
+        skip_assignment=result.skip_assignment,
+        member_id=result.member_id,
+        members=[
+            Message(member_id=m, group_instance_id=instance, metadata=meta)
+            for m, instance, meta in result.members
+        ],
+    )

@@ -1,0 +1,39 @@
+"""ListGroups, versions 0-5.
+
+Behaviour: every group this broker coordinates, including simple-consumer groups that only
+committed offsets (protocol type ""). v4 filters by state, v5 by type (case-insensitive, as
+Kafka); every group here is a "classic" group.
+"""
+
+from __future__ import annotations
+
+from broker.dispatch import RequestContext
+from broker.handlers._groups import coordinator
+from protocol.errors import ErrorCode
+from protocol.messages.list_groups import LIST_GROUPS
+from protocol.schema import Message
+
+API = LIST_GROUPS
+MIN_VERSION = 0
+MAX_VERSION = 5
+
+GROUP_TYPE = "classic"
+
+
+def handle(ctx: RequestContext, request: Message) -> Message:
+    states = {s.lower() for s in request.states_filter} if ctx.version >= 4 else set()
+    types = {t.lower() for t in request.types_filter} if ctx.version >= 5 else set()
+    listed = []
+    if not types or GROUP_TYPE in types:
+        for group in coordinator(ctx).list_groups():
+            if states and group.state.value.lower() not in states:
+                continue
+            listed.append(
+                Message(
+                    group_id=group.group_id,
+                    protocol_type=group.protocol_type or "",
+                    group_state=group.state.value,
+                    group_type=GROUP_TYPE,
+                )
+            )
+    return Message(throttle_time_ms=0, error_code=ErrorCode.NONE, groups=listed)

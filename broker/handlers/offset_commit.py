@@ -1,0 +1,79 @@
+"""OffsetCommit, versions 2-9.
+
+Behaviour: Kafka's checks in Kafka's order: unknown topic or partition
+UNKNOWN_TOPIC_OR_PARTITION; then the group: a simple consumer (generation -1, no member id)
+may commit to an Empty or unknown group (which it creates); a member must be known
+(UNKNOWN_MEMBER_ID / FENCED_INSTANCE_ID) and in the current generation (ILLEGAL_GENERATION);
+REBALANCE_IN_PROGRESS while the group awaits SyncGroup; an unknown group with a generation
+>= 0 gets GROUP_ID_NOT_FOUND (v9+) or ILLEGAL_GENERATION; metadata over 4096 bytes
+OFFSET_METADATA_TOO_LARGE. Durable before the answer: the records are fsynced (one grouped
+fsync for all commits in flight) before the response is sent.
+Deviation: retention_time_ms (v2-4) is ignored; committed offsets never expire.
+"""
+
+from __future__ import annotations
+
+from broker.dispatch import RequestContext
+from broker.groups.coordinator import OffsetToCommit
+from broker.handlers._groups import coordinator
+from protocol.errors import ErrorCode
+from protocol.messages.offset_commit import OFFSET_COMMIT
+from protocol.schema import Message
+
+API = OFFSET_COMMIT
+MIN_VERSION = 2
+MAX_VERSION = 9
+
+
+async def handle(ctx: RequestContext, request: Message) -> Message:
+    groups = coordinator(ctx)
+    # (topic, partition) -> error; None = goes to the coordinator.
+    errors: dict[tuple[str, int], int] = {}
+    valid: list[OffsetToCommit] = []
+    for topic in request.topics:
+        info = ctx.state.store.topic(topic.name)
+        for part in topic.partitions:
+            key = (topic.name, part.partition_index)
+            if info is None or not 0 <= part.partition_index < len(info.partitions):
+                errors[key] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                continue
+            valid.append(
+                OffsetToCommit(
+                    topic.name,
+                    part.partition_index,
+                    part.committed_offset,
+                    part.committed_leader_epoch,
+                    part.committed_metadata,
+                )
+            )
+    if valid:
+        group_error = groups.validate_commit(
+            request.group_id,
+            request.member_id,
+            request.group_instance_id,
+            request.generation_id_or_member_epoch,
+            ctx.version,
+        )
+        if group_error:
+            for item in valid:
+                errors[(item.topic, item.partition)] = group_error
+        else:
+            results = await groups.commit(request.group_id, valid)
+            for item, error in zip(valid, results, strict=True):
+                errors[(item.topic, item.partition)] = error
+    return Message(
+        throttle_time_ms=0,
+        topics=[
+            Message(
+                name=topic.name,
+                partitions=[
+                    Message(
+                        partition_index=p.partition_index,
+                        error_code=errors[(topic.name, p.partition_index)],
+                    )
+                    for p in topic.partitions
+                ],
+            )
+            for topic in request.topics
+        ],
+    )

@@ -1,0 +1,60 @@
+"""OffsetFetch, versions 1-9 (v8+ several groups per request).
+
+Behaviour: the committed offset, leader epoch and metadata of each requested partition;
+-1 with empty metadata where nothing is committed (also for unknown groups, as Kafka).
+Null topics (v2+) = every partition the group committed. require_stable is accepted (there
+are no transactional offsets to wait for). v9's member id/epoch only matter to KIP-848
+groups and are ignored. Group-level errors go to error_code (v2-7), to each group (v8+),
+or to each partition (v1).
+"""
+
+from __future__ import annotations
+
+from broker.dispatch import RequestContext
+from broker.groups.coordinator import FetchedOffset, GroupCoordinator
+from broker.handlers._groups import coordinator
+from protocol.messages.offset_fetch import OFFSET_FETCH
+from protocol.schema import Message
+
+API = OFFSET_FETCH
+MIN_VERSION = 1
+MAX_VERSION = 9
+
+
+def _lookup(
+    groups: GroupCoordinator, group_id: str, topics: list[Message] | None
+) -> tuple[int, list[FetchedOffset]]:
+    wanted = None if topics is None else [(t.name, p) for t in topics for p in t.partition_indexes]
+    return groups.fetch_offsets(group_id, wanted)
+
+
+def _by_topic(offsets: list[FetchedOffset], error: int) -> list[Message]:
+    topics: dict[str, list[Message]] = {}
+    for o in offsets:
+        topics.setdefault(o.topic, []).append(
+            Message(
+                partition_index=o.partition,
+                committed_offset=o.offset,
+                committed_leader_epoch=o.leader_epoch,
+                metadata=o.metadata,
+                error_code=error or o.error,
+            )
+        )
+    return [Message(name=name, partitions=parts) for name, parts in topics.items()]
+
+
+def handle(ctx: RequestContext, request: Message) -> Message:
+    groups = coordinator(ctx)
+    if ctx.version >= 8:
+        out = []
+        for group in request.groups:
+            error, offsets = _lookup(groups, group.group_id, group.topics)
+            out.append(
+                Message(group_id=group.group_id, topics=_by_topic(offsets, 0), error_code=error)
+            )
+        return Message(throttle_time_ms=0, groups=out)
+    error, offsets = _lookup(groups, request.group_id, request.topics)
+    if ctx.version < 2:
+        # No top-level error code before v2: each partition carries it.
+        return Message(throttle_time_ms=0, topics=_by_topic(offsets, error))
+    return Message(throttle_time_ms=0, topics=_by_topic(offsets, 0), error_code=error)

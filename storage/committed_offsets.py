@@ -1,0 +1,366 @@
+"""Committed consumer-group offsets (and each group's generation), durable on disk.
+
+Kafka keeps these in the compacted topic ``__consumer_offsets``; a single broker needs only
+the same idea in one file: an append-only log of records, each ``uint32 CRC-32C`` over the
+rest, ``int32 length``, then the payload, after an 8-byte file header (magic + version).
+The in-memory map is the result of replaying the log in order.
+
+- ``commit``/``delete_*``/``put_group`` append one ``os.write`` each and update the map; they
+  do not fsync. ``flush`` fsyncs; the broker calls it through its grouped flusher before an
+  OffsetCommit is acknowledged, so several concurrent commits share one fsync.
+- At open the log is replayed up to the first torn or corrupt record (a crash mid-write)
+  and the file is truncated there: only unacknowledged writes can be lost.
+- When the log holds many more records than live entries it is compacted: the live map is
+  written to a temporary file, fsynced, renamed over the log, and the directory fsynced
+  (the way Kafka's log cleaner leaves the latest value per key, here all at once).
+
+Synchronous; stdlib + crc32c only. ``flush`` may run in a worker thread while the event loop
+appends: appends and fsync on one descriptor are safe together, and a lock keeps compaction
+(which swaps the descriptor) from racing a flush.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import struct
+import threading
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from crc32c import crc32c
+
+log = logging.getLogger(__name__)
+
+FILE_NAME = "committed-offsets.log"
+MAGIC = b"MKCO"
+VERSION = 1
+_HEADER = MAGIC + struct.pack(">HH", VERSION, 0)
+_FRAME = struct.Struct(">Ii")  # crc32c, payload length
+
+OFFSET, OFFSET_TOMBSTONE, GROUP, GROUP_TOMBSTONE = 1, 2, 3, 4
+
+# Compact when the log has this many records more than twice the live entries.
+COMPACT_SLACK = 10_000
+# A record larger than this is corrupt (group ids, topics and metadata are bounded).
+MAX_RECORD = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class CommittedOffset:
+    offset: int
+    leader_epoch: int
+    metadata: str | None
+    commit_timestamp_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class GroupRecord:
+    """What survives a restart of a group besides its offsets (members must rejoin)."""
+
+    protocol_type: str | None
+    generation: int
+
+
+@dataclass(frozen=True, slots=True)
+class Recovery:
+    records: int
+    dropped_bytes: int
+
+
+TopicPartition = tuple[str, int]
+
+
+class CommittedOffsets:
+    def __init__(self, path: Path, fd: int, size: int) -> None:
+        self.path = path
+        self._fd = fd
+        self._size = size
+        self._offsets: dict[str, dict[TopicPartition, CommittedOffset]] = {}
+        self._groups: dict[str, GroupRecord] = {}
+        self._records = 0
+        self._lock = threading.Lock()
+        self.recovery = Recovery(0, 0)
+        self.compactions = 0
+
+    # --- open / recovery -------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, directory: str | os.PathLike[str]) -> CommittedOffsets:
+        d = Path(directory)
+        d.mkdir(parents=True, exist_ok=True)
+        path = d / FILE_NAME
+        tmp = path.with_suffix(".tmp")
+        if tmp.exists():
+            # A compaction that crashed before its rename: the old log is still whole.
+            tmp.unlink()
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            data = _read_all(fd)
+            store = cls(path, fd, len(data))
+            store._replay(data)
+        except BaseException:
+            os.close(fd)
+            raise
+        return store
+
+    def _replay(self, data: bytes) -> None:
+        if len(data) < len(_HEADER) or data[: len(MAGIC)] != MAGIC:
+            if data:
+                log.warning("%s: no valid header; starting an empty log", self.path)
+            os.ftruncate(self._fd, 0)
+            os.lseek(self._fd, 0, os.SEEK_SET)
+            _write_all(self._fd, _HEADER)
+            os.fsync(self._fd)
+            self._size = len(_HEADER)
+            self.recovery = Recovery(0, len(data))
+            return
+        pos = len(_HEADER)
+        records = 0
+        for end, payload in _frames(data, pos):
+            try:
+                self._apply(payload)
+            except (struct.error, UnicodeDecodeError, ValueError):
+                break
+            pos = end
+            records += 1
+        dropped = len(data) - pos
+        if dropped:
+            # A torn tail from a crash mid-append: those writes were never acknowledged.
+            log.warning("%s: truncating %d byte(s) after %d record(s)", self.path, dropped, records)
+            os.ftruncate(self._fd, pos)
+            os.fsync(self._fd)
+        os.lseek(self._fd, pos, os.SEEK_SET)
+        self._size = pos
+        self._records = records
+        self.recovery = Recovery(records, dropped)
+
+    # --- reads -----------------------------------------------------------------------------
+
+    def offsets(self, group: str) -> dict[TopicPartition, CommittedOffset]:
+        """The group's committed offsets (a live view: do not modify)."""
+        return self._offsets.get(group, {})
+
+    def groups(self) -> dict[str, GroupRecord | None]:
+        """Every group known on disk: with a group record, or with offsets only (None)."""
+        known: dict[str, GroupRecord | None] = dict.fromkeys(self._offsets)
+        known.update(self._groups)
+        return known
+
+    # --- writes ----------------------------------------------------------------------------
+
+    def commit(self, group: str, offsets: Iterable[tuple[str, int, CommittedOffset]]) -> None:
+        out = bytearray()
+        items = list(offsets)
+        for topic, partition, value in items:
+            out += _frame(_offset_payload(group, topic, partition, value))
+        self._append(out, len(items))
+        target = self._offsets.setdefault(group, {})
+        for topic, partition, value in items:
+            target[(topic, partition)] = value
+
+    def delete_offsets(self, group: str, partitions: Iterable[TopicPartition]) -> None:
+        items = [tp for tp in partitions if tp in self._offsets.get(group, {})]
+        if not items:
+            return
+        out = bytearray()
+        for topic, partition in items:
+            out += _frame(_tombstone_payload(group, topic, partition))
+        self._append(out, len(items))
+        current = self._offsets[group]
+        for tp in items:
+            del current[tp]
+        if not current:
+            del self._offsets[group]
+
+    def put_group(self, group: str, record: GroupRecord) -> None:
+        if self._groups.get(group) == record:
+            return
+        self._append(_frame(_group_payload(group, record)), 1)
+        self._groups[group] = record
+
+    def delete_group(self, group: str) -> None:
+        """Forget the group and all its offsets (Kafka writes tombstones for both)."""
+        if group not in self._groups and group not in self._offsets:
+            return
+        self._append(_frame(_str(GROUP_TOMBSTONE, group)), 1)
+        self._groups.pop(group, None)
+        self._offsets.pop(group, None)
+
+    def flush(self) -> None:
+        with self._lock:
+            if self._fd >= 0:
+                os.fsync(self._fd)
+
+    # --- compaction ------------------------------------------------------------------------
+
+    def live_entries(self) -> int:
+        return len(self._groups) + sum(len(v) for v in self._offsets.values())
+
+    def maybe_compact(self) -> bool:
+        if self._records <= 2 * self.live_entries() + COMPACT_SLACK:
+            return False
+        self.compact()
+        return True
+
+    def compact(self) -> None:
+        out = bytearray(_HEADER)
+        for group, record in self._groups.items():
+            out += _frame(_group_payload(group, record))
+        for group, offsets in self._offsets.items():
+            for (topic, partition), value in offsets.items():
+                out += _frame(_offset_payload(group, topic, partition, value))
+        tmp = self.path.with_suffix(".tmp")
+        fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            _write_all(fd, bytes(out))
+            os.fsync(fd)
+        except BaseException:
+            os.close(fd)
+            raise
+        with self._lock:
+            os.replace(tmp, self.path)
+            _fsync_dir(self.path.parent)
+            os.close(self._fd)
+            self._fd = fd
+        self._size = len(out)
+        self._records = self.live_entries()
+        self.compactions += 1
+
+    def close(self) -> None:
+        """Compact (so the next start replays only live entries), fsync and close."""
+        if self._fd < 0:
+            return
+        self.compact()
+        os.close(self._fd)
+        self._fd = -1
+
+    # --- internals -------------------------------------------------------------------------
+
+    def _append(self, data: bytes | bytearray, records: int) -> None:
+        _write_all(self._fd, bytes(data))
+        self._size += len(data)
+        self._records += records
+
+    def _apply(self, payload: bytes) -> None:
+        kind = payload[0]
+        pos = 1
+        group, pos = _read_str(payload, pos)
+        if kind == GROUP_TOMBSTONE:
+            self._groups.pop(group, None)
+            self._offsets.pop(group, None)
+        elif kind == GROUP:
+            protocol_type, pos = _read_nullable_str(payload, pos)
+            (generation,) = struct.unpack_from(">i", payload, pos)
+            self._groups[group] = GroupRecord(protocol_type, generation)
+        elif kind in (OFFSET, OFFSET_TOMBSTONE):
+            topic, pos = _read_str(payload, pos)
+            (partition,) = struct.unpack_from(">i", payload, pos)
+            pos += 4
+            if kind == OFFSET_TOMBSTONE:
+                current = self._offsets.get(group, {})
+                current.pop((topic, partition), None)
+                if not current:
+                    self._offsets.pop(group, None)
+                return
+            offset, epoch, timestamp = struct.unpack_from(">qiq", payload, pos)
+            pos += 20
+            metadata, pos = _read_nullable_str(payload, pos)
+            value = CommittedOffset(offset, epoch, metadata, timestamp)
+            self._offsets.setdefault(group, {})[(topic, partition)] = value
+        else:
+            raise ValueError(f"unknown record type {kind}")
+
+
+# --- encoding ------------------------------------------------------------------------------
+
+
+def _enc(text: str | None) -> bytes:
+    if text is None:
+        return struct.pack(">i", -1)
+    raw = text.encode()
+    return struct.pack(">i", len(raw)) + raw
+
+
+def _str(kind: int, group: str) -> bytes:
+    return bytes([kind]) + _enc(group)
+
+
+def _offset_payload(group: str, topic: str, partition: int, value: CommittedOffset) -> bytes:
+    return (
+        _str(OFFSET, group)
+        + _enc(topic)
+        + struct.pack(
+            ">iqiq", partition, value.offset, value.leader_epoch, value.commit_timestamp_ms
+        )
+        + _enc(value.metadata)
+    )
+
+
+def _tombstone_payload(group: str, topic: str, partition: int) -> bytes:
+    return _str(OFFSET_TOMBSTONE, group) + _enc(topic) + struct.pack(">i", partition)
+
+
+def _group_payload(group: str, record: GroupRecord) -> bytes:
+    return _str(GROUP, group) + _enc(record.protocol_type) + struct.pack(">i", record.generation)
+
+
+def _frame(payload: bytes) -> bytes:
+    body = struct.pack(">i", len(payload)) + payload
+    return struct.pack(">I", crc32c(body)) + body
+
+
+def _read_nullable_str(data: bytes, pos: int) -> tuple[str | None, int]:
+    (n,) = struct.unpack_from(">i", data, pos)
+    pos += 4
+    if n < 0:
+        return None, pos
+    if pos + n > len(data):
+        raise ValueError("string past the end of the record")
+    return data[pos : pos + n].decode(), pos + n
+
+
+def _read_str(data: bytes, pos: int) -> tuple[str, int]:
+    text, pos = _read_nullable_str(data, pos)
+    if text is None:
+        raise ValueError("null where a string is required")
+    return text, pos
+
+
+def _frames(data: bytes, pos: int) -> Iterator[tuple[int, bytes]]:
+    """(end position, payload) of each intact record from ``pos``; stops at the first bad one."""
+    while pos + _FRAME.size <= len(data):
+        crc, length = _FRAME.unpack_from(data, pos)
+        end = pos + _FRAME.size + length
+        if length <= 0 or length > MAX_RECORD or end > len(data):
+            return
+        if crc32c(data[pos + 4 : end]) != crc:
+            return
+        yield end, data[pos + _FRAME.size : end]
+        pos = end
+
+
+def _read_all(fd: int) -> bytes:
+    chunks: list[bytes] = []
+    os.lseek(fd, 0, os.SEEK_SET)
+    while True:
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,175 @@
+"""Producer-state snapshots: ``<20-digit offset>.snapshot`` files in a partition directory.
+
+A snapshot holds the idempotent-producer state of the partition as it was once every batch
+below ``offset`` (the log end offset when it was taken) had been appended. Unlike Kafka's
+(which keeps only each producer's last batch) it keeps the whole five-batch window, so a retry
+of ANY batch still in flight is recognised as a duplicate after a restart. It also records
+the recovery point: every batch below it had been fsynced when the snapshot was written, so
+crash recovery need only check the batches from there on (Kafka keeps that offset in a
+separate recovery-point-offset-checkpoint file).
+
+The byte layout is described in docs/SNAPSHOT_FORMAT.md. Files are written atomically
+(tmp -> fsync -> rename -> fsync dir) and read whole: a file that fails any check is corrupt
+as a whole, since a partially trusted producer window could wrongly accept a duplicate.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import crc32c
+
+from .atomic_file import fsync_dir, write_atomic
+from .producer_state import (
+    MAX_SEQUENCE,
+    NUM_BATCHES_TO_RETAIN,
+    BatchMetadata,
+    ProducerEntry,
+)
+from .segment import file_name, parse_file_name
+
+SNAPSHOT_SUFFIX = ".snapshot"
+CORRUPT_SUFFIX = ".corrupt"
+VERSION = 1
+
+_PREFIX = struct.Struct(">hI")  # version, CRC-32C of everything after it
+_HEAD = struct.Struct(">qqi")  # offset, recovery point, producer count
+_PRODUCER = struct.Struct(">qhqh")  # producer id, epoch, last timestamp, batch count
+_BATCH = struct.Struct(">iiqiq")  # first seq, last seq, base offset, last offset delta, max ts
+_INT16_MAX = 0x7FFF
+
+
+class CorruptSnapshotError(ValueError):
+    """The file is not a snapshot this version can trust."""
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    offset: int
+    recovery_point: int
+    producers: list[ProducerEntry]
+
+
+def snapshot_path(directory: str | os.PathLike[str], offset: int) -> Path:
+    return Path(directory) / file_name(offset, SNAPSHOT_SUFFIX)
+
+
+def list_snapshots(directory: str | os.PathLike[str]) -> list[int]:
+    """Offsets of the snapshot files in ``directory``, oldest first."""
+    return sorted(
+        offset
+        for name in os.listdir(directory)
+        if (offset := parse_file_name(name, SNAPSHOT_SUFFIX)) is not None
+    )
+
+
+def encode(offset: int, recovery_point: int, producers: Iterable[ProducerEntry]) -> bytes:
+    entries = list(producers)
+    body = bytearray(_HEAD.pack(offset, recovery_point, len(entries)))
+    for entry in entries:
+        batches = list(entry.batches)
+        body += _PRODUCER.pack(
+            entry.producer_id, entry.epoch, entry.last_timestamp_ms, len(batches)
+        )
+        for b in batches:
+            body += _BATCH.pack(
+                b.first_seq,
+                b.last_seq,
+                b.base_offset,
+                b.last_offset - b.base_offset,
+                b.max_timestamp,
+            )
+    return _PREFIX.pack(VERSION, crc32c.crc32c(body)) + bytes(body)
+
+
+def decode(data: bytes, expected_offset: int | None = None) -> Snapshot:
+    """Parse and check a whole snapshot; raises CorruptSnapshotError on any doubt."""
+    if len(data) < _PREFIX.size + _HEAD.size:
+        raise CorruptSnapshotError(f"{len(data)} bytes is too short for a snapshot")
+    version, crc = _PREFIX.unpack_from(data)
+    if version != VERSION:
+        raise CorruptSnapshotError(f"unsupported snapshot version {version}")
+    body = memoryview(data)[_PREFIX.size :]
+    if crc32c.crc32c(body) != crc:
+        raise CorruptSnapshotError("CRC mismatch")
+    offset, recovery_point, count = _HEAD.unpack_from(body)
+    if expected_offset is not None and offset != expected_offset:
+        raise CorruptSnapshotError(f"holds offset {offset}, file name says {expected_offset}")
+    if offset < 0 or not 0 <= recovery_point <= offset or count < 0:
+        raise CorruptSnapshotError(f"bad header: offset {offset}, recovery point {recovery_point}")
+    pos = _HEAD.size
+    producers: list[ProducerEntry] = []
+    seen: set[int] = set()
+    for _ in range(count):
+        if pos + _PRODUCER.size > len(body):
+            raise CorruptSnapshotError("truncated producer entry")
+        pid, epoch, last_ts, n = _PRODUCER.unpack_from(body, pos)
+        pos += _PRODUCER.size
+        if pid < 0 or pid in seen or not 0 <= epoch <= _INT16_MAX:
+            raise CorruptSnapshotError(f"bad producer id {pid} or epoch {epoch}")
+        if not 0 <= n <= NUM_BATCHES_TO_RETAIN or pos + n * _BATCH.size > len(body):
+            raise CorruptSnapshotError(f"producer {pid}: bad batch count {n}")
+        seen.add(pid)
+        entry = ProducerEntry(pid, epoch, last_ts)
+        previous = -1
+        for _ in range(n):
+            first_seq, last_seq, base, delta, max_ts = _BATCH.unpack_from(body, pos)
+            pos += _BATCH.size
+            last = base + delta
+            if not (
+                0 <= first_seq <= MAX_SEQUENCE
+                and 0 <= last_seq <= MAX_SEQUENCE
+                and previous < base
+                and delta >= 0
+                and last < offset
+            ):
+                raise CorruptSnapshotError(f"producer {pid}: implausible batch at offset {base}")
+            previous = last
+            entry.batches.append(BatchMetadata(first_seq, last_seq, base, last, max_ts))
+        producers.append(entry)
+    if pos != len(body):
+        raise CorruptSnapshotError(f"{len(body) - pos} bytes after the last producer")
+    return Snapshot(offset, recovery_point, producers)
+
+
+def write_snapshot(
+    directory: str | os.PathLike[str],
+    offset: int,
+    recovery_point: int,
+    producers: Iterable[ProducerEntry],
+) -> Path:
+    """Write ``<offset>.snapshot`` atomically (replacing one with the same offset)."""
+    path = snapshot_path(directory, offset)
+    write_atomic(path, encode(offset, recovery_point, producers))
+    return path
+
+
+def read_snapshot(directory: str | os.PathLike[str], offset: int) -> Snapshot:
+    """Load ``<offset>.snapshot``; raises CorruptSnapshotError or OSError."""
+    return decode(snapshot_path(directory, offset).read_bytes(), offset)
+
+
+def set_aside(directory: str | os.PathLike[str], offset: int) -> Path:
+    """Rename a corrupt snapshot out of the way (kept for inspection, never loaded again)."""
+    path = snapshot_path(directory, offset)
+    target = path.with_name(path.name + CORRUPT_SUFFIX)
+    os.replace(path, target)
+    fsync_dir(path.parent)
+    return target
+
+
+def delete_snapshots(directory: str | os.PathLike[str], offsets: Iterable[int]) -> int:
+    """Remove the given snapshots; the removals are made durable so none comes back."""
+    removed = 0
+    for offset in offsets:
+        path = snapshot_path(directory, offset)
+        if path.exists():
+            path.unlink(missing_ok=True)
+            removed += 1
+    if removed:
+        fsync_dir(directory)
+    return removed

@@ -1,0 +1,134 @@
+"""Group APIs over a raw socket (Kafka's error codes for bad input) and the admin clients."""
+
+from __future__ import annotations
+
+import pytest
+
+from protocol.messages.join_group import JOIN_GROUP
+from protocol.messages.offset_commit import OFFSET_COMMIT
+from protocol.messages.sync_group import SYNC_GROUP
+from protocol.schema import Message
+from tests.support.broker_process import BrokerProcess
+from tests.support.produce import create_topic
+from tests.support.raw_client import RawClient
+
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:read_text is deprecated:DeprecationWarning"),
+    pytest.mark.filterwarnings("ignore:open_text is deprecated:DeprecationWarning"),
+]
+
+INCONSISTENT_GROUP_PROTOCOL, ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID = 23, 22, 25
+MEMBER_ID_REQUIRED, GROUP_ID_NOT_FOUND = 79, 69
+
+
+def join_request(member_id: str, protocols: list[Message]) -> Message:
+    return Message(
+        group_id="raw",
+        session_timeout_ms=6000,
+        rebalance_timeout_ms=6000,
+        member_id=member_id,
+        group_instance_id=None,
+        protocol_type="consumer",
+        protocols=protocols,
+        reason=None,
+    )
+
+
+def commit_request(group: str, generation: int, member_id: str, topic: str) -> Message:
+    return Message(
+        group_id=group,
+        generation_id_or_member_epoch=generation,
+        member_id=member_id,
+        group_instance_id=None,
+        topics=[
+            Message(
+                name=topic,
+                partitions=[
+                    Message(
+                        partition_index=0,
+                        committed_offset=1,
+                        committed_leader_epoch=-1,
+                        committed_metadata=None,
+                    )
+                ],
+            )
+        ],
+    )
+
+
+def test_bad_group_input_gets_kafkas_error_codes(shared_broker: BrokerProcess) -> None:
+    with RawClient(shared_broker.port) as client:
+        create_topic(client, "raw-groups")
+        empty = client.request(JOIN_GROUP, 7, join_request("", []))
+        assert empty.error_code == INCONSISTENT_GROUP_PROTOCOL
+
+        protocols = [Message(name="range", metadata=b"\x00\x00\x00\x00\x00\x00")]
+        first = client.request(JOIN_GROUP, 7, join_request("", protocols))
+        assert first.error_code == MEMBER_ID_REQUIRED and first.member_id
+        joined = client.request(JOIN_GROUP, 7, join_request(first.member_id, protocols))
+        assert joined.error_code == 0 and joined.generation_id == 1
+        assert joined.leader == first.member_id and joined.protocol_name == "range"
+
+        stranger = client.request(
+            SYNC_GROUP,
+            5,
+            Message(
+                group_id="raw",
+                generation_id=1,
+                member_id="not-a-member",
+                group_instance_id=None,
+                protocol_type="consumer",
+                protocol_name="range",
+                assignments=[],
+            ),
+        )
+        assert stranger.error_code == UNKNOWN_MEMBER_ID
+
+        stale = client.request(
+            OFFSET_COMMIT, 8, commit_request("raw", 6, first.member_id, "raw-groups")
+        )
+        assert stale.topics[0].partitions[0].error_code == ILLEGAL_GENERATION
+        unknown = client.request(
+            OFFSET_COMMIT, 9, commit_request("no-such-group", 3, "m", "raw-groups")
+        )
+        assert unknown.topics[0].partitions[0].error_code == GROUP_ID_NOT_FOUND
+        unknown_v8 = client.request(
+            OFFSET_COMMIT, 8, commit_request("no-such-group", 3, "m", "raw-groups")
+        )
+        assert unknown_v8.topics[0].partitions[0].error_code == ILLEGAL_GENERATION
+        simple = client.request(OFFSET_COMMIT, 8, commit_request("simple", -1, "", "raw-groups"))
+        assert simple.topics[0].partitions[0].error_code == 0
+
+
+def test_admin_clients_list_describe_delete(shared_broker: BrokerProcess) -> None:
+    from confluent_kafka.admin import AdminClient
+    from kafka.admin import KafkaAdminClient
+
+    with RawClient(shared_broker.port) as client:
+        create_topic(client, "admin-groups")
+        for group in ("admin-a", "admin-b"):
+            answer = client.request(OFFSET_COMMIT, 8, commit_request(group, -1, "", "admin-groups"))
+            assert answer.topics[0].partitions[0].error_code == 0
+
+    kp = KafkaAdminClient(bootstrap_servers=shared_broker.bootstrap)
+    try:
+        listed = {g["group_id"]: g for g in kp.list_groups()}
+        assert listed["admin-a"]["protocol_type"] == ""  # a simple-consumer group
+        described = kp.describe_groups(["admin-a"])["admin-a"]
+        assert described["group_state"] == "Empty" and described["members"] == []
+        offsets = kp.list_group_offsets({"admin-a": None})
+        assert offsets, offsets  # the simple consumer's commit
+        kp.delete_groups(["admin-a"])
+        assert "admin-a" not in {g["group_id"] for g in kp.list_groups()}
+    finally:
+        kp.close()
+
+    ck = AdminClient({"bootstrap.servers": shared_broker.bootstrap})
+    listed_ck = ck.list_consumer_groups().result(timeout=10)
+    ids = {g.group_id for g in listed_ck.valid}
+    assert "admin-b" in ids and "admin-a" not in ids
+    described_ck = ck.describe_consumer_groups(["admin-b"])["admin-b"].result(timeout=10)
+    assert str(described_ck.state).endswith("EMPTY")
+    ck.delete_consumer_groups(["admin-b"])["admin-b"].result(timeout=10)
+    after = {g.group_id for g in ck.list_consumer_groups().result(timeout=10).valid}
+    assert "admin-b" not in after
