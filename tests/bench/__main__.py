@@ -100,6 +100,34 @@ def confluent_throughput(port: int, records: int, size: int) -> None:
     )
 
 
+def confluent_consume(port: int, records: int, size: int) -> None:
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": f"127.0.0.1:{port}",
+            "group.id": "bench",
+            "enable.auto.commit": False,
+            "fetch.max.bytes": 52428800,
+            "max.partition.fetch.bytes": 10485760,
+        }
+    )
+    consumer.assign([TopicPartition("bench-throughput", 0, 0)])
+    got = 0
+    started = time.perf_counter()
+    deadline = started + 120
+    while got < records and time.perf_counter() < deadline:
+        for msg in consumer.consume(10000, 1.0):
+            if msg.error() is None:
+                got += 1
+    elapsed = time.perf_counter() - started
+    consumer.close()
+    print(
+        f"confluent-kafka consume {got} x {size} B: {got / elapsed:,.0f} msg/s, "
+        f"{got * size / elapsed / 1e6:.1f} MB/s"
+    )
+
+
 def latency(port: int, count: int = 2000) -> None:
     from confluent_kafka import Producer
 
@@ -130,6 +158,7 @@ def main() -> int:
         try:
             confluent_throughput(port, args.records, args.size)
             print(f"resident memory after load: {rss_mb(proc.pid):.1f} MB")
+            confluent_consume(port, args.records, args.size)
             latency(port)
         finally:
             proc.terminate()
