@@ -31,7 +31,7 @@ test: lint typecheck
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 bench: setup
-	$(PY) -m tests.bench $(ARGS)
+	$(PY) -m bench $(ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,156 @@
+"""`make bench`: measure a freshly started broker process like a broker is measured.
+
+Writes bench/results/latest.json and bench/results/latest.md and prints the table.
+    python -m bench [--runs N] [--quick]
+Figures are medians of several runs with their spread (min-max); nothing here is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from bench import workloads
+from bench.process import BenchBroker
+
+RESULTS = Path(__file__).parent / "results"
+
+# The bar from the performance issue (a 2-core machine), and Kafka 4.0.0 measured here.
+BAR: dict[str, tuple[str, float, str]] = {
+    "startup_s": ("<=", 0.3, "4.9 s"),
+    "rss_after_start_mb": ("<=", 50, "380 MB"),
+    "rss_after_load_mb": ("<=", 150, "750 MB"),
+    "confluent_produce_msg_s": (">=", 150_000, "100k msg/s"),
+    "latency_p99_ms": ("<=", 1.0, "1.3 ms"),
+    "consume_mb_s": (">=", 300, "-"),
+}
+
+
+def summarize(samples: list[float]) -> dict[str, Any]:
+    return {
+        "median": statistics.median(samples),
+        "min": min(samples),
+        "max": max(samples),
+        "runs": len(samples),
+    }
+
+
+def repeat(runs: int, fn: Callable[[], float]) -> dict[str, Any]:
+    return summarize([fn() for _ in range(runs)])
+
+
+def machine() -> dict[str, Any]:
+    loop = "uvloop" if os.environ.get("MINIKAFKA_LOOP") == "uvloop" else "asyncio (default)"
+    return {
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "loop": loop,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="make bench")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="smaller workloads, one run")
+    parser.add_argument("--skip-recovery", action="store_true")
+    args = parser.parse_args()
+    runs = 1 if args.quick else args.runs
+    scale = 0.1 if args.quick else 1.0
+    results: dict[str, Any] = {"machine": machine(), "when": time.strftime("%Y-%m-%d %H:%M")}
+    figures: dict[str, Any] = {}
+
+    figures["startup_s"] = repeat(1 if args.quick else 5, workloads.startup_once)
+    with BenchBroker() as broker:
+        figures["rss_after_start_mb"] = summarize([broker.rss_mb()])
+        n = int(200_000 * scale)
+        figures["confluent_produce_msg_s"] = repeat(
+            runs, lambda: workloads.confluent_produce(broker.port, n, 1024)
+        )
+        figures["kafka_python_produce_msg_s"] = repeat(
+            runs, lambda: workloads.kafka_python_produce(broker.port, int(50_000 * scale), 1024)
+        )
+        figures["aiokafka_produce_msg_s"] = repeat(
+            runs, lambda: workloads.aiokafka_produce(broker.port, int(50_000 * scale), 1024)
+        )
+        lat = [workloads.latency(broker.port, int(5000 * scale)) for _ in range(runs)]
+        for key in ("p50", "p99", "p999"):
+            figures[f"latency_{key}_ms"] = summarize([x[key] for x in lat])
+        figures["consume_mb_s"] = repeat(
+            runs, lambda: workloads.confluent_consume(broker.port, int(200 * scale) * 1024 * 1024)
+        )
+        figures["rss_after_load_mb"] = summarize([broker.rss_mb()])
+    many = [workloads.many_producers(50, 10, int(4000 * scale)) for _ in range(runs)]
+    figures["producers_50_msg_s"] = summarize([m["msg_s"] for m in many])
+    figures["producers_50_errors"] = summarize([float(m["errors"]) for m in many])
+    if not args.skip_recovery:
+        figures["recovery_1gib_sigkill_s"] = repeat(
+            1, lambda: workloads.recovery_after_sigkill(int(1024 * scale))
+        )
+    results["figures"] = figures
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "latest.json").write_text(json.dumps(results, indent=2) + "\n")
+    table = markdown(results)
+    (RESULTS / "latest.md").write_text(table)
+    print(table)
+    return 0
+
+
+LABELS = {
+    "startup_s": ("start-up to first acknowledged idempotent produce", "s", 3),
+    "rss_after_start_mb": ("resident memory after start", "MB", 1),
+    "confluent_produce_msg_s": (
+        "confluent-kafka produce, 1 KiB, acks=all, idempotent, linger 5 ms",
+        "msg/s",
+        0,
+    ),
+    "kafka_python_produce_msg_s": ("kafka-python produce, 1 KiB, idempotent", "msg/s", 0),
+    "aiokafka_produce_msg_s": ("aiokafka produce, 1 KiB, idempotent", "msg/s", 0),
+    "latency_p50_ms": ("produce latency p50 (linger 0, sequential)", "ms", 3),
+    "latency_p99_ms": ("produce latency p99", "ms", 3),
+    "latency_p999_ms": ("produce latency p99.9", "ms", 3),
+    "consume_mb_s": ("confluent-kafka consume, 1 KiB records", "MB/s", 0),
+    "rss_after_load_mb": ("resident memory after produce + consume load", "MB", 1),
+    "producers_50_msg_s": ("50 idempotent producers, 10 partitions, aggregate", "msg/s", 0),
+    "producers_50_errors": ("50 producers: delivery errors", "", 0),
+    "recovery_1gib_sigkill_s": (
+        "restart after SIGKILL with 1 GiB on disk (spawn to serving)",
+        "s",
+        2,
+    ),
+}
+
+
+def markdown(results: dict[str, Any]) -> str:
+    m = results["machine"]
+    lines = [
+        f"Measured {results['when']} on {m['cores']} cores, "
+        f"Python {m['python']}, {m['loop']} loop.",
+        "",
+        "| figure | median | spread (min-max) | runs | bar | Kafka 4.0.0 here |",
+        "|---|---|---|---|---|---|",
+    ]
+    for key, value in results["figures"].items():
+        label, unit, digits = LABELS[key]
+        fmt = f"{{:,.{digits}f}}"
+        bar = BAR.get(key)
+        bar_text = f"{bar[0]} {bar[1]:,}" if bar else ""
+        kafka = bar[2] if bar else ""
+        lines.append(
+            f"| {label} | {fmt.format(value['median'])} {unit} | "
+            f"{fmt.format(value['min'])}-{fmt.format(value['max'])} | {value['runs']} | "
+            f"{bar_text} | {kafka} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

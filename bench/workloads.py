@@ -1,0 +1,278 @@
+"""The measured workloads. Each returns its figure; none asserts a speed."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import threading
+import time
+import warnings
+from typing import Any
+
+from bench.process import BenchBroker, wait_accepting
+from protocol.records import build_batch
+from tests.support.produce import batch, create_topic, init_producer, produce
+from tests.support.raw_client import RawClient
+
+_topics = itertools.count()
+
+
+def topic(name: str) -> str:
+    return f"bench-{name}-{next(_topics)}"
+
+
+def startup_once() -> float:
+    """Process spawn -> first acknowledged idempotent acks=all produce, seconds."""
+    with BenchBroker() as _unused:
+        pass  # make sure the interpreter and the files it imports are in the page cache
+    broker = BenchBroker()
+    try:
+        started = time.perf_counter()
+        broker.spawn()
+        wait_accepting(broker.port, started + 30)
+        with RawClient(broker.port) as client:
+            create_topic(client, "start")
+            pid = init_producer(client)
+            answer = produce(client, "start", batch(pid, 0, 0, count=1))
+            assert answer.error_code == 0
+        return time.perf_counter() - started
+    finally:
+        broker.__exit__(None, None, None)
+
+
+def confluent_produce(port: int, records: int, size: int) -> float:
+    from confluent_kafka import Producer
+
+    name = topic("confluent")
+    producer = Producer(
+        {
+            "bootstrap.servers": f"127.0.0.1:{port}",
+            "enable.idempotence": True,
+            "acks": "all",
+            "linger.ms": 5,
+        }
+    )
+    payload = b"x" * size
+    errors: list[Any] = []
+
+    def report(err: Any, _msg: Any) -> None:
+        if err is not None:
+            errors.append(err)
+
+    producer.produce(name, b"warm-up")
+    producer.flush(30)
+    started = time.perf_counter()
+    for _ in range(records):
+        while True:
+            try:
+                producer.produce(name, payload, on_delivery=report)
+                break
+            except BufferError:
+                producer.poll(0.005)
+    assert producer.flush(120) == 0 and not errors, errors[:3]
+    return records / (time.perf_counter() - started)
+
+
+def kafka_python_produce(port: int, records: int, size: int) -> float:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from kafka import KafkaProducer
+
+        producer = KafkaProducer(
+            bootstrap_servers=f"127.0.0.1:{port}",
+            enable_idempotence=True,
+            acks="all",
+            linger_ms=5,
+        )
+    name = topic("kafka-python")
+    payload = b"x" * size
+    producer.send(name, b"warm-up").get(30)
+    started = time.perf_counter()
+    futures = [producer.send(name, payload) for _ in range(records)]
+    producer.flush(120)
+    for f in futures[-10:]:
+        f.get(1)
+    elapsed = time.perf_counter() - started
+    producer.close()
+    return records / elapsed
+
+
+def aiokafka_produce(port: int, records: int, size: int) -> float:
+    from aiokafka import AIOKafkaProducer
+
+    async def run() -> float:
+        producer = AIOKafkaProducer(
+            bootstrap_servers=f"127.0.0.1:{port}", enable_idempotence=True, linger_ms=5
+        )
+        await producer.start()
+        try:
+            name = topic("aiokafka")
+            await producer.send_and_wait(name, b"warm-up")
+            payload = b"x" * size
+            started = time.perf_counter()
+            futures = [await producer.send(name, payload) for _ in range(records)]
+            await asyncio.gather(*futures)
+            return records / (time.perf_counter() - started)
+        finally:
+            await producer.stop()
+
+    return asyncio.run(run())
+
+
+def latency(port: int, count: int) -> dict[str, float]:
+    from confluent_kafka import Producer
+
+    name = topic("latency")
+    producer = Producer(
+        {"bootstrap.servers": f"127.0.0.1:{port}", "enable.idempotence": True, "linger.ms": 0}
+    )
+    producer.produce(name, b"warm-up")
+    producer.flush(10)
+    samples: list[float] = []
+    done = threading.Event()
+
+    def delivered(err: Any, _msg: Any) -> None:
+        assert err is None, err
+        done.set()
+
+    for _ in range(count):
+        done.clear()
+        t0 = time.perf_counter()
+        producer.produce(name, b"ping", on_delivery=delivered)
+        while not done.is_set():
+            producer.poll(0.0005)
+        samples.append((time.perf_counter() - t0) * 1000)
+    samples.sort()
+
+    def pct(q: float) -> float:
+        return samples[min(int(len(samples) * q), len(samples) - 1)]
+
+    return {"p50": pct(0.5), "p99": pct(0.99), "p999": pct(0.999)}
+
+
+def confluent_consume(port: int, total_bytes: int) -> float:
+    """MB/s reading ``total_bytes`` of 1 KiB records written beforehand by a raw client."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    name = topic("consume")
+    size = 1024
+    records = total_bytes // size
+    per_batch = 500
+    with RawClient(port) as client:
+        create_topic(client, name)
+        payload = b"y" * size
+        for first in range(0, records, per_batch):
+            n = min(per_batch, records - first)
+            data = build_batch([(None, payload)] * n)
+            assert produce(client, name, data).error_code == 0
+    consumer = Consumer(
+        {
+            "bootstrap.servers": f"127.0.0.1:{port}",
+            "group.id": name,
+            "enable.auto.commit": False,
+            "fetch.max.bytes": 52428800,
+            "max.partition.fetch.bytes": 10485760,
+        }
+    )
+    consumer.assign([TopicPartition(name, 0, 0)])
+    got = 0
+    started = time.perf_counter()
+    deadline = started + 300
+    while got < records and time.perf_counter() < deadline:
+        for msg in consumer.consume(10000, 1.0):
+            if msg.error() is None:
+                got += 1
+    elapsed = time.perf_counter() - started
+    consumer.close()
+    return got * size / elapsed / 1e6
+
+
+def many_producers(producers: int, partitions: int, each: int) -> dict[str, float]:
+    """``producers`` idempotent confluent-kafka producers at once over ``partitions``."""
+    with BenchBroker(overrides={"num.partitions": str(partitions)}) as broker:
+        return _many_producers(broker.port, producers, partitions, each)
+
+
+def _many_producers(port: int, producers: int, partitions: int, each: int) -> dict[str, float]:
+    from confluent_kafka import Producer
+
+    name = topic("many")
+    with RawClient(port) as client:
+        create_topic(client, name)
+    clients = [
+        Producer(
+            {
+                "bootstrap.servers": f"127.0.0.1:{port}",
+                "enable.idempotence": True,
+                "acks": "all",
+                "linger.ms": 5,
+            }
+        )
+        for _ in range(producers)
+    ]
+    errors: list[Any] = []
+
+    def report(err: Any, _msg: Any) -> None:
+        if err is not None:
+            errors.append(err)
+
+    payload = b"z" * 1024
+
+    def run(i: int, producer: Any) -> None:
+        for n in range(each):
+            while True:
+                try:
+                    producer.produce(
+                        name, payload, partition=(i + n) % partitions, on_delivery=report
+                    )
+                    break
+                except BufferError:
+                    producer.poll(0.005)
+        producer.flush(120)
+
+    assert _partition_count(port, name) == partitions
+    threads = [threading.Thread(target=run, args=(i, p)) for i, p in enumerate(clients)]
+    started = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - started
+    return {"msg_s": producers * each / elapsed, "errors": len(errors)}
+
+
+def _partition_count(port: int, name: str) -> int:
+    from protocol.messages.metadata import METADATA
+    from protocol.schema import Message
+
+    with RawClient(port) as client:
+        meta = client.request(METADATA, 12, Message(topics=[Message(name=name)]))
+    return len(meta.topics[0].partitions)
+
+
+def recovery_after_sigkill(mib: int) -> float:
+    """Spawn -> serving, after SIGKILL with ``mib`` MiB in one partition."""
+    broker = BenchBroker()
+    broker.spawn()
+    wait_accepting(broker.port, time.perf_counter() + 30)
+    try:
+        with RawClient(broker.port) as client:
+            create_topic(client, "recover")
+            pid = init_producer(client)
+            payload = b"r" * 1000
+            seq = 0
+            written = 0
+            while written < mib * 1024 * 1024:
+                data = build_batch(
+                    [(None, payload)] * 1000, producer_id=pid, producer_epoch=0, base_sequence=seq
+                )
+                assert produce(client, "recover", data).error_code == 0
+                seq += 1000
+                written += len(data)
+        broker.kill()
+        started = time.perf_counter()
+        broker.spawn()
+        wait_accepting(broker.port, started + 300)
+        return time.perf_counter() - started
+    finally:
+        broker.__exit__(None, None, None)
