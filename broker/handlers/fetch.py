@@ -8,6 +8,9 @@ Serves stored batches exactly as they sit in the segment files. Behaviour as Kaf
   new appends;
 - offsets outside log_start..log_end get OFFSET_OUT_OF_RANGE; v13+ topic ids that are
   unknown get UNKNOWN_TOPIC_ID.
+A negative partition_max_bytes gets INVALID_FETCH_SIZE (Kafka fails the read with an
+IllegalArgumentException, which reaches clients as UNKNOWN_SERVER_ERROR); a non-positive
+request max_bytes still returns the first batch, as Kafka's minOneMessage does for v3+.
 Deviation: no incremental fetch sessions (KIP-227). Every answer carries session_id 0,
 which tells clients "no session was created", so they keep sending full fetch requests; a
 broker whose session cache is full answers the same way.
@@ -82,6 +85,11 @@ def _collect(ctx: RequestContext, request: Message) -> tuple[list[Message], int]
                         missing if info is None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                     )
                 )
+                continue
+            if part.partition_max_bytes < 0:
+                # Kafka's log read rejects a negative size with an IllegalArgumentException,
+                # which clients see as UNKNOWN_SERVER_ERROR; INVALID_FETCH_SIZE names it.
+                parts.append(_empty(part.partition, ErrorCode.INVALID_FETCH_SIZE))
                 continue
             limit = min(part.partition_max_bytes, budget - total)
             data = b""

@@ -1,0 +1,171 @@
+"""Fetch: long-poll wake-up, max_bytes rules, offsets out of range, unknown topics."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from protocol.errors import ErrorCode
+from protocol.messages.fetch import FETCH
+from protocol.records import iter_batches
+from protocol.schema import Message
+from tests.support.broker_process import BrokerProcess
+from tests.support.produce import batch, create_topic, produce, stored
+from tests.support.raw_client import RawClient
+
+
+def fetch_request(
+    topic: str,
+    offset: int,
+    *,
+    max_wait_ms: int = 0,
+    min_bytes: int = 1,
+    max_bytes: int = 50_000_000,
+    partition_max_bytes: int = 1_000_000,
+    topic_id: bytes = b"\x00" * 16,
+) -> Message:
+    return Message(
+        replica_id=-1,
+        max_wait_ms=max_wait_ms,
+        min_bytes=min_bytes,
+        max_bytes=max_bytes,
+        isolation_level=0,
+        session_id=0,
+        session_epoch=-1,
+        topics=[
+            Message(
+                topic=topic,
+                topic_id=topic_id,
+                partitions=[
+                    Message(
+                        partition=0,
+                        fetch_offset=offset,
+                        partition_max_bytes=partition_max_bytes,
+                    )
+                ],
+            )
+        ],
+        forgotten_topics_data=[],
+        rack_id="",
+    )
+
+
+def only_partition(answer: Message) -> Message:
+    part: Message = answer.responses[0].partitions[0]
+    return part
+
+
+@pytest.fixture
+def filled(shared_broker: BrokerProcess) -> Iterator[str]:
+    """A topic holding three batches of 3 records (offsets 0-8)."""
+    name = f"fetch-{time.monotonic_ns()}"
+    with RawClient(shared_broker.port) as client:
+        create_topic(client, name)
+        for _ in range(3):
+            assert produce(client, name, batch(-1, -1, -1, count=3)).error_code == 0
+    yield name
+
+
+@pytest.mark.parametrize("version", [4, 7, 11, 12])
+def test_fetch_returns_stored_bytes_unchanged(
+    shared_broker: BrokerProcess, filled: str, version: int
+) -> None:
+    with RawClient(shared_broker.port) as client:
+        part = only_partition(client.request(FETCH, version, fetch_request(filled, 3)))
+    assert part.error_code == 0
+    assert (part.high_watermark, part.last_stable_offset) == (9, 9)
+    assert part.log_start_offset == (0 if version >= 5 else -1)  # a v5+ field
+    on_disk = b"".join(raw for _, raw in stored(shared_broker.data_dir, filled))
+    # Offset 3 is the start of the second batch: the answer is the disk bytes from there.
+    assert bytes(part.records) == on_disk[len(on_disk) // 3 :]
+
+
+def test_v13_plus_uses_topic_ids(shared_broker: BrokerProcess, filled: str) -> None:
+    with RawClient(shared_broker.port) as client:
+        meta = create_topic(client, filled)
+        topic_id = meta.topics[0].topic_id
+        answer = client.request(FETCH, 17, fetch_request("", 0, topic_id=topic_id))
+        assert only_partition(answer).error_code == 0
+        assert answer.responses[0].topic_id == topic_id
+        unknown = client.request(FETCH, 17, fetch_request("", 0, topic_id=b"\x01" * 16))
+        assert only_partition(unknown).error_code == ErrorCode.UNKNOWN_TOPIC_ID
+        # The connection keeps working after an error.
+        assert (
+            only_partition(
+                client.request(FETCH, 17, fetch_request("", 0, topic_id=topic_id))
+            ).error_code
+            == 0
+        )
+
+
+def test_first_batch_is_returned_whole_even_above_max_bytes(
+    shared_broker: BrokerProcess, filled: str
+) -> None:
+    with RawClient(shared_broker.port) as client:
+        part = only_partition(
+            client.request(
+                FETCH, 12, fetch_request(filled, 0, max_bytes=10, partition_max_bytes=10)
+            )
+        )
+    batches = list(iter_batches(bytes(part.records)))
+    assert [h.base_offset for _, h in batches] == [0]
+
+
+def test_bad_offsets_and_sizes_get_error_codes_and_connection_survives(
+    shared_broker: BrokerProcess, filled: str
+) -> None:
+    with RawClient(shared_broker.port) as client:
+        beyond = only_partition(client.request(FETCH, 12, fetch_request(filled, 10)))
+        assert beyond.error_code == ErrorCode.OFFSET_OUT_OF_RANGE
+        below = only_partition(client.request(FETCH, 12, fetch_request(filled, -5)))
+        assert below.error_code == ErrorCode.OFFSET_OUT_OF_RANGE
+        negative = only_partition(
+            client.request(FETCH, 12, fetch_request(filled, 0, partition_max_bytes=-1))
+        )
+        assert negative.error_code == ErrorCode.INVALID_FETCH_SIZE
+        unknown = only_partition(client.request(FETCH, 12, fetch_request("no-such-topic", 0)))
+        assert unknown.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        # At the log end: no error, no data, immediately (min_bytes 0).
+        at_end = only_partition(client.request(FETCH, 12, fetch_request(filled, 9, min_bytes=0)))
+        assert (at_end.error_code, bytes(at_end.records)) == (0, b"")
+        assert only_partition(client.request(FETCH, 12, fetch_request(filled, 0))).error_code == 0
+
+
+def test_long_poll_wakes_at_once_on_produce_and_other_connections_are_served(
+    shared_broker: BrokerProcess,
+) -> None:
+    name = f"poll-{time.monotonic_ns()}"
+    with RawClient(shared_broker.port) as waiter, RawClient(shared_broker.port) as other:
+        create_topic(waiter, name)
+        waiter.send(FETCH, 12, fetch_request(name, 0, max_wait_ms=10_000))
+        answered: list[float] = []
+
+        def wait_for_answer() -> None:
+            waiter.receive()
+            answered.append(time.perf_counter())
+
+        reader = threading.Thread(target=wait_for_answer)
+        reader.start()
+        # While the first connection waits, a second one is served (Metadata + Produce).
+        create_topic(other, name)
+        assert not answered
+        produced_at = time.perf_counter()
+        assert produce(other, name, batch(-1, -1, -1, count=1)).error_code == 0
+        reader.join(10)
+        assert answered, "the long poll never returned"
+        wake = answered[0] - produced_at
+        assert wake < 1.0, f"woke {wake * 1000:.1f} ms after the produce, not at once"
+
+
+def test_long_poll_returns_empty_after_max_wait(shared_broker: BrokerProcess) -> None:
+    name = f"idle-{time.monotonic_ns()}"
+    with RawClient(shared_broker.port) as client:
+        create_topic(client, name)
+        started = time.perf_counter()
+        part = only_partition(client.request(FETCH, 12, fetch_request(name, 0, max_wait_ms=300)))
+        waited = time.perf_counter() - started
+    assert (part.error_code, bytes(part.records)) == (0, b"")
+    assert waited >= 0.29
