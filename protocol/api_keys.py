@@ -12,10 +12,12 @@ from protocol.messages.init_producer_id import INIT_PRODUCER_ID
 from protocol.messages.join_group import JOIN_GROUP
 from protocol.messages.leave_group import LEAVE_GROUP
 from protocol.messages.list_groups import LIST_GROUPS
+from protocol.messages.list_offsets import LIST_OFFSETS
 from protocol.messages.metadata import METADATA
 from protocol.messages.offset_commit import OFFSET_COMMIT
 from protocol.messages.offset_delete import OFFSET_DELETE
 from protocol.messages.offset_fetch import OFFSET_FETCH
+from protocol.messages.offset_for_leader_epoch import OFFSET_FOR_LEADER_EPOCH
 from protocol.messages.produce import PRODUCE
 from protocol.messages.sync_group import SYNC_GROUP
 from protocol.schema import Api
@@ -40,5 +42,8 @@ ALL_APIS: dict[int, Api] = {
         LIST_GROUPS,
         DELETE_GROUPS,
         OFFSET_DELETE,
+        # Consume path: offsets by time and leader-epoch validation.
+        LIST_OFFSETS,
+        OFFSET_FOR_LEADER_EPOCH,
     )
 }

@@ -40,6 +40,10 @@ from .segment import (
     Truncation,
     parse_file_name,
 )
+from .time_index import TIME_INDEX_SUFFIX, TimestampOffset
+
+# Files that belong to a segment besides its .log; removed with it.
+_SEGMENT_INDEX_SUFFIXES = (INDEX_SUFFIX, TIME_INDEX_SUFFIX)
 
 log = logging.getLogger(__name__)
 
@@ -165,6 +169,10 @@ class PartitionLog:
         plog = cls(d, topic, partition, segments, config)
         plog.recovery = info
         try:
+            # Inactive segments end their time index with their max timestamp (added at the
+            # roll; again here when recovery rebuilt the index or it predates time indexes).
+            for seg in segments[:-1]:
+                seg.seal_time_index()
             plog._recover_producer_state(newest, candidates)
             if info.checked_segments:
                 # What was read back may sit only in the page cache (the process died, not
@@ -368,6 +376,9 @@ class PartitionLog:
         segment = Segment.create(
             self.path, active.next_offset, self.config.index_interval_bytes, now_ms
         )
+        # Kafka's onBecomeInactiveSegment: the time index's last entry becomes the old
+        # segment's max timestamp, which retention and ListOffsets then read from it.
+        active.seal_time_index()
         with self._lock:
             self._segments.append(segment)
             self._bases.append(segment.base_offset)
@@ -394,6 +405,33 @@ class PartitionLog:
             if data:
                 return data
         return b""
+
+    def offset_for_timestamp(self, timestamp: int) -> TimestampOffset | None:
+        """The first record whose timestamp is >= ``timestamp``, with that timestamp.
+
+        Kafka's UnifiedLog.fetchOffsetByTimestamp: the first segment whose max timestamp
+        reaches the target (known from its time index, no log read), then the segment's
+        lookup. None when no record is that recent (ListOffsets answers -1 / -1).
+        """
+        start = self._log_start_offset
+        for segment in list(self._segments):
+            if segment.max_timestamp() >= timestamp:
+                found = segment.find_offset_by_timestamp(timestamp, start)
+                if found is not None:
+                    return found
+        return None
+
+    def max_timestamp_offset(self) -> TimestampOffset | None:
+        """(largest timestamp, offset of the first record carrying it), None if none.
+
+        ListOffsets' MAX_TIMESTAMP (-3, KIP-734): the segment with the largest max timestamp
+        (the first of equals, as Kafka's maxBy), then the record inside its batch.
+        """
+        best: Segment | None = None
+        for segment in list(self._segments):
+            if best is None or segment.max_timestamp() > best.max_timestamp():
+                best = segment
+        return best.find_max_timestamp() if best is not None else None
 
     def batches(self, from_offset: int = 0) -> Iterator[tuple[BatchHeader, bytes]]:
         """(header, bytes) of every batch holding ``from_offset`` or later."""
@@ -557,7 +595,7 @@ class PartitionLog:
             if self._closed:
                 return
             target = self.log_end_offset
-            work: list[tuple[Segment, tuple[int, int, int]]] = []
+            work: list[tuple[Segment, tuple[list[int], int]]] = []
             try:
                 for seg in self._segments:
                     handles = seg.flush_handles()
@@ -567,13 +605,13 @@ class PartitionLog:
                 _close_handles(work)
                 raise
         try:
-            for _, (log_fd, index_fd, _) in work:
-                os.fsync(log_fd)
-                os.fsync(index_fd)
+            for _, (fds, _) in work:
+                for fd in fds:
+                    os.fsync(fd)
         finally:
             _close_handles(work)
         with self._lock:
-            for seg, (_, _, generation) in work:
+            for seg, (_, generation) in work:
                 seg.mark_flushed(generation)
             self._recovery_point = max(self._recovery_point, target)
             self._last_flush_ms = now_ms if now_ms is not None else _wall_ms()
@@ -596,10 +634,10 @@ class PartitionLog:
             segment.close(flush=False)
 
 
-def _close_handles(work: list[tuple[Segment, tuple[int, int, int]]]) -> None:
-    for _, (log_fd, index_fd, _) in work:
-        os.close(log_fd)
-        os.close(index_fd)
+def _close_handles(work: list[tuple[Segment, tuple[list[int], int]]]) -> None:
+    for _, (fds, _) in work:
+        for fd in fds:
+            os.close(fd)
 
 
 def _tidy_directory(d: Path) -> list[int]:
@@ -608,7 +646,10 @@ def _tidy_directory(d: Path) -> list[int]:
     bases = sorted(b for n in names if (b := parse_file_name(n, LOG_SUFFIX)) is not None)
     have = set(bases)
     for n in names:
-        orphan_index = (b := parse_file_name(n, INDEX_SUFFIX)) is not None and b not in have
+        orphan_index = any(
+            (b := parse_file_name(n, suffix)) is not None and b not in have
+            for suffix in _SEGMENT_INDEX_SUFFIXES
+        )
         if n.endswith(TMP_SUFFIX) or orphan_index:
             # A snapshot write that never reached its rename, or the index of a segment whose
             # deletion was cut short.
@@ -662,7 +703,8 @@ def _open_segments(
                 info.crc_checked_bytes += seg.size
             if seg.index_rebuilt:
                 info.indexes_rebuilt += 1
-                log.info("%s: rebuilt the offset index of %s", name, seg.log_path.name)
+                what = "time index" if seg.time_index_rebuilt else "offset index"
+                log.info("%s: rebuilt the %s of %s", name, what, seg.log_path.name)
             cut = seg.truncation
             if cut is None:
                 continue
@@ -681,7 +723,7 @@ def _open_segments(
                 # Kafka's recovery does: a gap in the offsets cannot be served.
                 dropped = bases[i + 1 :]
                 for later in dropped:
-                    for suffix in (LOG_SUFFIX, INDEX_SUFFIX):
+                    for suffix in (LOG_SUFFIX, *_SEGMENT_INDEX_SUFFIXES):
                         (d / f"{later:020d}{suffix}").unlink(missing_ok=True)
                 fsync_dir(d)
                 info.segments_dropped = len(dropped)

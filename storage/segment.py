@@ -1,4 +1,4 @@
-"""One log segment: ``<20-digit base offset>.log`` plus its sparse ``.index``.
+"""One log segment: ``<20-digit base offset>.log`` plus its sparse ``.index`` and ``.timeindex``.
 
 The ``.log`` file is the concatenation of RecordBatch v2 wire bytes exactly as appended (base
 offset and leader epoch already patched), so Fetch can serve them unchanged (KAFKA_NOTES §4).
@@ -13,6 +13,11 @@ Opening comes in two strengths, as in Kafka's LogLoader:
   full scan.
 - otherwise: walk every batch header from position 0 (and check every CRC when asked),
   cut the file at the first torn or implausible batch, and rebuild the index.
+
+The time index (storage.time_index) follows the same two strengths: a trusting open believes
+it (with the tail walk it gives the segment's max timestamp without reading the rest of the
+log); when it is missing, torn or names offsets the log does not hold, or after a full scan,
+it is rebuilt from the batch headers.
 """
 
 from __future__ import annotations
@@ -29,12 +34,14 @@ from protocol.records import (
     BatchHeader,
     CorruptBatchError,
     crc_ok,
+    decode_records,
     iter_batches,
     parse_header,
 )
 
 from .atomic_file import fsync_dir
 from .offset_index import INDEX_SUFFIX, OffsetIndex
+from .time_index import NO_TIMESTAMP, TIME_INDEX_SUFFIX, TimeIndex, TimestampOffset
 
 LOG_SUFFIX = ".log"
 INT32_MAX = 0x7FFFFFFF
@@ -88,7 +95,9 @@ class _Scan(NamedTuple):
     result: ScanResult
     entries: list[tuple[int, int]]  # index entries found after the starting point
     since: int  # bytes appended since the last index entry
-    max_timestamp: int
+    max_timestamp: int  # the running max (from the starting state), -1 if none
+    offset_of_max: int  # last offset of the first batch carrying it
+    time_entries: list[TimestampOffset]  # time index entries found after the starting point
 
 
 class Segment:
@@ -100,10 +109,14 @@ class Segment:
         index: OffsetIndex,
         interval: int,
         created_ms: int | None = None,
+        time_index: TimeIndex | None = None,
     ) -> None:
         self.directory = directory
         self.base_offset = base_offset
         self.index = index
+        self.time_index = time_index or TimeIndex(
+            directory / file_name(base_offset, TIME_INDEX_SUFFIX), base_offset
+        )
         self.index_interval_bytes = interval
         self.size = 0
         self.next_offset = base_offset
@@ -112,7 +125,9 @@ class Segment:
         self.truncation: Truncation | None = None
         # True when open() had to write index entries the file lacked or rewrite it.
         self.index_rebuilt = False
-        # True when open() read every batch (so max_timestamp is known, CRCs if asked).
+        # True when open() had to rebuild the time index (missing, damaged or stale).
+        self.time_index_rebuilt = False
+        # True when open() read every batch (CRCs too, if asked).
         self.fully_scanned = False
         # Kafka's LogSegment.created: wall time the object was made (reset by a reload).
         self.created_ms = int(time.time() * 1000) if created_ms is None else created_ms
@@ -122,8 +137,11 @@ class Segment:
         # another thread never marks as durable a write it did not cover.
         self._write_gen = 0
         self._flushed_gen = 0
-        # Largest batch max_timestamp (-1: none); None until known (computed lazily).
-        self._max_timestamp: int | None = -1
+        # Largest batch max_timestamp (-1: none) and the last offset of the first batch that
+        # carried it (Kafka's maxTimestampAndOffsetSoFar); always known, thanks to the time
+        # index, without reading the whole log at a trusting open.
+        self._max_timestamp = NO_TIMESTAMP
+        self._offset_of_max = -1
         self._first_timestamp: int | None = None
 
     @property
@@ -133,6 +151,10 @@ class Segment:
     @property
     def index_path(self) -> Path:
         return self.directory / file_name(self.base_offset, INDEX_SUFFIX)
+
+    @property
+    def time_index_path(self) -> Path:
+        return self.time_index.path
 
     def __repr__(self) -> str:
         return f"Segment({self.log_path}, size={self.size}, next_offset={self.next_offset})"
@@ -156,6 +178,9 @@ class Segment:
             raise FileExistsError(f"segment {path} already holds data")
         index = OffsetIndex.open(d / file_name(base_offset, INDEX_SUFFIX), base_offset)
         index.replace([])
+        # A leftover time index of an earlier segment at this offset would outlive the
+        # entries written over its start: the new one starts without a file.
+        (d / file_name(base_offset, TIME_INDEX_SUFFIX)).unlink(missing_ok=True)
         seg = cls(d, base_offset, fd, index, index_interval_bytes, created_ms)
         seg.fully_scanned = True
         fsync_dir(d)  # the new names must survive a crash before the first flush
@@ -186,7 +211,13 @@ class Segment:
         except BaseException:
             os.close(fd)
             raise
-        seg = cls(d, base_offset, fd, index, index_interval_bytes)
+        try:
+            time_index = TimeIndex.open(d / file_name(base_offset, TIME_INDEX_SUFFIX), base_offset)
+        except BaseException:
+            index.close()
+            os.close(fd)
+            raise
+        seg = cls(d, base_offset, fd, index, index_interval_bytes, time_index=time_index)
         try:
             if not (trust_index and seg._open_trusting_index()):
                 seg._recover(check_crc or trust_index)
@@ -206,7 +237,16 @@ class Segment:
         start_offset, start_pos = last if last is not None else (self.base_offset, 0)
         if start_pos >= file_size and last is not None:
             return False
-        scan = self._scan(start_pos, start_offset, check_crc=False, exact_first=True)
+        # The time index's last entry is the max timestamp of everything before the tail
+        # (an entry is proposed at every offset-index entry): the walk continues from it.
+        newest = self.time_index.last_entry or TimestampOffset(NO_TIMESTAMP, -1)
+        scan = self._scan(
+            start_pos,
+            start_offset,
+            check_crc=False,
+            exact_first=True,
+            start_max=newest if last is not None else None,
+        )
         if scan.result.problem is not None or scan.result.valid_bytes != file_size:
             return False
         rewrite = not index.file_consistent
@@ -219,11 +259,29 @@ class Segment:
         self.size = file_size
         self.next_offset = scan.result.next_offset
         self._bytes_since_index = scan.since
-        self._max_timestamp = None  # only the tail was read: computed when first needed
         if start_pos == 0:
-            self._max_timestamp = scan.max_timestamp
             self.fully_scanned = True
+            self._settle_time_index(scan)
+        elif self._time_index_trustworthy(scan.result.next_offset):
+            for entry in scan.time_entries:
+                self.time_index.maybe_append(entry.timestamp, entry.offset)
+            self._max_timestamp, self._offset_of_max = scan.max_timestamp, scan.offset_of_max
+        else:
+            # Missing or damaged while the log is trusted: the headers are enough (no CRCs).
+            self._settle_time_index(self._scan(0, self.base_offset, check_crc=False))
         return True
+
+    def _time_index_trustworthy(self, next_offset: int) -> bool:
+        """Whether a trusting open may believe the time index as it is on disk.
+
+        A missing file is suspect once the offset index has entries: at the first of them the
+        segment already proposed a time entry, which only records without timestamps skip.
+        """
+        ti = self.time_index
+        if not ti.file_consistent or not ti.file_existed:
+            return False
+        newest = ti.last_entry
+        return newest is None or newest.offset < next_offset
 
     def _recover(self, check_crc: bool) -> None:
         scan = self._scan(0, self.base_offset, check_crc=check_crc)
@@ -243,11 +301,32 @@ class Segment:
         self.size = result.valid_bytes
         self.next_offset = result.next_offset
         self._bytes_since_index = scan.since
-        self._max_timestamp = scan.max_timestamp
         self.fully_scanned = True
         if self.index.replace(scan.entries):
             self.index_rebuilt = True
             self.index.flush()
+        self._settle_time_index(scan)
+        if self.time_index_rebuilt:
+            self.time_index.flush()
+
+    def _settle_time_index(self, scan: _Scan) -> None:
+        """Make the time index what a walk from position 0 proposes; keep it if it already is.
+
+        A file that also holds the final entry a roll adds (the segment's max timestamp) is
+        what an inactive segment looks like, and is kept as well.
+        """
+        self._max_timestamp, self._offset_of_max = scan.max_timestamp, scan.offset_of_max
+        computed = scan.time_entries
+        current = self.time_index.entries()
+        top = computed[-1].timestamp if computed else NO_TIMESTAMP
+        sealed = [*computed, TimestampOffset(scan.max_timestamp, scan.offset_of_max)]
+        if self.time_index.file_consistent and (
+            current == computed or (scan.max_timestamp > top and current == sealed)
+        ):
+            return
+        if self.time_index.replace(computed):
+            self.time_index_rebuilt = True
+            self.index_rebuilt = True
 
     # -- scanning ------------------------------------------------------------------------
 
@@ -260,19 +339,29 @@ class Segment:
         return self._scan(0, self.base_offset, check_crc=check_crc).result
 
     def _scan(
-        self, start: int, next_offset: int, *, check_crc: bool, exact_first: bool = False
+        self,
+        start: int,
+        next_offset: int,
+        *,
+        check_crc: bool,
+        exact_first: bool = False,
+        start_max: TimestampOffset | None = None,
     ) -> _Scan:
         """Walk from ``start`` (a batch boundary whose batch begins at ``next_offset``).
 
         Index entries are proposed by Kafka's rule (LogSegment.append), assuming an entry (or
-        the segment start) at ``start``. With ``exact_first`` the first batch must begin
-        exactly at ``next_offset`` (it is the batch an index entry names).
+        the segment start) at ``start``; time index entries at the same points, when the
+        running max timestamp (starting from ``start_max``) rose above the last one. With
+        ``exact_first`` the first batch must begin exactly at ``next_offset`` (it is the
+        batch an index entry names).
         """
         file_size = os.fstat(self._fd).st_size
         count = 0
         entries: list[tuple[int, int]] = []
+        time_entries: list[TimestampOffset] = []
         since = 0
-        max_ts = -1
+        max_ts, max_offset = start_max if start_max is not None else (NO_TIMESTAMP, -1)
+        last_time = max_ts
         pos = start
         problem: str | None = None
         interval = self.index_interval_bytes
@@ -287,20 +376,30 @@ class Segment:
                     problem = f"CRC mismatch in batch at offset {header.base_offset}"
                 if problem is not None:
                     break
+                if header.max_timestamp > max_ts:
+                    max_ts, max_offset = header.max_timestamp, header.last_offset
                 if since > interval:
                     entries.append((header.base_offset, pos))
+                    if max_ts > last_time:
+                        time_entries.append(TimestampOffset(max_ts, max_offset))
+                        last_time = max_ts
                     since = 0
                 since += header.size
                 count += 1
-                if header.max_timestamp > max_ts:
-                    max_ts = header.max_timestamp
                 next_offset = header.next_offset
                 pos += header.size
         except CorruptBatchError as exc:
             problem = str(exc)
         if problem is None and pos < file_size:
             problem = "partial batch at the end"
-        return _Scan(ScanResult(pos, count, next_offset, problem), entries, since, max_ts)
+        return _Scan(
+            ScanResult(pos, count, next_offset, problem),
+            entries,
+            since,
+            max_ts,
+            max_offset,
+            time_entries,
+        )
 
     def _pread(self, length: int, pos: int) -> bytes:
         return os.pread(self._fd, length, pos)
@@ -343,15 +442,65 @@ class Segment:
     def max_timestamp(self) -> int:
         """Largest batch max_timestamp in the segment, -1 if none has one.
 
-        Kafka reads it from the time index; we have none, so after a trusting open it is
-        found by walking the headers once, when retention first asks.
+        Known without reading the log: a trusting open takes it from the time index's last
+        entry and the tail it walks anyway (Kafka's LogSegment.maxTimestampSoFar).
         """
-        if self._max_timestamp is None:
-            best = -1
-            for _, header, _ in self._walk(0, self.size):
-                best = max(best, header.max_timestamp)
-            self._max_timestamp = best
         return self._max_timestamp
+
+    def max_timestamp_and_offset(self) -> TimestampOffset:
+        """(max timestamp, last offset of the first batch carrying it); (-1, -1) if none."""
+        return TimestampOffset(self._max_timestamp, self._offset_of_max)
+
+    def seal_time_index(self) -> bool:
+        """Add the segment's max timestamp as the final time index entry, if it is not yet.
+
+        Done when the segment stops being the active one (Kafka's onBecomeInactiveSegment), so
+        the last entry of every inactive segment is its largest timestamp.
+        """
+        if self._max_timestamp <= self.time_index.last_timestamp:
+            return False
+        self._write_gen += 1  # the new entry needs a flush like any other write
+        return self.time_index.maybe_append(self._max_timestamp, self._offset_of_max)
+
+    def find_offset_by_timestamp(
+        self, timestamp: int, start_offset: int = 0
+    ) -> TimestampOffset | None:
+        """The first record at or above ``start_offset`` whose timestamp is >= ``timestamp``.
+
+        Kafka's LogSegment.findOffsetByTimestamp: the time index narrows the start, batch
+        headers are skipped while their max_timestamp is below the target, and the one batch
+        that holds the answer is decoded, because record timestamps inside a batch need not
+        be ordered (the batch header only has the max). None when no record qualifies.
+        """
+        if self._max_timestamp < timestamp:
+            return None
+        below = self.time_index.lookup_below(timestamp)
+        from_offset = max(below.offset + 1 if below is not None else 0, start_offset)
+        from_offset = max(from_offset, self.base_offset)
+        for pos, header, _ in self._walk(self.lookup(from_offset), self.size):
+            if header.max_timestamp < timestamp or header.last_offset < from_offset:
+                continue
+            for ts, offset in _record_timestamps(self._pread(header.size, pos), header):
+                if ts >= timestamp and offset >= from_offset:
+                    return TimestampOffset(ts, offset)
+        return None
+
+    def find_max_timestamp(self) -> TimestampOffset | None:
+        """(max timestamp, offset of the first record carrying it), None if no timestamps.
+
+        Kafka (KIP-734, and KAFKA-16310 for the record rather than the batch offset): the
+        batch named by the segment's max-timestamp bookkeeping is decoded to find the record.
+        """
+        ts, last_offset = self._max_timestamp, self._offset_of_max
+        if ts < 0:
+            return None
+        for pos, header, _ in self._walk(self.lookup(last_offset), self.size):
+            if header.max_timestamp != ts:
+                continue
+            for record_ts, offset in _record_timestamps(self._pread(header.size, pos), header):
+                if record_ts == ts:
+                    return TimestampOffset(ts, offset)
+        return None
 
     def largest_timestamp(self) -> int:
         """Kafka's LogSegment.largestTimestamp: max timestamp, else the file's mtime."""
@@ -435,18 +584,20 @@ class Segment:
         while written < n:
             written += os.pwrite(self._fd, view[written:], pos + written)
         self._write_gen += 1
+        if max_timestamp > self._max_timestamp:
+            self._max_timestamp, self._offset_of_max = max_timestamp, last_offset
         # Kafka's rule (LogSegment.append): index the batch once more than
-        # index.interval.bytes were appended since the last entry.
+        # index.interval.bytes were appended since the last entry, and at the same moment
+        # record the max timestamp so far in the time index if it rose.
         if self._bytes_since_index > self.index_interval_bytes:
             self.index.append(first_offset, pos)
+            self.time_index.maybe_append(self._max_timestamp, self._offset_of_max)
             self._bytes_since_index = 0
         self._bytes_since_index += n
         self.size = pos + n
         self.next_offset = last_offset + 1
         if pos == 0:
             self._first_timestamp = max_timestamp
-        if self._max_timestamp is not None and max_timestamp > self._max_timestamp:
-            self._max_timestamp = max_timestamp
         return pos
 
     # -- durability ----------------------------------------------------------------------
@@ -456,8 +607,9 @@ class Segment:
         """True when something was written since the last completed flush."""
         return self._write_gen != self._flushed_gen
 
-    def flush_handles(self) -> tuple[int, int, int] | None:
-        """(log fd, index fd, write generation) for a flush done elsewhere, None if clean.
+    def flush_handles(self) -> tuple[list[int], int] | None:
+        """([log fd, index fd, time index fd if it has a file], write generation) for a flush
+        done elsewhere, None if clean.
 
         The fds are duplicates owned by the caller (close them after the fsync): the segment
         may be closed and deleted meanwhile without the fsync hitting a reused fd number.
@@ -465,13 +617,16 @@ class Segment:
         if not self.dirty or self._fd < 0:
             return None
         gen = self._write_gen
-        log_fd = os.dup(self._fd)
+        fds: list[int] = []
         try:
-            index_fd = os.dup(self.index.fileno())
+            for fd in (self._fd, self.index.fileno(), self.time_index.fileno()):
+                if fd >= 0:
+                    fds.append(os.dup(fd))
         except BaseException:
-            os.close(log_fd)
+            for fd in fds:
+                os.close(fd)
             raise
-        return log_fd, index_fd, gen
+        return fds, gen
 
     def mark_flushed(self, generation: int) -> None:
         """Record that every write up to ``generation`` reached the disk."""
@@ -483,6 +638,7 @@ class Segment:
             gen = self._write_gen
             os.fsync(self._fd)
             self.index.flush()
+            self.time_index.flush()
             self.mark_flushed(gen)
 
     def force_flush(self) -> None:
@@ -491,6 +647,7 @@ class Segment:
             gen = self._write_gen
             os.fsync(self._fd)
             self.index.flush()
+            self.time_index.flush()
             self.mark_flushed(gen)
 
     def close(self, flush: bool = True) -> None:
@@ -500,16 +657,31 @@ class Segment:
             os.close(self._fd)
             self._fd = -1
         self.index.close()
+        self.time_index.close()
 
     def delete(self) -> None:
-        """Close without flushing and remove both files (retention)."""
+        """Close without flushing and remove its files (retention)."""
         self.close(flush=False)
-        for path in (self.log_path, self.index_path):
+        for path in (self.log_path, self.index_path, self.time_index_path):
             path.unlink(missing_ok=True)
 
     @property
     def closed(self) -> bool:
         return self._fd < 0
+
+
+def _record_timestamps(batch: bytes, header: BatchHeader) -> Iterator[tuple[int, int]]:
+    """(timestamp, offset) of each record of one batch, in order.
+
+    In a LogAppendTime batch every record's timestamp is the batch's max_timestamp (Kafka's
+    DefaultRecordBatch); otherwise it is the base timestamp plus the record's delta.
+    """
+    for record in decode_records(batch, header):
+        if header.log_append_time:
+            ts = header.max_timestamp
+        else:
+            ts = header.base_timestamp + record.timestamp_delta
+        yield ts, header.base_offset + record.offset_delta
 
 
 def _implausible(header: BatchHeader, next_offset: int, base_offset: int) -> str | None:

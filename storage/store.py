@@ -6,7 +6,7 @@ Layout, as Kafka's:
     <data_dir>/.kafka_cleanshutdown          present only between a clean close and the next open
     <data_dir>/<topic>-<partition>/          one PartitionLog each
         partition.metadata                   "version: 0" and the topic id
-        00000000000000000000.log / .index
+        00000000000000000000.log / .index / .timeindex
         00000000000000000042.snapshot        producer state at offset 42 (docs/SNAPSHOT_FORMAT.md)
 
 Topic ids and the cluster id are random UUIDs written once and kept across restarts, because

@@ -16,10 +16,12 @@ from broker.handlers import (
     join_group,
     leave_group,
     list_groups,
+    list_offsets,
     metadata,
     offset_commit,
     offset_delete,
     offset_fetch,
+    offset_for_leader_epoch,
     produce,
     sync_group,
 )
@@ -42,6 +44,9 @@ MODULES: tuple[ModuleType, ...] = (
     list_groups,
     delete_groups,
     offset_delete,
+    # Consume path: offsets by time, position validation.
+    list_offsets,
+    offset_for_leader_epoch,
 )
 
 
