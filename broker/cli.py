@@ -1,7 +1,8 @@
 """The ``minikafka`` command: ``minikafka [server.properties] [--override key=value]...``.
 
 Shaped like Kafka's ``kafka-server-start.sh server.properties --override k=v`` so the
-same files and flags work; ``minikafka dump ...`` runs the log-inspection tool instead.
+same files and flags work; ``minikafka dump ...`` runs the log-inspection tool instead and
+``minikafka health`` the container health check.
 Exit status 2 means the command line or the configuration was rejected.
 """
 
@@ -29,7 +30,8 @@ Configuration uses Kafka's property names, from three sources; later ones win:
   3. --override name=value flags.
 Unknown properties are warned about and ignored; an invalid value stops start-up.
 
-'minikafka dump ...' inspects log files instead (see 'minikafka dump --help')."""
+'minikafka dump ...' inspects log files instead (see 'minikafka dump --help');
+'minikafka health' checks that a broker answers ApiVersions (exit 0/1, for containers)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -62,6 +64,11 @@ def main(argv: list[str] | None = None) -> int:
         from broker.dump import main as dump_main
 
         return dump_main(args[1:])
+    if args and args[0] == "health":
+        # The container health check runs this every few seconds: keep it import-light.
+        from broker.health import main as health_main
+
+        return health_main(args[1:])
 
     try:
         ns = build_parser().parse_args(args)

@@ -1,0 +1,210 @@
+#!/usr/bin/env bash
+# `make docker-check`: build the real image with podman and run it, as a user would.
+#
+#  1. install podman & co. (apt) if missing; build the stand-in python:3.11-slim base once;
+#  2. build the unchanged Dockerfile; report the image size;
+#  3. `docker run` it with a published port; drive the HEALTHCHECK until healthy (report
+#     start-to-healthy); produce and consume from the host with confluent-kafka through the
+#     advertised host listener; `docker stop` (must return within 3 s, exit code 0);
+#  4. `docker compose up` docker-compose.yml until the client service has produced and
+#     consumed; `docker compose down -v`.
+#
+# Machine-specific workarounds live here, never in the Dockerfile or compose file:
+# - no registry pulls: the base image is a local debootstrap stand-in (build-base-image.sh);
+# - runc, cgroupfs and a file events log (containers.conf): crun fails on hybrid cgroups;
+# - pip in the build trusts the host's CA bundle, bind-mounted over the base image's;
+# - no systemd, so nothing runs health checks by itself: this script runs
+#   `podman healthcheck run` in a bounded loop;
+# - `docker` talks to `podman system service`; compose service names resolve through the
+#   CNI dnsname plugin.
+# Needs root. Ports are published on 127.0.0.1 only.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPO=$PWD
+VENV=${VENV:-.venv}
+IMAGE=minikafka:latest
+CLIENT_IMAGE=minikafka-compose-client:latest
+NAME=minikafka-check
+PROJECT=minikafka-check
+HOST_PORT=${HOST_PORT:-39092}
+WORK=$(mktemp -d /var/tmp/minikafka-check.XXXXXX)
+SOCK=$WORK/podman.sock
+export CONTAINERS_CONF=$REPO/docker/containers.conf
+export DOCKER_HOST=unix://$SOCK
+export DOCKER_CONFIG=$WORK/docker-config
+unset COMPOSE_FILE COMPOSE_PROJECT_NAME DOCKER_CONTEXT
+
+now() { date +%s.%N; }
+elapsed() { python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.2f}')" "$1" "$2"; }
+step() { printf '\n== %s\n' "$*"; }
+service_pid=
+cleanup() {
+    set +e
+    docker rm -f "$NAME" >/dev/null 2>&1
+    if [[ -f $WORK/compose-up ]]; then
+        timeout -k 5 60 docker compose -p "$PROJECT" -f docker-compose.yml down -v >/dev/null 2>&1
+    fi
+    [[ -n $service_pid ]] && kill "$service_pid" 2>/dev/null && wait "$service_pid" 2>/dev/null
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+step "tools"
+missing=()
+for tool in podman buildah debootstrap runc newuidmap; do
+    command -v "$tool" >/dev/null || missing+=("$tool")
+done
+[[ -x /usr/lib/cni/dnsname ]] || missing+=(dnsname)
+if ((${#missing[@]})); then
+    echo "installing (missing: ${missing[*]})"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+        podman buildah debootstrap runc uidmap containers-storage iptables \
+        golang-github-containernetworking-plugin-dnsname dnsmasq-base >/dev/null
+fi
+[[ -x $VENV/bin/docker-compose ]] || { echo "run 'make setup' first" >&2; exit 1; }
+mkdir -p "$DOCKER_CONFIG/cli-plugins"
+ln -sf "$REPO/$VENV/bin/docker-compose" "$DOCKER_CONFIG/cli-plugins/docker-compose"
+podman --version
+docker --version
+docker compose version
+
+step "stand-in base image"
+docker/build-base-image.sh
+
+# The host's CA bundle replaces the base image's during RUN steps only (pip in the build
+# must trust this machine's TLS interception); nothing of it is committed to a layer.
+build_opts=(--format docker --pull=never --network=host
+    -v /etc/ssl/certs/ca-certificates.crt:/etc/ssl/certs/ca-certificates.crt:ro)
+
+step "build $IMAGE"
+t0=$(now)
+podman build "${build_opts[@]}" -t "$IMAGE" . >"$WORK/build.log" 2>&1 || {
+    tail -40 "$WORK/build.log"
+    exit 1
+}
+build_s=$(elapsed "$t0" "$(now)")
+size=$(podman image inspect "$IMAGE" --format '{{.Size}}')
+base_size=$(podman image inspect docker.io/library/python:3.11-slim --format '{{.Size}}')
+echo "built in ${build_s} s; image $((size / 1000000)) MB" \
+    "(base stand-in $((base_size / 1000000)) MB, minikafka adds $(((size - base_size) / 1000000)) MB)"
+
+step "podman system service (Docker API on $SOCK)"
+podman system service --time=0 "unix://$SOCK" >"$WORK/service.log" 2>&1 &
+service_pid=$!
+for _ in $(seq 100); do
+    docker version >/dev/null 2>&1 && break
+    sleep 0.1
+done
+docker version --format 'Docker API: server {{.Server.Version}}'
+
+# Health checks do not run by themselves here (no systemd): run them until healthy.
+wait_healthy() {
+    local container=$1 tries=$2
+    for _ in $(seq "$tries"); do
+        if podman healthcheck run "$container" >/dev/null 2>&1; then
+            return 0
+        fi
+        sleep 0.2
+    done
+    return 1
+}
+
+step "docker run, published on 127.0.0.1:$HOST_PORT"
+t0=$(now)
+docker run -d --name "$NAME" -p "127.0.0.1:$HOST_PORT:9092" \
+    -e KAFKA_ADVERTISED_LISTENERS="PLAINTEXT://localhost:$HOST_PORT" \
+    -e KAFKA_NUM_PARTITIONS=2 "$IMAGE" >/dev/null
+wait_healthy "$NAME" 150 || {
+    docker logs "$NAME"
+    echo "FAILED: not healthy" >&2
+    exit 1
+}
+healthy_s=$(elapsed "$t0" "$(now)")
+echo "start to healthy: ${healthy_s} s ($(podman inspect "$NAME" --format '{{.State.Health.Status}}'))"
+docker logs "$NAME" 2>&1 | grep -o 'minikafka started.*' || true
+docker exec "$NAME" minikafka health
+
+step "produce and consume from the host with confluent-kafka (localhost:$HOST_PORT)"
+"$VENV/bin/python" - "localhost:$HOST_PORT" <<'EOF'
+import sys, uuid
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+bootstrap, topic = sys.argv[1], f"docker-check-{uuid.uuid4().hex[:8]}"
+producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+sent = [f"value {i}".encode() for i in range(10)]
+for value in sent:
+    producer.produce(topic, value=value, partition=0)
+assert producer.flush(30) == 0, "produce did not complete"
+consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "docker-check",
+                     "enable.auto.commit": False})
+consumer.assign([TopicPartition(topic, 0, 0)])
+got = []
+while len(got) < len(sent):
+    msg = consumer.poll(15)
+    assert msg is not None, f"timed out after {len(got)} records"
+    assert msg.error() is None, msg.error()
+    got.append(msg.value())
+consumer.close()
+assert got == sent, got
+print(f"confluent-kafka: produced and consumed {len(got)} records on {topic}")
+EOF
+
+step "docker stop"
+t0=$(now)
+docker stop -t 10 "$NAME" >/dev/null
+stop_s=$(elapsed "$t0" "$(now)")
+exit_code=$(docker inspect "$NAME" --format '{{.State.ExitCode}}')
+echo "docker stop returned in ${stop_s} s; exit code $exit_code"
+docker logs "$NAME" 2>&1 | tail -3
+python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) < 3 else 1)" "$stop_s" || {
+    echo "FAILED: docker stop took ${stop_s} s" >&2
+    exit 1
+}
+[[ $exit_code == 0 ]] || { echo "FAILED: exit code $exit_code" >&2; exit 1; }
+docker rm "$NAME" >/dev/null
+
+step "docker compose up (client waits for a healthy broker)"
+# The compose file's client image, built from its own dockerfile_inline.
+docker compose -f docker-compose.yml config --format json | python3 -c \
+    'import json, sys; print(json.load(sys.stdin)["services"]["client"]["build"]["dockerfile_inline"])' \
+    >"$WORK/client.Dockerfile"
+podman build "${build_opts[@]}" -t "$CLIENT_IMAGE" -f "$WORK/client.Dockerfile" docker \
+    >"$WORK/client-build.log" 2>&1 || {
+    tail -40 "$WORK/client-build.log"
+    exit 1
+}
+touch "$WORK/compose-up"
+t0=$(now)
+(wait_healthy "$PROJECT-broker-1" 300 || true) &
+driver=$!
+set +e
+timeout -k 10 180 docker compose -p "$PROJECT" -f docker-compose.yml up --no-build \
+    --exit-code-from client >"$WORK/compose.log" 2>&1
+compose_rc=$?
+set -e
+kill "$driver" 2>/dev/null || true
+wait "$driver" 2>/dev/null || true
+compose_s=$(elapsed "$t0" "$(now)")
+grep -E 'client-1 +\|' "$WORK/compose.log" || true
+echo "docker compose up: exit code $compose_rc after ${compose_s} s"
+if [[ $compose_rc != 0 ]]; then
+    tail -40 "$WORK/compose.log"
+    exit 1
+fi
+
+step "docker compose down -v"
+t0=$(now)
+timeout -k 10 60 docker compose -p "$PROJECT" -f docker-compose.yml down -v
+rm -f "$WORK/compose-up"
+echo "down -v in $(elapsed "$t0" "$(now)") s"
+if podman volume exists "${PROJECT}_minikafka-data"; then
+    echo "FAILED: volume ${PROJECT}_minikafka-data still exists" >&2
+    exit 1
+fi
+
+step "summary"
+echo "image size: $((size / 1000000)) MB (base stand-in $((base_size / 1000000)) MB)"
+echo "build: ${build_s} s; start to healthy: ${healthy_s} s; docker stop: ${stop_s} s"
+echo "compose up to client success: ${compose_s} s"
+echo "docker-check: OK"
