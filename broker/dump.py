@@ -16,7 +16,6 @@ path.
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -33,8 +32,8 @@ from protocol.records import (
     iter_batches,
     parse_header,
 )
+from storage.segment import LOG_SUFFIX, parse_file_name
 
-_SEGMENT_NAME = re.compile(r"^(\d{20})\.log$")
 _SHOW_CHARS = 80
 
 
@@ -42,9 +41,9 @@ def segment_files(partition_dir: str | Path) -> list[Path]:
     """The `<20-digit offset>.log` files of a partition directory, in offset order."""
     found = []
     for path in Path(partition_dir).iterdir():
-        match = _SEGMENT_NAME.match(path.name)
-        if match and path.is_file():
-            found.append((int(match.group(1)), path))
+        base = parse_file_name(path.name, LOG_SUFFIX)
+        if base is not None and path.is_file():
+            found.append((base, path))
     return [path for _, path in sorted(found)]
 
 

@@ -103,8 +103,16 @@ def _bytes_length_codec(
     return wlen32, Reader.int32
 
 
-def _string(flexible: bool, nullable: bool, name: str) -> tuple[Encoder, Decoder]:
-    wlen, rlen = _length_codec(flexible)
+def _sized(
+    lengths: tuple[Callable[[bytearray, int], None], Callable[[Reader], int]],
+    nullable: bool,
+    name: str,
+    what: str,
+    to_wire: Callable[[Any], Any],
+    from_wire: Callable[[Reader, int], Any],
+) -> tuple[Encoder, Decoder]:
+    """A length-prefixed value (string, bytes, records); length -1 means null."""
+    wlen, rlen = lengths
 
     def enc(out: bytearray, v: Any) -> None:
         if v is None:
@@ -112,7 +120,7 @@ def _string(flexible: bool, nullable: bool, name: str) -> tuple[Encoder, Decoder
                 raise ValueError(f"{name} is not nullable at this version")
             wlen(out, -1)
             return
-        data = v.encode("utf-8")
+        data = to_wire(v)
         wlen(out, len(data))
         out += data
 
@@ -121,34 +129,41 @@ def _string(flexible: bool, nullable: bool, name: str) -> tuple[Encoder, Decoder
         if n < 0:
             if n == -1 and nullable:
                 return None
-            raise DecodeError(f"{name}: invalid string length {n}")
-        return r.string_of(n)
+            raise DecodeError(f"{name}: invalid {what} length {n}")
+        return from_wire(r, n)
 
     return enc, dec
+
+
+def _utf8(v: str) -> bytes:
+    return v.encode("utf-8")
+
+
+def _same(v: Any) -> Any:
+    return v
+
+
+def _view(r: Reader, n: int) -> memoryview:
+    return r.take(n)
+
+
+def _copy(r: Reader, n: int) -> bytes:
+    return bytes(r.take(n))
+
+
+def _string(flexible: bool, nullable: bool, name: str) -> tuple[Encoder, Decoder]:
+    return _sized(_length_codec(flexible), nullable, name, "string", _utf8, Reader.string_of)
 
 
 def _bytes(flexible: bool, nullable: bool, name: str, zero_copy: bool) -> tuple[Encoder, Decoder]:
-    wlen, rlen = _bytes_length_codec(flexible)
-
-    def enc(out: bytearray, v: Any) -> None:
-        if v is None:
-            if not nullable:
-                raise ValueError(f"{name} is not nullable at this version")
-            wlen(out, -1)
-            return
-        wlen(out, len(v))
-        out += v
-
-    def dec(r: Reader) -> Any:
-        n = rlen(r)
-        if n < 0:
-            if n == -1 and nullable:
-                return None
-            raise DecodeError(f"{name}: invalid bytes length {n}")
-        view = r.take(n)
-        return view if zero_copy else bytes(view)
-
-    return enc, dec
+    return _sized(
+        _bytes_length_codec(flexible),
+        nullable,
+        name,
+        "bytes",
+        _same,
+        _view if zero_copy else _copy,
+    )
 
 
 def _primitive(t: Primitive, flexible: bool, nullable: bool, name: str) -> tuple[Encoder, Decoder]:
