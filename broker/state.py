@@ -6,9 +6,12 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
+from broker import topic_configs
 from broker.flusher import Flusher
+from broker.topic_configs import TopicSettings
 from storage.producer_ids import ProducerIdAllocator
 from storage.store import Store, TopicInfo
+from storage.topic_config_store import TopicConfigStore
 
 if TYPE_CHECKING:
     from broker.config import Config
@@ -39,6 +42,11 @@ class BrokerState:
         self.flusher = Flusher()
         self.shutting_down = False
         self._appended = asyncio.Event()
+        # Per-topic config overrides (CreateTopics, AlterConfigs) and what they amount to.
+        self.topic_configs = TopicConfigStore.open(store.data_dir)
+        self._default_settings = topic_configs.settings(config, store.log_config, {})
+        self._settings: dict[bytes, TopicSettings] = {}
+        self._load_topic_configs()
 
     def append_signal(self) -> asyncio.Event:
         """An event set at the next append (long-polling fetches wait on it)."""
@@ -57,3 +65,55 @@ class BrokerState:
         info = self.store.create_topic(name, self.config.num_partitions)
         log.info("auto-created topic %r with %d partition(s)", name, self.config.num_partitions)
         return info
+
+    # -- topic configs -------------------------------------------------------------------
+
+    def _load_topic_configs(self) -> None:
+        for name, reason in self.topic_configs.problems:
+            log.warning("topic config file %s ignored: %s", name, reason)
+        topics = self.store.topics()
+        orphans = self.topic_configs.remove_except({t.topic_id for t in topics})
+        if orphans:
+            # Left by a crash in the middle of a topic deletion.
+            log.info("removed the configs of deleted topic(s) %s", ", ".join(orphans))
+        for info in topics:
+            overrides = self.topic_configs.get(info.topic_id)
+            if not overrides:
+                continue
+            try:
+                new = topic_configs.settings(self.config, self.store.log_config, overrides)
+            except topic_configs.InvalidConfigError as exc:
+                # Written by a version that accepted it; keep serving with the defaults.
+                log.warning("topic %s: stored configs ignored: %s", info.name, exc.message)
+                continue
+            self._apply(info, new)
+
+    def topic_overrides(self, info: TopicInfo) -> dict[str, str]:
+        """The configs set on this topic (not the defaults it inherits)."""
+        return self.topic_configs.get(info.topic_id)
+
+    def topic_settings(self, info: TopicInfo) -> TopicSettings:
+        return self._settings.get(info.topic_id, self._default_settings)
+
+    def set_topic_configs(self, info: TopicInfo, overrides: dict[str, str]) -> None:
+        """Replace a topic's overrides (already validated): persist, then apply at once."""
+        new = topic_configs.settings(self.config, self.store.log_config, overrides)
+        self.topic_configs.put(info.topic_id, info.name, overrides)
+        self._apply(info, new)
+
+    def apply_topic_settings(self, info: TopicInfo) -> None:
+        """Give partitions created since (CreatePartitions) the topic's settings."""
+        self._apply(info, self.topic_settings(info))
+
+    def _apply(self, info: TopicInfo, new: TopicSettings) -> None:
+        if new == self._default_settings:
+            self._settings.pop(info.topic_id, None)
+        else:
+            self._settings[info.topic_id] = new
+        for plog in info.partitions:
+            plog.config = new.log_config
+
+    def forget_topic(self, info: TopicInfo) -> None:
+        """Drop a deleted topic's configs (file included)."""
+        self._settings.pop(info.topic_id, None)
+        self.topic_configs.delete(info.topic_id)

@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+from protocol.messages.alter_configs import ALTER_CONFIGS
 from protocol.messages.api_versions import API_VERSIONS
+from protocol.messages.create_partitions import CREATE_PARTITIONS
+from protocol.messages.create_topics import CREATE_TOPICS
 from protocol.messages.delete_groups import DELETE_GROUPS
+from protocol.messages.delete_records import DELETE_RECORDS
+from protocol.messages.delete_topics import DELETE_TOPICS
+from protocol.messages.describe_cluster import DESCRIBE_CLUSTER
+from protocol.messages.describe_configs import DESCRIBE_CONFIGS
 from protocol.messages.describe_groups import DESCRIBE_GROUPS
+from protocol.messages.describe_log_dirs import DESCRIBE_LOG_DIRS
+from protocol.messages.describe_producers import DESCRIBE_PRODUCERS
+from protocol.messages.describe_topic_partitions import DESCRIBE_TOPIC_PARTITIONS
 from protocol.messages.fetch import FETCH
 from protocol.messages.find_coordinator import FIND_COORDINATOR
 from protocol.messages.heartbeat import HEARTBEAT
+from protocol.messages.incremental_alter_configs import INCREMENTAL_ALTER_CONFIGS
 from protocol.messages.init_producer_id import INIT_PRODUCER_ID
 from protocol.messages.join_group import JOIN_GROUP
 from protocol.messages.leave_group import LEAVE_GROUP
@@ -42,6 +53,18 @@ ALL_APIS: dict[int, Api] = {
         LIST_GROUPS,
         DELETE_GROUPS,
         OFFSET_DELETE,
+        # Admin APIs and topic configs.
+        CREATE_TOPICS,
+        DELETE_TOPICS,
+        DELETE_RECORDS,
+        DESCRIBE_CONFIGS,
+        ALTER_CONFIGS,
+        DESCRIBE_LOG_DIRS,
+        CREATE_PARTITIONS,
+        INCREMENTAL_ALTER_CONFIGS,
+        DESCRIBE_CLUSTER,
+        DESCRIBE_PRODUCERS,
+        DESCRIBE_TOPIC_PARTITIONS,
         # Consume path: offsets by time and leader-epoch validation.
         LIST_OFFSETS,
         OFFSET_FOR_LEADER_EPOCH,

@@ -536,7 +536,8 @@ class PartitionLog:
         with self._lock:
             del self._segments[: len(doomed)]
             del self._bases[: len(doomed)]
-            self._log_start_offset = self._segments[0].base_offset
+            # max: DeleteRecords may have moved the log start into the new first segment.
+            self._log_start_offset = max(self._log_start_offset, self._segments[0].base_offset)
             self._recovery_point = max(self._recovery_point, self._log_start_offset)
         for seg in doomed:
             seg.delete()
@@ -552,6 +553,60 @@ class PartitionLog:
         self._producers.remove_before(self._log_start_offset)
         self._delete_old_snapshots()
         return len(doomed)
+
+    def delete_records_before(self, offset: int) -> int:
+        """DeleteRecords: move the log start offset up to ``offset``; returns the new start.
+
+        Kafka's UnifiedLog.maybeIncrementLogStartOffset: ``offset`` above the high watermark
+        raises OffsetOutOfRangeError; one at or below the current start changes nothing.
+        Reads below the new start then get OFFSET_OUT_OF_RANGE; segments wholly below it
+        are deleted at once (Kafka does it in its next retention pass), and producers whose
+        records are all gone are forgotten. The caller persists the new start (the store's
+        log-start-offset checkpoint), since it may lie inside a segment.
+        """
+        if offset < 0 or offset > self.high_watermark:
+            raise OffsetOutOfRangeError(
+                f"Cannot increment the log start offset to {offset} of partition {self.name} "
+                f"since it is larger than the high watermark {self.high_watermark}"
+                if offset >= 0
+                else f"The offset {offset} for partition {self.name} is not valid"
+            )
+        if offset > self._log_start_offset:
+            self._advance_log_start(offset, "DeleteRecords")
+        return self._log_start_offset
+
+    def restore_log_start_offset(self, offset: int) -> None:
+        """At open: apply a log start offset checkpointed by an earlier DeleteRecords."""
+        offset = min(offset, self.log_end_offset)
+        if offset > self._log_start_offset:
+            self._advance_log_start(offset, "the log start checkpoint")
+
+    def _advance_log_start(self, offset: int, reason: str) -> None:
+        # Kafka's deleteLogStartOffsetBreachedSegments: a segment goes when the next one
+        # starts at or below the new log start; the active segment always stays.
+        doomed = [
+            seg
+            for seg, nxt in zip(self._segments, self._segments[1:], strict=False)
+            if nxt.base_offset <= offset
+        ]
+        with self._lock:
+            del self._segments[: len(doomed)]
+            del self._bases[: len(doomed)]
+            self._log_start_offset = offset
+            self._recovery_point = max(self._recovery_point, offset)
+        for seg in doomed:
+            seg.delete()
+        if doomed:
+            fsync_dir(self.path)
+        log.info(
+            "%s: log start offset now %d by %s (%d segment(s) deleted)",
+            self.name,
+            offset,
+            reason,
+            len(doomed),
+        )
+        self._producers.remove_before(offset)
+        self._delete_old_snapshots()
 
     def expire_producers(self, now_ms: int, expiration_ms: int) -> int:
         """Forget producers idle for ``expiration_ms`` (producer.id.expiration.ms)."""

@@ -4,6 +4,8 @@ Layout, as Kafka's:
 
     <data_dir>/meta.properties               version, cluster.id, node.id, directory.id
     <data_dir>/.kafka_cleanshutdown          present only between a clean close and the next open
+    <data_dir>/log-start-offset-checkpoint   log start offsets moved by DeleteRecords
+    <data_dir>/topic-configs/                per-topic config overrides (topic_config_store)
     <data_dir>/<topic>-<partition>/          one PartitionLog each
         partition.metadata                   "version: 0" and the topic id
         00000000000000000000.log / .index / .timeindex
@@ -24,6 +26,7 @@ import base64
 import logging
 import os
 import re
+import shutil
 import time
 import uuid
 from dataclasses import dataclass, field, replace
@@ -41,6 +44,13 @@ META_PROPERTIES = "meta.properties"
 # Kafka's name (LogLoader.CleanShutdownFileName).
 CLEAN_SHUTDOWN_MARKER = ".kafka_cleanshutdown"
 PARTITION_METADATA = "partition.metadata"
+# Kafka's name and format (LogManager.LogStartOffsetCheckpointFile): "0", a count, then
+# "topic partition offset" lines. Needed because DeleteRecords can move a log start offset
+# into the middle of a segment, which the segment files alone cannot say.
+LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
+# A deleted partition's directory is first renamed "<topic>-<partition>.<uuid>-delete"
+# (Kafka's naming), so a crash in the middle of a deletion never leaves a half topic.
+DELETE_SUFFIX = "-delete"
 MAX_TOPIC_NAME_LENGTH = 249
 _TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 _PARTITION_DIR = re.compile(r"(.+)-(\d+)")
@@ -62,6 +72,10 @@ class TopicAlreadyExistsError(ValueError):
 
 class InvalidPartitionsError(ValueError):
     error_code = ErrorCode.INVALID_PARTITIONS
+
+
+class UnknownTopicError(KeyError):
+    error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 
 def valid_topic_name(name: str) -> bool:
@@ -171,7 +185,9 @@ class Store:
         else:
             log.info("no clean shutdown marker: recovering")
         try:
+            store._remove_deleted_dirs()
             store._load_topics("clean" if store.clean_start else "crash")
+            store._restore_log_start_offsets()
         except BaseException:
             store.close_unclean()
             raise
@@ -245,6 +261,44 @@ class Store:
         self._topics[info.name] = info
         self._by_id[info.topic_id] = info
 
+    def _remove_deleted_dirs(self) -> None:
+        """Finish deletions a crash interrupted (directories already renamed *-delete)."""
+        for entry in sorted(os.listdir(self.data_dir)):
+            path = self.data_dir / entry
+            if entry.endswith(DELETE_SUFFIX) and path.is_dir():
+                log.info("removing %s, left by an interrupted topic deletion", entry)
+                shutil.rmtree(path)
+
+    def _restore_log_start_offsets(self) -> None:
+        path = self.data_dir / LOG_START_CHECKPOINT
+        if not path.exists():
+            return
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+            if not lines or lines[0].strip() != "0":
+                raise ValueError(f"unsupported version {lines[:1]}")
+            count = int(lines[1])
+            entries = [line.split() for line in lines[2 : 2 + count]]
+            if len(entries) != count or any(len(e) != 3 for e in entries):
+                raise ValueError("truncated")
+            offsets = [(t, int(p), int(o)) for t, p, o in entries]
+        except (OSError, ValueError, IndexError) as exc:
+            log.warning("ignoring %s: %s", path, exc)
+            return
+        for topic, index, offset in offsets:
+            plog = self.partition(topic, index)
+            if plog is not None:
+                plog.restore_log_start_offset(offset)
+
+    def _write_log_start_offsets(self) -> None:
+        entries = [
+            f"{plog.topic} {plog.partition} {plog.log_start_offset}"
+            for plog in self.partition_logs()
+            if plog.log_start_offset > 0
+        ]
+        text = "\n".join(["0", str(len(entries)), *entries]) + "\n"
+        write_atomic(self.data_dir / LOG_START_CHECKPOINT, text.encode("utf-8"))
+
     # -- topics --------------------------------------------------------------------------
 
     def create_topic(self, name: str, num_partitions: int) -> TopicInfo:
@@ -273,6 +327,77 @@ class Store:
             raise
         self._add(info)
         return info
+
+    def add_partitions(self, name: str, count: int) -> TopicInfo:
+        """Grow a topic to ``count`` partitions (CreatePartitions); never shrinks one."""
+        info = self._topics.get(name)
+        if info is None:
+            raise UnknownTopicError(name)
+        current = len(info.partitions)
+        if count <= current:
+            raise InvalidPartitionsError(
+                f"topic {name} has {current} partition(s); {count} would not be an increase"
+            )
+        added: list[PartitionLog] = []
+        try:
+            for index in range(current, count):
+                path = self.data_dir / f"{name}-{index}"
+                path.mkdir(exist_ok=True)
+                write_atomic(
+                    path / PARTITION_METADATA,
+                    f"version: 0\ntopic_id: {uuid_to_str(info.topic_id)}\n".encode("ascii"),
+                )
+                added.append(self._open_partition(name, index, "crash"))
+        except BaseException:
+            for plog in added:
+                plog.close()
+            raise
+        info.partitions.extend(added)
+        return info
+
+    def delete_topic(self, name: str) -> TopicInfo:
+        """Remove a topic and its data from disk (DeleteTopics).
+
+        The partition directories are renamed ``*.<uuid>-delete`` first, atomically for each
+        and made durable together, so a crash leaves either the whole topic or a leftover
+        that the next open removes; then they are deleted.
+        """
+        info = self._topics.get(name)
+        if info is None:
+            raise UnknownTopicError(name)
+        del self._topics[name]
+        self._by_id.pop(info.topic_id, None)
+        for plog in info.partitions:
+            plog.close_unclean()
+        unique = uuid.uuid4().hex
+        doomed: list[Path] = []
+        for plog in info.partitions:
+            target = plog.path.with_name(f"{plog.path.name}.{unique}{DELETE_SUFFIX}")
+            os.rename(plog.path, target)
+            doomed.append(target)
+        fsync_dir(self.data_dir)
+        if any(plog.log_start_offset > 0 for plog in info.partitions):
+            # A topic re-created under this name must not inherit the old log starts.
+            self._write_log_start_offsets()
+        for path in doomed:
+            shutil.rmtree(path)
+        fsync_dir(self.data_dir)
+        return info
+
+    def delete_records(self, name: str, index: int, offset: int) -> int:
+        """DeleteRecords on one partition: returns the new log start offset (low watermark).
+
+        Raises UnknownTopicError, or OffsetOutOfRangeError (partition_log) for an offset
+        above the high watermark. The new start is checkpointed before returning.
+        """
+        plog = self.partition(name, index)
+        if plog is None:
+            raise UnknownTopicError(f"{name}-{index}")
+        before = plog.log_start_offset
+        after = plog.delete_records_before(offset)
+        if after != before:
+            self._write_log_start_offsets()
+        return after
 
     def topic(self, name: str) -> TopicInfo | None:
         return self._topics.get(name)

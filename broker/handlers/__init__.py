@@ -6,12 +6,23 @@ from types import ModuleType
 
 from broker.dispatch import Dispatcher
 from broker.handlers import (
+    alter_configs,
     api_versions,
+    create_partitions,
+    create_topics,
     delete_groups,
+    delete_records,
+    delete_topics,
+    describe_cluster,
+    describe_configs,
     describe_groups,
+    describe_log_dirs,
+    describe_producers,
+    describe_topic_partitions,
     fetch,
     find_coordinator,
     heartbeat,
+    incremental_alter_configs,
     init_producer_id,
     join_group,
     leave_group,
@@ -47,6 +58,18 @@ MODULES: tuple[ModuleType, ...] = (
     # Consume path: offsets by time, position validation.
     list_offsets,
     offset_for_leader_epoch,
+    # Admin APIs and topic configs.
+    create_topics,
+    delete_topics,
+    delete_records,
+    create_partitions,
+    describe_configs,
+    alter_configs,
+    incremental_alter_configs,
+    describe_cluster,
+    describe_log_dirs,
+    describe_topic_partitions,
+    describe_producers,
 )
 
 

@@ -6,6 +6,10 @@ v0-2 request is answered with UNSUPPORTED_VERSION for every partition, as Kafka 
 appended by PartitionLog.append, which runs the idempotence check, the write and the
 producer-state update as one synchronous step (no await in between).
 
+Topic configs (broker.topic_configs): max.message.bytes per topic; LogAppendTime topics get
+each batch stamped with the broker's clock (attribute bit, max_timestamp, CRC) and answer
+log_append_time_ms; compacted topics refuse keyless records (INVALID_RECORD, record_errors).
+
 acks=0: processed normally, no response; if any partition failed the connection is closed
 so the client refreshes its metadata (Kafka's behaviour).
 Transactions are not implemented: a transactional id or a transactional batch is refused.
@@ -17,6 +21,7 @@ import logging
 import time
 
 from broker.dispatch import CloseConnection, RequestContext
+from broker.handlers._topic_policy import keyless_record_errors, stamp_log_append_time
 from protocol.errors import ErrorCode
 from protocol.messages.produce import PRODUCE
 from protocol.schema import Message
@@ -100,12 +105,14 @@ def _produce_topic(ctx: RequestContext, topic: Message, appended: list[Partition
     state = ctx.state
     config = state.config
     info = state.store.topic(topic.name)
+    # Topic configs: max.message.bytes, message.timestamp.type, cleanup.policy.
+    settings = state.topic_settings(info) if info is not None else None
     now_ms = int(time.time() * 1000)
     allow_zstd = ctx.version >= ZSTD_MIN_VERSION
     results: list[Message] = []
     for part in topic.partition_data:
         log_ = state.store.partition(topic.name, part.index) if info is not None else None
-        if log_ is None:
+        if log_ is None or settings is None:
             results.append(_partition(part.index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
             continue
         records = part.records
@@ -114,7 +121,7 @@ def _produce_topic(ctx: RequestContext, topic: Message, appended: list[Partition
             continue
         checked = validate_batch(
             records,
-            max_message_bytes=config.message_max_bytes,
+            max_message_bytes=settings.max_message_bytes,
             allow_zstd=allow_zstd,
             depth=config.record_validation,
         )
@@ -137,7 +144,32 @@ def _produce_topic(ctx: RequestContext, topic: Message, appended: list[Partition
                 )
             )
             continue
-        result = log_.append(bytearray(records), header, now_ms)
+        if settings.compact:
+            record_errors, message = keyless_record_errors(records, header, topic.name, part.index)
+            if message is not None:
+                log.warning(
+                    "rejected batch for compacted %s-%d: %s (%s)",
+                    topic.name,
+                    part.index,
+                    message,
+                    ctx.describe(),
+                )
+                results.append(
+                    Message(
+                        index=part.index,
+                        error_code=ErrorCode.INVALID_RECORD,
+                        base_offset=-1,
+                        log_append_time_ms=-1,
+                        log_start_offset=-1,
+                        record_errors=record_errors,
+                        error_message=message,
+                    )
+                )
+                continue
+        batch = bytearray(records)
+        if settings.log_append_time:
+            header = stamp_log_append_time(batch, now_ms)
+        result = log_.append(batch, header, now_ms)
         if result.error == ErrorCode.NONE:
             appended.append(log_)
         else:
@@ -156,7 +188,13 @@ def _produce_topic(ctx: RequestContext, topic: Message, appended: list[Partition
                 index=part.index,
                 error_code=result.error,
                 base_offset=result.base_offset,
-                log_append_time_ms=result.log_append_time_ms,
+                # LogAppendTime topics answer the broker's timestamp (a duplicate: the
+                # original batch's, which storage reports).
+                log_append_time_ms=now_ms
+                if settings.log_append_time
+                and result.error == ErrorCode.NONE
+                and result.log_append_time_ms < 0
+                else result.log_append_time_ms,
                 log_start_offset=result.log_start_offset,
                 record_errors=[],
                 error_message=None,

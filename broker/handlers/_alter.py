@@ -1,0 +1,101 @@
+"""What AlterConfigs and IncrementalAlterConfigs share: checking a resource and applying the
+new topic overrides, with the errors Kafka's ConfigAdminManager and controller answer."""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Callable
+
+from broker import topic_configs
+from broker.dispatch import RequestContext
+from broker.handlers._admin import RESOURCE_BROKER, RESOURCE_TOPIC, topic_name_error
+from broker.topic_configs import InvalidConfigError
+from protocol.errors import ErrorCode
+from protocol.schema import Message
+
+log = logging.getLogger(__name__)
+
+# New overrides from the current ones; raises InvalidConfigError.
+Change = Callable[[dict[str, str]], dict[str, str | None]]
+
+
+def result(resource: Message, code: ErrorCode, message: str | None) -> Message:
+    return Message(
+        error_code=code,
+        error_message=message,
+        resource_type=resource.resource_type,
+        resource_name=resource.resource_name,
+    )
+
+
+def duplicate_resources(resources: list[Message]) -> set[tuple[int, str]]:
+    counts = Counter((r.resource_type, r.resource_name) for r in resources)
+    return {key for key, n in counts.items() if n > 1}
+
+
+def node_id_error(name: str, node_id: int) -> str | None:
+    """Kafka's validateResourceNameIsCurrentNodeId (an empty name means cluster-wide)."""
+    if name == "":
+        return None
+    try:
+        broker = int(name)
+    except ValueError:
+        return f"Node id must be an integer, but it is: {name}"
+    if broker != node_id:
+        return f"Unexpected broker id, expected {node_id}, but received {name}"
+    return None
+
+
+def alter(
+    ctx: RequestContext,
+    resource: Message,
+    names: list[str],
+    change: Change,
+    validate_only: bool,
+) -> Message:
+    """Check and apply one resource's change; returns its result entry."""
+    state = ctx.state
+    if len(set(names)) != len(names):
+        return result(resource, ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
+    kind, name = resource.resource_type, resource.resource_name
+    if kind == RESOURCE_BROKER:
+        reason = node_id_error(name, state.node_id)
+        if reason is not None:
+            return result(resource, ErrorCode.INVALID_REQUEST, reason)
+        if not names:
+            return result(resource, ErrorCode.NONE, None)
+        # No dynamic broker configuration here: every broker config is read-only, which
+        # Kafka reports through DynamicBrokerConfig.validate as INVALID_REQUEST.
+        log.info("refused to alter broker configs %s (%s)", names, ctx.describe())
+        listed = ", ".join(sorted(set(names)))
+        return result(
+            resource,
+            ErrorCode.INVALID_REQUEST,
+            f"Cannot update these configs dynamically: Set({listed})",
+        )
+    if kind != RESOURCE_TOPIC:
+        return result(resource, ErrorCode.INVALID_REQUEST, f"Unknown resource type {kind}")
+    if name == "":
+        return result(
+            resource, ErrorCode.INVALID_REQUEST, "Default topic resources are not allowed."
+        )
+    reason = topic_name_error(name)
+    if reason is not None:
+        return result(resource, ErrorCode.INVALID_TOPIC_EXCEPTION, reason)
+    info = state.store.topic(name)
+    if info is None:
+        return result(
+            resource, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist."
+        )
+    try:
+        new = change(state.topic_overrides(info))
+        topic_configs.validate(new)
+    except InvalidConfigError as exc:
+        log.info("AlterConfigs on topic %s refused: %s (%s)", name, exc.message, ctx.describe())
+        return result(resource, exc.code, exc.message)
+    if not validate_only:
+        overrides = {k: v for k, v in new.items() if v is not None}
+        state.set_topic_configs(info, overrides)
+        log.info("topic %s configs now %s (%s)", name, overrides, ctx.describe())
+    return result(resource, ErrorCode.NONE, None)

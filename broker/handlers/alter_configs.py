@@ -1,0 +1,65 @@
+"""AlterConfigs, versions 0-2 (the legacy, whole-set replacement).
+
+Behaviour: a topic's overrides become exactly the configs given (those not listed return to
+their defaults), validated as Kafka's LogConfig does: an unknown name or invalid value ->
+INVALID_CONFIG, a null value -> INVALID_REQUEST, a repeated key or resource ->
+INVALID_REQUEST, a missing topic -> UNKNOWN_TOPIC_OR_PARTITION. Changes take effect at once
+(broker.state.set_topic_configs) and persist across restarts. validate_only checks only.
+
+Broker resources: all broker configs are read-only here, answered as Kafka answers a
+non-dynamic one (INVALID_REQUEST "Cannot update these configs dynamically"); another
+broker id -> INVALID_REQUEST. BROKER_LOGGER and other types -> INVALID_REQUEST, as Kafka.
+"""
+
+from __future__ import annotations
+
+from broker.dispatch import RequestContext
+from broker.handlers._alter import alter, duplicate_resources, result
+from protocol.errors import ErrorCode
+from protocol.messages.alter_configs import ALTER_CONFIGS
+from protocol.schema import Message
+
+API = ALTER_CONFIGS
+MIN_VERSION = 0
+MAX_VERSION = 2
+
+
+def handle(ctx: RequestContext, request: Message) -> Message:
+    duplicates = duplicate_resources(request.resources)
+    responses: list[Message] = []
+    for resource in request.resources:
+        if (resource.resource_type, resource.resource_name) in duplicates:
+            responses.append(
+                result(
+                    resource, ErrorCode.INVALID_REQUEST, "Each resource must appear at most once."
+                )
+            )
+            continue
+        null = [c.name for c in resource.configs if c.value is None]
+        if null:
+            responses.append(
+                result(
+                    resource,
+                    ErrorCode.INVALID_REQUEST,
+                    f"Null value not supported for : {', '.join(null)}",
+                )
+            )
+            continue
+        given: dict[str, str | None] = {c.name: c.value for c in resource.configs}
+
+        def change(
+            _current: dict[str, str], given: dict[str, str | None] = given
+        ) -> dict[str, str | None]:
+            # The legacy API replaces the whole set: unlisted overrides are dropped.
+            return dict(given)
+
+        responses.append(
+            alter(
+                ctx,
+                resource,
+                [c.name for c in resource.configs],
+                change,
+                bool(request.validate_only),
+            )
+        )
+    return Message(throttle_time_ms=0, responses=responses)

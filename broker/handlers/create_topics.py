@@ -1,0 +1,212 @@
+"""CreateTopics, versions 2-7.
+
+Behaviour, in the order Kafka's controller checks (ControllerApis / ReplicationControlManager):
+a name given twice -> INVALID_REQUEST; an illegal name -> INVALID_TOPIC_EXCEPTION (Topic.
+validate's wording), a name colliding with an existing one once '.' and '_' are unified ->
+INVALID_TOPIC_EXCEPTION; an existing topic -> TOPIC_ALREADY_EXISTS; a null, unknown or
+invalid config -> INVALID_CONFIG (broker.topic_configs); then partitions and replicas:
+num_partitions -1 = num.partitions, 0 or below -1 -> INVALID_PARTITIONS; replication
+factor -1 = 1, 0 or below -1 -> INVALID_REPLICATION_FACTOR, and above 1 as well (one
+broker: Kafka's "cannot be reached because only 1 broker(s) are registered"); a manual
+assignment must number partitions 0..n-1 with exactly this broker as replica
+(INVALID_REPLICA_ASSIGNMENT) and needs num_partitions and replication_factor -1.
+validate_only runs every check and creates nothing. v5+ answers carry the partition
+count, replication factor and every config with its source; v7 the topic id.
+
+Deviation: Kafka's default.replication.factor is used for -1; here it is always 1, since a
+single broker keeps one replica (the broker warns at start-up about a larger setting).
+Creation is synchronous: the topic is ready when the answer leaves.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+
+from broker import topic_configs
+from broker.dispatch import RequestContext
+from broker.handlers._admin import collision, topic_name_error
+from broker.topic_configs import InvalidConfigError
+from protocol.errors import ErrorCode
+from protocol.messages.create_topics import CREATE_TOPICS
+from protocol.primitives import ZERO_UUID
+from protocol.schema import Message
+
+API = CREATE_TOPICS
+MIN_VERSION = 2
+MAX_VERSION = 7
+
+log = logging.getLogger(__name__)
+
+
+class _Refused(Exception):
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def _error(name: str, code: ErrorCode, message: str | None) -> Message:
+    return Message(
+        name=name,
+        topic_id=ZERO_UUID,
+        error_code=code,
+        error_message=message,
+        topic_config_error_code=0,
+        num_partitions=-1,
+        replication_factor=-1,
+        configs=[],
+    )
+
+
+def _partition_count(ctx: RequestContext, topic: Message) -> int:
+    """The number of partitions to create; raises _Refused as Kafka's controller would."""
+    node = ctx.state.node_id
+    if topic.assignments:
+        if topic.replication_factor != -1:
+            raise _Refused(
+                ErrorCode.INVALID_REPLICATION_FACTOR,
+                "A manual partition assignment was specified, but replication factor was "
+                "not set to -1.",
+            )
+        if topic.num_partitions != -1:
+            raise _Refused(
+                ErrorCode.INVALID_PARTITIONS,
+                "A manual partition assignment was specified, but numPartitions was not set to -1.",
+            )
+        indexes = sorted(a.partition_index for a in topic.assignments)
+        if indexes != list(range(len(indexes))):
+            raise _Refused(
+                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                f"Partitions should be numbered 0 to {len(indexes) - 1}, got {indexes}.",
+            )
+        for assignment in topic.assignments:
+            _check_replicas(list(assignment.broker_ids), node)
+        return len(indexes)
+    count = ctx.state.config.num_partitions if topic.num_partitions == -1 else topic.num_partitions
+    replicas = 1 if topic.replication_factor == -1 else topic.replication_factor
+    if replicas <= 0:
+        raise _Refused(
+            ErrorCode.INVALID_REPLICATION_FACTOR,
+            "Replication factor must be larger than 0, or -1 to use the default value.",
+        )
+    if count <= 0:
+        raise _Refused(
+            ErrorCode.INVALID_PARTITIONS,
+            "Number of partitions was set to an invalid non-positive value.",
+        )
+    if replicas > 1:
+        raise _Refused(
+            ErrorCode.INVALID_REPLICATION_FACTOR,
+            f"Unable to replicate the partition {replicas} time(s): The target replication "
+            f"factor of {replicas} cannot be reached because only 1 broker(s) are registered.",
+        )
+    return int(count)
+
+
+def _check_replicas(broker_ids: list[int], node: int) -> None:
+    """A manual assignment on a one-broker cluster: exactly [this broker]."""
+    if not broker_ids:
+        raise _Refused(
+            ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+            "The manual partition assignment includes an empty replica list.",
+        )
+    for broker in broker_ids:
+        if broker != node:
+            raise _Refused(
+                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                f"The manual partition assignment includes broker {broker}, but no such "
+                "broker is registered.",
+            )
+    if len(broker_ids) > 1:
+        raise _Refused(
+            ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+            f"The manual partition assignment includes the broker {node} more than once.",
+        )
+
+
+def handle(ctx: RequestContext, request: Message) -> Message:
+    state = ctx.state
+    counts = Counter(t.name for t in request.topics)
+    results: list[Message] = []
+    for topic in request.topics:
+        name = topic.name
+        if counts[name] > 1:
+            results.append(_error(name, ErrorCode.INVALID_REQUEST, "Duplicate topic name."))
+            continue
+        reason = topic_name_error(name)
+        if reason is not None:
+            log.info("CreateTopics %r refused: %s (%s)", name, reason, ctx.describe())
+            results.append(_error(name, ErrorCode.INVALID_TOPIC_EXCEPTION, reason))
+            continue
+        if state.store.topic(name) is not None:
+            results.append(
+                _error(name, ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+            )
+            continue
+        other = collision(name, state.store.topics())
+        if other is not None:
+            results.append(
+                _error(
+                    name,
+                    ErrorCode.INVALID_TOPIC_EXCEPTION,
+                    f"Topic '{name}' collides with existing topic: {other}",
+                )
+            )
+            continue
+        overrides = {c.name: c.value for c in topic.configs}
+        try:
+            null = [c.name for c in topic.configs if c.value is None]
+            if null:
+                raise InvalidConfigError(
+                    f"Null value not supported for topic configs: {','.join(null)}"
+                )
+            if len(overrides) != len(topic.configs):
+                raise InvalidConfigError("Duplicate config name.", ErrorCode.INVALID_REQUEST)
+            topic_configs.validate(overrides)
+            count = _partition_count(ctx, topic)
+        except InvalidConfigError as exc:
+            log.info("CreateTopics %r refused: %s (%s)", name, exc.message, ctx.describe())
+            results.append(_error(name, exc.code, exc.message))
+            continue
+        except _Refused as exc:
+            log.info("CreateTopics %r refused: %s (%s)", name, exc.message, ctx.describe())
+            results.append(_error(name, exc.code, exc.message))
+            continue
+        valid: dict[str, str] = {k: v for k, v in overrides.items() if v is not None}
+        topic_id = ZERO_UUID
+        if not request.validate_only:
+            info = state.store.create_topic(name, count)
+            if valid:
+                state.set_topic_configs(info, valid)
+            topic_id = info.topic_id
+            log.info(
+                "created topic %r with %d partition(s)%s (%s)",
+                name,
+                count,
+                f", configs {valid}" if valid else "",
+                ctx.describe(),
+            )
+        entries = topic_configs.describe_topic(state.config, valid)
+        results.append(
+            Message(
+                name=name,
+                topic_id=topic_id,
+                error_code=ErrorCode.NONE,
+                error_message=None,
+                topic_config_error_code=0,
+                num_partitions=count,
+                replication_factor=1,
+                configs=[
+                    Message(
+                        name=e.name,
+                        value=e.value,
+                        read_only=e.read_only,
+                        config_source=int(e.source),
+                        is_sensitive=False,
+                    )
+                    for e in entries
+                ],
+            )
+        )
+    return Message(throttle_time_ms=0, topics=results)

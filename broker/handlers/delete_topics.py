@@ -1,0 +1,114 @@
+"""DeleteTopics, versions 1-6.
+
+Behaviour (Kafka's ControllerApis.deleteTopics): v1-5 name topics, v6 by name or by topic
+id. A name or id given twice -> INVALID_REQUEST; both or neither of name and id ->
+INVALID_REQUEST; an unknown name -> UNKNOWN_TOPIC_OR_PARTITION, an unknown id ->
+UNKNOWN_TOPIC_ID. A deleted topic's partition directories are renamed ``*-delete`` and
+removed before the answer (storage.store.delete_topic), its configs too; fetches and
+produces for it get UNKNOWN_TOPIC_OR_PARTITION from then on.
+
+Deviation: Kafka deletes asynchronously (the answer can precede the files' removal, and
+Metadata may still list the topic for a moment); here it is done when the answer leaves.
+Committed offsets of the topic's partitions are kept (Kafka's group coordinator drops
+them); a consumer of a re-created topic starts from its committed offset, clamped by the
+usual out-of-range reset.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+
+from broker.dispatch import RequestContext
+from protocol.errors import ErrorCode
+from protocol.messages.delete_topics import DELETE_TOPICS
+from protocol.primitives import ZERO_UUID
+from protocol.schema import Message
+from storage.store import TopicInfo
+
+API = DELETE_TOPICS
+MIN_VERSION = 1
+MAX_VERSION = 6
+
+log = logging.getLogger(__name__)
+
+
+def _result(name: str | None, topic_id: bytes, code: ErrorCode, message: str | None) -> Message:
+    return Message(name=name, topic_id=topic_id, error_code=code, error_message=message)
+
+
+def handle(ctx: RequestContext, request: Message) -> Message:
+    state = ctx.state
+    store = state.store
+    if ctx.version >= 6:
+        wanted = [(t.name, t.topic_id) for t in request.topics]
+    else:
+        wanted = [(name, ZERO_UUID) for name in request.topic_names]
+    names = Counter(n for n, _ in wanted if n is not None)
+    ids = Counter(i for n, i in wanted if n is None and i != ZERO_UUID)
+    results: list[Message] = []
+    for name, topic_id in wanted:
+        if name is not None and topic_id != ZERO_UUID:
+            results.append(
+                _result(
+                    name,
+                    topic_id,
+                    ErrorCode.INVALID_REQUEST,
+                    "You may not specify both topic name and topic id.",
+                )
+            )
+            continue
+        if name is None and topic_id == ZERO_UUID:
+            results.append(
+                _result(
+                    None,
+                    topic_id,
+                    ErrorCode.INVALID_REQUEST,
+                    "Neither topic name nor id were specified.",
+                )
+            )
+            continue
+        if (name is not None and names[name] > 1) or (name is None and ids[topic_id] > 1):
+            what = "name" if name is not None else "id"
+            results.append(
+                _result(name, topic_id, ErrorCode.INVALID_REQUEST, f"Duplicate topic {what}.")
+            )
+            continue
+        info: TopicInfo | None
+        if name is not None:
+            info = store.topic(name)
+            if info is None:
+                results.append(
+                    _result(
+                        name,
+                        topic_id,
+                        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                        "This server does not host this topic-partition.",
+                    )
+                )
+                continue
+        else:
+            info = store.topic_by_id(topic_id)
+            if info is None:
+                results.append(
+                    _result(
+                        None,
+                        topic_id,
+                        ErrorCode.UNKNOWN_TOPIC_ID,
+                        "This server does not host this topic ID.",
+                    )
+                )
+                continue
+        store.delete_topic(info.name)
+        state.forget_topic(info)
+        log.info(
+            "deleted topic %r (%d partition(s)) (%s)",
+            info.name,
+            len(info.partitions),
+            ctx.describe(),
+        )
+        results.append(_result(info.name, info.topic_id, ErrorCode.NONE, None))
+    if any(r.error_code == ErrorCode.NONE for r in results):
+        # Long-polling fetches on a deleted topic answer now (UNKNOWN_TOPIC_OR_PARTITION).
+        state.notify_appended()
+    return Message(throttle_time_ms=0, responses=results)

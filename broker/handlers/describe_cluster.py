@@ -1,0 +1,73 @@
+"""DescribeCluster, versions 0-2.
+
+Behaviour: this broker is the whole cluster and is reported as the controller, as a Kafka
+broker reports a live broker there (clients cannot reach KRaft controllers through it). The
+address is the advertised one of the listener the request came through. v1+ endpoint_type:
+2 (controller) -> MISMATCHED_ENDPOINT_TYPE, anything but 1 -> UNSUPPORTED_ENDPOINT_TYPE, as
+Kafka's broker answers. Authorized operations, when asked for, are all of the cluster's
+(no authorizer).
+"""
+
+from __future__ import annotations
+
+from broker.dispatch import RequestContext
+from protocol.errors import ErrorCode
+from protocol.messages.describe_cluster import DESCRIBE_CLUSTER
+from protocol.schema import Message
+
+API = DESCRIBE_CLUSTER
+MIN_VERSION = 0
+MAX_VERSION = 2
+
+BROKER_ENDPOINT = 1
+CONTROLLER_ENDPOINT = 2
+NOT_REQUESTED = -(2**31)
+# CREATE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE
+# (AclOperation codes): what the CLUSTER resource supports, all allowed without an authorizer.
+CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
+
+
+def handle(ctx: RequestContext, request: Message) -> Message:
+    state = ctx.state
+    wanted = request.endpoint_type
+    if wanted != BROKER_ENDPOINT:
+        code, message = (
+            (
+                ErrorCode.MISMATCHED_ENDPOINT_TYPE,
+                "The request was sent to an endpoint of type BROKER, but we wanted an "
+                "endpoint of type CONTROLLER",
+            )
+            if wanted == CONTROLLER_ENDPOINT
+            else (ErrorCode.UNSUPPORTED_ENDPOINT_TYPE, f"Unsupported endpoint type {wanted}")
+        )
+        return Message(
+            throttle_time_ms=0,
+            error_code=code,
+            error_message=message,
+            endpoint_type=BROKER_ENDPOINT,
+            cluster_id=state.cluster_id,
+            controller_id=-1,
+            brokers=[],
+            cluster_authorized_operations=NOT_REQUESTED,
+        )
+    listener = ctx.listener
+    return Message(
+        throttle_time_ms=0,
+        error_code=ErrorCode.NONE,
+        error_message=None,
+        endpoint_type=BROKER_ENDPOINT,
+        cluster_id=state.cluster_id,
+        controller_id=state.node_id,
+        brokers=[
+            Message(
+                broker_id=state.node_id,
+                host=listener.advertised_host,
+                port=listener.advertised_port,
+                rack=None,
+                is_fenced=False,
+            )
+        ],
+        cluster_authorized_operations=CLUSTER_OPERATIONS
+        if request.include_cluster_authorized_operations
+        else NOT_REQUESTED,
+    )

@@ -1,0 +1,127 @@
+"""DescribeConfigs, versions 1-4.
+
+Behaviour (Kafka's ConfigHelper.describeConfigs): a topic resource lists every topic config
+(broker.topic_configs) with its effective value and source: DYNAMIC_TOPIC_CONFIG for an
+override, STATIC_BROKER_CONFIG when the broker property behind it is set, else
+DEFAULT_CONFIG; synonyms (include_synonyms) list the override, the set broker properties
+and the default, strongest first; documentation is filled in v3+ when asked for.
+configuration_keys null or empty means all. An illegal topic name gets
+INVALID_TOPIC_EXCEPTION, a missing topic UNKNOWN_TOPIC_OR_PARTITION.
+
+A broker resource named by this broker's id lists its properties (broker.config) and the
+broker-level synonyms of topic configs; the empty name (cluster-wide dynamic defaults)
+lists nothing, as there are none; another id gets INVALID_REQUEST. BROKER_LOGGER lists the
+root logger's level. Other resource types get INVALID_REQUEST.
+
+Deviation: broker configs are all read-only (no dynamic broker configuration).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from broker import topic_configs
+from broker.dispatch import RequestContext
+from broker.handlers._admin import (
+    RESOURCE_BROKER,
+    RESOURCE_BROKER_LOGGER,
+    RESOURCE_TOPIC,
+    config_entries,
+    describe_entry,
+    topic_name_error,
+)
+from broker.topic_configs import ConfigEntry, ConfigSource, ConfigType
+from protocol.errors import ErrorCode
+from protocol.messages.describe_configs import DESCRIBE_CONFIGS
+from protocol.schema import Message
+
+API = DESCRIBE_CONFIGS
+MIN_VERSION = 1
+MAX_VERSION = 4
+
+
+def broker_id_error(name: str, node_id: int) -> str | None:
+    """Kafka's check of a BROKER resource name: empty, or this broker's id."""
+    if name == "":
+        return None
+    try:
+        broker = int(name)
+    except ValueError:
+        return f"Broker id must be an integer, but it is: {name}"
+    if broker != node_id:
+        return f"Unexpected broker id, expected {node_id} or empty string, but received {name}"
+    return None
+
+
+def _entries(ctx: RequestContext, resource: Message) -> list[ConfigEntry]:
+    """The resource's configs; raises _Failed with Kafka's error."""
+    state = ctx.state
+    kind, name = resource.resource_type, resource.resource_name
+    if kind == RESOURCE_TOPIC:
+        reason = topic_name_error(name)
+        if reason is not None:
+            raise _Failed(ErrorCode.INVALID_TOPIC_EXCEPTION, reason)
+        info = state.store.topic(name)
+        if info is None:
+            raise _Failed(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist.")
+        return topic_configs.describe_topic(state.config, state.topic_overrides(info))
+    if kind == RESOURCE_BROKER:
+        reason = broker_id_error(name, state.node_id)
+        if reason is not None:
+            raise _Failed(ErrorCode.INVALID_REQUEST, reason)
+        # The empty name asks for cluster-wide dynamic defaults: there are none.
+        return topic_configs.describe_broker(state.config) if name else []
+    if kind == RESOURCE_BROKER_LOGGER:
+        reason = broker_id_error(name, state.node_id)
+        if reason is not None or name == "":
+            raise _Failed(ErrorCode.INVALID_REQUEST, reason or "A broker id is required")
+        level = logging.getLevelName(logging.getLogger().getEffectiveLevel())
+        return [
+            ConfigEntry(
+                "root",
+                "WARN" if level == "WARNING" else level,
+                ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG,
+                True,
+                ConfigType.STRING,
+                "Level of the root logger.",
+                (),
+            )
+        ]
+    raise _Failed(ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {kind}")
+
+
+class _Failed(Exception):
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def handle(ctx: RequestContext, request: Message) -> Message:
+    synonyms = bool(request.include_synonyms)
+    documentation = bool(request.include_documentation)
+    results: list[Message] = []
+    for resource in request.resources:
+        try:
+            entries = config_entries(_entries(ctx, resource), resource.configuration_keys)
+        except _Failed as exc:
+            results.append(
+                Message(
+                    error_code=exc.code,
+                    error_message=exc.message,
+                    resource_type=resource.resource_type,
+                    resource_name=resource.resource_name,
+                    configs=[],
+                )
+            )
+            continue
+        results.append(
+            Message(
+                error_code=ErrorCode.NONE,
+                error_message=None,
+                resource_type=resource.resource_type,
+                resource_name=resource.resource_name,
+                configs=[describe_entry(e, synonyms, documentation) for e in entries],
+            )
+        )
+    return Message(throttle_time_ms=0, results=results)

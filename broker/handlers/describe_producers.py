@@ -1,0 +1,64 @@
+"""DescribeProducers, version 0 (KIP-664).
+
+Behaviour: for each requested partition, the idempotent producers this broker holds state
+for (storage.producer_state): producer id, epoch, the last sequence it appended and the max
+timestamp of its last batch (Kafka's lastTimestamp), coordinator epoch -1 and no open
+transaction (-1). A producer whose records were all removed (retention, DeleteRecords) or
+that expired (producer.id.expiration.ms) is no longer listed, as in Kafka. Unknown topic
+or partition -> UNKNOWN_TOPIC_OR_PARTITION.
+"""
+
+from __future__ import annotations
+
+from broker.dispatch import RequestContext
+from protocol.errors import ErrorCode
+from protocol.messages.describe_producers import DESCRIBE_PRODUCERS
+from protocol.schema import Message
+
+API = DESCRIBE_PRODUCERS
+MIN_VERSION = 0
+MAX_VERSION = 0
+
+
+def handle(ctx: RequestContext, request: Message) -> Message:
+    store = ctx.state.store
+    topics: list[Message] = []
+    for topic in request.topics:
+        partitions: list[Message] = []
+        for index in topic.partition_indexes:
+            plog = store.partition(topic.name, index)
+            if plog is None:
+                partitions.append(
+                    Message(
+                        partition_index=index,
+                        error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                        error_message=None,
+                        active_producers=[],
+                    )
+                )
+                continue
+            producers = []
+            for entry in sorted(plog.producers, key=lambda e: e.producer_id):
+                last = entry.last_batch
+                producers.append(
+                    Message(
+                        producer_id=entry.producer_id,
+                        producer_epoch=entry.epoch,
+                        last_sequence=entry.last_seq,
+                        last_timestamp=last.max_timestamp
+                        if last is not None
+                        else entry.last_timestamp_ms,
+                        coordinator_epoch=-1,
+                        current_txn_start_offset=-1,
+                    )
+                )
+            partitions.append(
+                Message(
+                    partition_index=index,
+                    error_code=ErrorCode.NONE,
+                    error_message=None,
+                    active_producers=producers,
+                )
+            )
+        topics.append(Message(name=topic.name, partitions=partitions))
+    return Message(throttle_time_ms=0, topics=topics)

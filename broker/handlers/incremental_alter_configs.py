@@ -1,0 +1,117 @@
+"""IncrementalAlterConfigs, versions 0-1 (KIP-339).
+
+Behaviour: each operation changes one topic override: SET (0), DELETE (1, back to the
+default), APPEND (2) and SUBTRACT (3) on list configs (cleanup.policy, throttled replicas);
+APPEND/SUBTRACT on another type -> INVALID_REQUEST, an unknown operation -> INVALID_REQUEST.
+The resulting overrides are validated as a whole (unknown name, invalid value ->
+INVALID_CONFIG), applied at once and persisted; validate_only checks only. Repeated
+resources or keys -> INVALID_REQUEST; a missing topic -> UNKNOWN_TOPIC_OR_PARTITION.
+
+Broker resources are read-only (INVALID_REQUEST "Cannot update these configs
+dynamically"), as in AlterConfigs. BROKER_LOGGER: SET/DELETE of a Python logger's level
+(root included), as Kafka sets log4j levels; an unknown logger -> INVALID_CONFIG.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from broker.dispatch import RequestContext
+from broker.handlers._admin import RESOURCE_BROKER_LOGGER
+from broker.handlers._alter import alter, duplicate_resources, node_id_error, result
+from broker.topic_configs import incremental
+from protocol.errors import ErrorCode
+from protocol.messages.incremental_alter_configs import INCREMENTAL_ALTER_CONFIGS
+from protocol.schema import Message
+
+API = INCREMENTAL_ALTER_CONFIGS
+MIN_VERSION = 0
+MAX_VERSION = 1
+
+# log4j level names as Kafka accepts them, mapped onto Python's levels.
+_LEVELS = {
+    "TRACE": logging.DEBUG,
+    "DEBUG": logging.DEBUG,
+    "INFO": logging.INFO,
+    "WARN": logging.WARNING,
+    "ERROR": logging.ERROR,
+    "FATAL": logging.CRITICAL,
+}
+
+
+def _loggers(ctx: RequestContext, resource: Message, validate_only: bool) -> Message:
+    reason = node_id_error(resource.resource_name, ctx.state.node_id)
+    if reason is not None or resource.resource_name == "":
+        return result(resource, ErrorCode.INVALID_REQUEST, reason or "A broker id is required")
+    changes: list[tuple[logging.Logger, int]] = []
+    for config in resource.configs:
+        name = config.name
+        known = name == "root" or name in logging.Logger.manager.loggerDict
+        if not known:
+            return result(resource, ErrorCode.INVALID_CONFIG, f"Logger {name} does not exist!")
+        logger = logging.getLogger() if name == "root" else logging.getLogger(name)
+        if config.config_operation == 0:
+            level = _LEVELS.get((config.value or "").upper())
+            if level is None:
+                return result(
+                    resource,
+                    ErrorCode.INVALID_CONFIG,
+                    f"Cannot set the log level of {name} to {config.value} as it is not a "
+                    f"supported log level. Valid log levels are {', '.join(_LEVELS)}",
+                )
+            changes.append((logger, level))
+        elif config.config_operation == 1:
+            if name == "root":
+                return result(
+                    resource,
+                    ErrorCode.INVALID_REQUEST,
+                    "Removing the log level of the root logger is not allowed",
+                )
+            changes.append((logger, logging.NOTSET))
+        else:
+            return result(
+                resource,
+                ErrorCode.INVALID_REQUEST,
+                f"Operation {config.config_operation} is not allowed for the BROKER_LOGGER "
+                "resource",
+            )
+    if not validate_only:
+        for logger, new_level in changes:
+            logger.setLevel(new_level)
+    return result(resource, ErrorCode.NONE, None)
+
+
+def handle(ctx: RequestContext, request: Message) -> Message:
+    duplicates = duplicate_resources(request.resources)
+    validate_only = bool(request.validate_only)
+    responses: list[Message] = []
+    for resource in request.resources:
+        if (resource.resource_type, resource.resource_name) in duplicates:
+            responses.append(
+                result(
+                    resource, ErrorCode.INVALID_REQUEST, "Each resource must appear at most once."
+                )
+            )
+            continue
+        if resource.resource_type == RESOURCE_BROKER_LOGGER:
+            responses.append(_loggers(ctx, resource, validate_only))
+            continue
+        operations: list[tuple[str, int, str | None]] = [
+            (c.name, c.config_operation, c.value) for c in resource.configs
+        ]
+
+        def change(
+            current: dict[str, str], ops: list[tuple[str, int, str | None]] = operations
+        ) -> dict[str, str | None]:
+            return incremental(current, ops)
+
+        responses.append(
+            alter(
+                ctx,
+                resource,
+                [c.name for c in resource.configs],
+                change,
+                validate_only,
+            )
+        )
+    return Message(throttle_time_ms=0, responses=responses)
