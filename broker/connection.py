@@ -18,7 +18,9 @@ import logging
 from typing import TYPE_CHECKING
 
 from broker.dispatch import CloseConnection, Dispatcher, RequestContext
+from broker.zero_copy import SENDFILE_MIN_BYTES, FileRecords
 from protocol import codec
+from protocol.codec import Deferred
 from protocol.errors import ErrorCode
 from protocol.frame import FrameError, check_length, read_length
 from protocol.header import decode_request_header, encode_response_header, peek_header
@@ -148,13 +150,33 @@ class KafkaConnection(asyncio.Protocol):
             response = await self._handle(frame)
             if response is None or self._closing:
                 continue
-            assert self.transport is not None
-            self.transport.write(response)
-            if not self._can_write.is_set():
-                await self._can_write.wait()
+            try:
+                await self._write(response)
+            except (OSError, RuntimeError) as exc:
+                log.warning(
+                    "closing connection to %s: sending a response failed: %s", self.peer, exc
+                )
+                self.close()
+                break
         self.idle.set()
 
-    async def _handle(self, frame: bytes) -> bytes | None:
+    async def _write(self, parts: list[bytes | bytearray | Deferred]) -> None:
+        transport = self.transport
+        assert transport is not None
+        for part in parts:
+            if not isinstance(part, Deferred):
+                transport.write(part)
+            elif isinstance(part, FileRecords) and len(part) >= SENDFILE_MIN_BYTES:
+                with part.open() as source:
+                    await asyncio.get_running_loop().sendfile(
+                        transport, source, part.position, len(part)
+                    )
+            else:
+                transport.write(part.read())
+            if not self._can_write.is_set():
+                await self._can_write.wait()
+
+    async def _handle(self, frame: bytes) -> list[bytes | bytearray | Deferred] | None:
         try:
             api_key, api_version, correlation_id = peek_header(frame)
         except DecodeError as exc:
@@ -219,7 +241,7 @@ class KafkaConnection(asyncio.Protocol):
             return None
         return _frame_response(correlation_id, api.response_header_version(api_version), payload)
 
-    def _unsupported_api_versions(self, correlation_id: int) -> bytes:
+    def _unsupported_api_versions(self, correlation_id: int) -> list[bytes | bytearray | Deferred]:
         body = codec.encode_response(
             API_VERSIONS,
             0,
@@ -228,7 +250,7 @@ class KafkaConnection(asyncio.Protocol):
                 api_keys=api_version_entries(self.dispatcher),
             ),
         )
-        return _frame_response(correlation_id, 0, body)
+        return _frame_response(correlation_id, 0, [body])
 
 
 def api_version_entries(dispatcher: Dispatcher) -> list[Message]:
@@ -237,9 +259,14 @@ def api_version_entries(dispatcher: Dispatcher) -> list[Message]:
     ]
 
 
-def _frame_response(correlation_id: int, header_version: int, payload: bytes) -> bytes:
-    out = bytearray(4)
-    encode_response_header(out, correlation_id, header_version)
-    out += payload
-    INT32.pack_into(out, 0, len(out) - 4)
-    return bytes(out)
+def _frame_response(
+    correlation_id: int, header_version: int, parts: list[bytes | bytearray | Deferred]
+) -> list[bytes | bytearray | Deferred]:
+    head = bytearray(4)
+    encode_response_header(head, correlation_id, header_version)
+    INT32.pack_into(head, 0, len(head) - 4 + sum(len(p) for p in parts))
+    first = parts[0]
+    if isinstance(first, Deferred):
+        return [head, *parts]
+    head += first
+    return [head, *parts[1:]]

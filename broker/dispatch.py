@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from protocol import codec
+from protocol.codec import Deferred
 from protocol.header import RequestHeader
 from protocol.schema import Api, Message
 
@@ -98,8 +99,11 @@ class Dispatcher:
         """(api_key, min, max) in ascending key order, as Kafka lists them."""
         return [(k, h.advertised_min, h.max_version) for k, h in sorted(self.handlers.items())]
 
-    async def call(self, handler: Handler, ctx: RequestContext, body: memoryview) -> bytes | None:
-        """Decode, run the handler, encode. Returns the response body or None (no response)."""
+    async def call(
+        self, handler: Handler, ctx: RequestContext, body: memoryview
+    ) -> list[bytes | bytearray | Deferred] | None:
+        """Decode, run the handler, encode. Returns the response body as parts (records the
+        connection sends itself stay Deferred), or None (no response)."""
         request = codec.decode_request(handler.api, ctx.version, body)
         for interceptor in self.interceptors:
             res = interceptor(ctx, request)
@@ -110,4 +114,5 @@ class Dispatcher:
             result = await result
         if result is None:
             return None
-        return codec.encode_response(handler.api, ctx.version, result)
+        api = handler.api
+        return codec.encode_parts(api.response, ctx.version, api.is_flexible(ctx.version), result)

@@ -151,6 +151,43 @@ def _copy(r: Reader, n: int) -> bytes:
     return bytes(r.take(n))
 
 
+class Deferred:
+    """Records the connection writes itself (e.g. with sendfile) instead of copying them
+    into the encoded message. Only records fields accept one."""
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+    def read(self) -> bytes:
+        """The bytes themselves, for encoders that cannot defer them."""
+        raise NotImplementedError
+
+
+class _Parts(bytearray):
+    """Encoder output that remembers where deferred records go."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.deferred: list[tuple[int, Deferred]] = []
+
+
+def _records(flexible: bool, name: str) -> tuple[Encoder, Decoder]:
+    wlen, _ = _bytes_length_codec(flexible)
+    enc_bytes, dec = _sized(_bytes_length_codec(flexible), True, name, "bytes", _same, _view)
+
+    def enc(out: bytearray, v: Any) -> None:
+        if not isinstance(v, Deferred):
+            enc_bytes(out, v)
+            return
+        wlen(out, len(v))
+        if isinstance(out, _Parts):
+            out.deferred.append((len(out), v))
+        else:
+            out += v.read()
+
+    return enc, dec
+
+
 def _string(flexible: bool, nullable: bool, name: str) -> tuple[Encoder, Decoder]:
     return _sized(_length_codec(flexible), nullable, name, "string", _utf8, Reader.string_of)
 
@@ -190,8 +227,9 @@ def _primitive(t: Primitive, flexible: bool, nullable: bool, name: str) -> tuple
     if t is BYTES:
         return _bytes(flexible, nullable, name, zero_copy=False)
     if t is RECORDS:
-        # Records are always nullable on the wire; keep them as a view into the frame.
-        return _bytes(flexible, True, name, zero_copy=True)
+        # Records are always nullable on the wire; decoded as a view into the frame, and
+        # encoded from bytes or a Deferred the connection sends without copying.
+        return _records(flexible, name)
     raise TypeError(f"unknown primitive {t!r}")
 
 
@@ -352,6 +390,24 @@ def encode(fields: tuple[Field, ...], version: int, flexible: bool, value: Any) 
     out = bytearray()
     _plan(fields, version, flexible)[0](out, value)
     return bytes(out)
+
+
+def encode_parts(
+    fields: tuple[Field, ...], version: int, flexible: bool, value: Any
+) -> list[bytes | bytearray | Deferred]:
+    """The encoded message as parts: byte strings, and Deferred records in their places."""
+    out = _Parts()
+    _plan(fields, version, flexible)[0](out, value)
+    if not out.deferred:
+        return [out]
+    parts: list[bytes | bytearray | Deferred] = []
+    last = 0
+    for pos, deferred in out.deferred:
+        parts.append(out[last:pos])
+        parts.append(deferred)
+        last = pos
+    parts.append(out[last:])
+    return parts
 
 
 def encode_into(

@@ -63,6 +63,18 @@ def _wall_ms() -> int:
     return int(time.time() * 1000)
 
 
+@dataclass(frozen=True, slots=True)
+class SegmentSlice:
+    """``length`` bytes of a segment's log file from ``position``."""
+
+    segment: Segment
+    position: int
+    length: int
+
+    def read(self) -> bytes:
+        return self.segment.read_at(self.position, self.length)
+
+
 class OffsetOutOfRangeError(ValueError):
     """A read below the log start or beyond the log end (Fetch: OFFSET_OUT_OF_RANGE)."""
 
@@ -405,6 +417,23 @@ class PartitionLog:
             if data:
                 return data
         return b""
+
+    def read_slice(self, offset: int, max_bytes: int) -> SegmentSlice:
+        """Where the bytes a fetch at ``offset`` returns lie, for a zero-copy send.
+
+        Same range rules as ``read`` except that the slice may end inside a batch, as Kafka's
+        fetch responses do. Raises OffsetOutOfRangeError like ``read``.
+        """
+        if offset < self._log_start_offset or offset > self.log_end_offset:
+            raise OffsetOutOfRangeError(
+                f"offset {offset} outside {self._log_start_offset}..{self.log_end_offset}"
+            )
+        segment = self._segments[-1]
+        for segment in self._segments[self._segment_index(offset) :]:
+            position, length = segment.locate(offset, max_bytes)
+            if length:
+                return SegmentSlice(segment, position, length)
+        return SegmentSlice(segment, 0, 0)
 
     def offset_for_timestamp(self, timestamp: int) -> TimestampOffset | None:
         """The first record whose timestamp is >= ``timestamp``, with that timestamp.

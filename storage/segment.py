@@ -551,6 +551,29 @@ class Segment:
             return self._pread(first.size, pos)
         return data if end == len(data) else data[:end]
 
+    def locate(self, offset: int, max_bytes: int) -> tuple[int, int]:
+        """(position, length) of what a fetch at ``offset`` returns, without reading it.
+
+        As Kafka's LogSegment.read: from the batch holding ``offset``, up to ``max_bytes``,
+        which may end inside a batch (clients drop a partial trailing batch), but never less
+        than the whole first batch (minOneMessage), so a consumer always makes progress.
+        """
+        pos = self.lookup(offset)
+        if pos >= self.size:
+            return pos, 0
+        first = parse_header(self._pread(HEADER_SIZE, pos))
+        return pos, min(self.size - pos, max(max_bytes, first.size))
+
+    def read_at(self, position: int, length: int) -> bytes:
+        return self._pread(length, position)
+
+    def dup_fd(self) -> int:
+        """A duplicate of the log file's descriptor, for zero-copy sends that may outlive a
+        roll, retention or deletion of this segment (the inode stays readable)."""
+        if self._fd < 0:
+            raise OSError(f"segment {self.log_path} is closed")
+        return os.dup(self._fd)
+
     def batches(self, start_position: int = 0) -> Iterator[tuple[int, BatchHeader, bytes]]:
         """(position, header, batch bytes) of every batch from ``start_position``."""
         for pos, header, data in self._walk(start_position, self.size, with_bytes=True):

@@ -1,9 +1,11 @@
 """Fetch, versions 4-17 (Kafka 4.0's range).
 
-Serves stored batches exactly as they sit in the segment files. Behaviour as Kafka:
+Serves stored batches exactly as they sit in the segment files, sent from the file with
+sendfile when large (broker.zero_copy). Behaviour as Kafka:
 - at least one whole batch for the first partition with data even above max_bytes /
   partition_max_bytes (KIP-74), so a consumer always makes progress; later partitions stop
-  once the response's max_bytes is used up;
+  once the response's max_bytes is used up; a partition's data may end inside a batch
+  (LogSegment.read does not align to batches; clients drop the partial tail);
 - long-poll: with fewer than min_bytes available the answer waits up to max_wait_ms for
   new appends;
 - offsets outside log_start..log_end get OFFSET_OUT_OF_RANGE; v13+ topic ids that are
@@ -22,6 +24,7 @@ import asyncio
 import time
 
 from broker.dispatch import RequestContext
+from broker.zero_copy import FileRecords
 from protocol.errors import ErrorCode
 from protocol.messages.fetch import FETCH
 from protocol.schema import Message
@@ -92,11 +95,11 @@ def _collect(ctx: RequestContext, request: Message) -> tuple[list[Message], int]
                 parts.append(_empty(part.partition, ErrorCode.INVALID_FETCH_SIZE))
                 continue
             limit = min(part.partition_max_bytes, budget - total)
-            data = b""
+            data: bytes | FileRecords = b""
             error = ErrorCode.NONE
             if limit > 0 or total == 0:
                 try:
-                    data = log_.read(part.fetch_offset, max(limit, 1))
+                    data = FileRecords(log_.read_slice(part.fetch_offset, max(limit, 1)))
                 except OffsetOutOfRangeError:
                     error = ErrorCode.OFFSET_OUT_OF_RANGE
             total += len(data)

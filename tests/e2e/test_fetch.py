@@ -10,7 +10,7 @@ import pytest
 
 from protocol.errors import ErrorCode
 from protocol.messages.fetch import FETCH
-from protocol.records import iter_batches
+from protocol.records import build_batch, iter_batches
 from protocol.schema import Message
 from tests.support.broker_process import BrokerProcess
 from tests.support.produce import batch, create_topic, produce, stored
@@ -169,3 +169,27 @@ def test_long_poll_returns_empty_after_max_wait(shared_broker: BrokerProcess) ->
         waited = time.perf_counter() - started
     assert (part.error_code, bytes(part.records)) == (0, b"")
     assert waited >= 0.29
+
+
+def test_large_fetch_is_sent_from_the_file_byte_for_byte(shared_broker: BrokerProcess) -> None:
+    """Above the sendfile threshold the records go out with sendfile; same bytes as on disk,
+    cut at partition_max_bytes (possibly inside a batch, as Kafka's LogSegment.read)."""
+    name = f"big-{time.monotonic_ns()}"
+    payload = bytes(range(256)) * 40  # 10 KiB, incompressible enough
+    with RawClient(shared_broker.port) as client:
+        create_topic(client, name)
+        for i in range(30):
+            data = build_batch([(str(i).encode(), payload)] * 10)
+            assert produce(client, name, data).error_code == 0
+        on_disk = b"".join(raw for _, raw in stored(shared_broker.data_dir, name))
+        assert len(on_disk) > 2 * 1024 * 1024
+        whole = only_partition(
+            client.request(FETCH, 12, fetch_request(name, 0, partition_max_bytes=10_000_000))
+        )
+        assert bytes(whole.records) == on_disk
+        cut = only_partition(
+            client.request(FETCH, 12, fetch_request(name, 0, partition_max_bytes=1_000_000))
+        )
+        assert bytes(cut.records) == on_disk[:1_000_000]
+        # The connection is still in step after sendfile: a small request works.
+        assert only_partition(client.request(FETCH, 12, fetch_request(name, 0))).error_code == 0
