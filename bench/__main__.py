@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import workloads
-from bench.process import BenchBroker
+from bench.process import COMMON_OVERRIDES, BenchBroker
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -47,8 +47,7 @@ def repeat(runs: int, fn: Callable[[], float]) -> dict[str, Any]:
     return summarize([fn() for _ in range(runs)])
 
 
-def machine() -> dict[str, Any]:
-    loop = "uvloop" if os.environ.get("MINIKAFKA_LOOP") == "uvloop" else "asyncio (default)"
+def machine(loop: str) -> dict[str, Any]:
     return {
         "cores": os.cpu_count(),
         "python": platform.python_version(),
@@ -62,10 +61,15 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="smaller workloads, one run")
     parser.add_argument("--skip-recovery", action="store_true")
+    parser.add_argument("--loop", choices=("asyncio", "uvloop"), default="asyncio")
     args = parser.parse_args()
+    COMMON_OVERRIDES["minikafka.event.loop"] = args.loop
     runs = 1 if args.quick else args.runs
     scale = 0.1 if args.quick else 1.0
-    results: dict[str, Any] = {"machine": machine(), "when": time.strftime("%Y-%m-%d %H:%M")}
+    results: dict[str, Any] = {
+        "machine": machine(args.loop),
+        "when": time.strftime("%Y-%m-%d %H:%M"),
+    }
     figures: dict[str, Any] = {}
 
     figures["startup_s"] = repeat(1 if args.quick else 5, workloads.startup_once)
@@ -97,9 +101,10 @@ def main() -> int:
         )
     results["figures"] = figures
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "latest.json").write_text(json.dumps(results, indent=2) + "\n")
+    stem = "latest" if args.loop == "asyncio" else f"latest-{args.loop}"
+    (RESULTS / f"{stem}.json").write_text(json.dumps(results, indent=2) + "\n")
     table = markdown(results)
-    (RESULTS / "latest.md").write_text(table)
+    (RESULTS / f"{stem}.md").write_text(table)
     print(table)
     return 0
 

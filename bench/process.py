@@ -37,6 +37,10 @@ def wait_accepting(port: int, deadline: float) -> None:
             time.sleep(0.002)
 
 
+# Settings every benchmark broker gets (e.g. the event loop chosen with --loop).
+COMMON_OVERRIDES: dict[str, str] = {}
+
+
 class BenchBroker:
     def __init__(
         self,
@@ -44,7 +48,7 @@ class BenchBroker:
         port: int | None = None,
         overrides: dict[str, str] | None = None,
     ) -> None:
-        self.overrides = overrides or {}
+        self.overrides = {**COMMON_OVERRIDES, **(overrides or {})}
         self._tmp = None if data_dir else tempfile.mkdtemp(prefix="minikafka-bench-")
         self.data_dir = data_dir or Path(self._tmp or ".") / "data"
         self.port = port or free_port()

@@ -101,6 +101,7 @@ class Config:
     group_max_session_timeout_ms: int
     log_level: str
     record_validation: str
+    event_loop: str
     cluster_id: str | None
     # Where the configuration came from, for the start-up log line.
     source_summary: str
@@ -486,6 +487,13 @@ PROPERTIES: tuple[Property, ...] = (
         "records",
         "minikafka: check batch header and CRC only ('header') or each record too.",
         attr="record_validation",
+    ),
+    Property(
+        "minikafka.event.loop",
+        _choice("asyncio", "uvloop"),
+        "asyncio",
+        "minikafka: event loop; uvloop (pip install 'minikafka[uvloop]') is optional.",
+        attr="event_loop",
     ),
 )
 

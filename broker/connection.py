@@ -59,8 +59,9 @@ class KafkaConnection(asyncio.Protocol):
     # --- asyncio.Protocol ----------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # A stream transport (asyncio's or uvloop's; uvloop's does not subclass
+        # asyncio.Transport, so no isinstance check here).
+        self.transport = transport  # type: ignore[assignment]
         peername = transport.get_extra_info("peername")
         self.peer = f"{peername[0]}:{peername[1]}" if peername else "?"
         self.state.connections.add(self)
@@ -166,11 +167,20 @@ class KafkaConnection(asyncio.Protocol):
         for part in parts:
             if not isinstance(part, Deferred):
                 transport.write(part)
-            elif isinstance(part, FileRecords) and len(part) >= SENDFILE_MIN_BYTES:
-                with part.open() as source:
-                    await asyncio.get_running_loop().sendfile(
-                        transport, source, part.position, len(part)
-                    )
+            elif (
+                isinstance(part, FileRecords)
+                and len(part) >= SENDFILE_MIN_BYTES
+                and self.state.sendfile
+            ):
+                try:
+                    with part.open() as source:
+                        await asyncio.get_running_loop().sendfile(
+                            transport, source, part.position, len(part)
+                        )
+                except NotImplementedError:
+                    # uvloop has no loop.sendfile: copy through Python from now on.
+                    self.state.sendfile = False
+                    transport.write(part.read())
             else:
                 transport.write(part.read())
             if not self._can_write.is_set():

@@ -41,7 +41,6 @@ class Broker:
         config = self.config
         started = time.monotonic()
         store = Store.open(config.log_dir, node_id=config.node_id, log_config=log_config(config))
-        log.info("log recovery: %s", store.recovery_summary)
         producer_ids = ProducerIdAllocator(config.log_dir)
         state = BrokerState(config, store, producer_ids, build_dispatcher())
         state.groups = _open_groups(config, state)
@@ -159,4 +158,11 @@ async def serve(config: Config) -> int:
 
 def run(config: Config, *, config_source: str = "defaults") -> int:
     log.info("configuration from %s; pid %d", config_source, os.getpid())
+    if config.event_loop == "uvloop":
+        try:
+            import uvloop
+        except ImportError:
+            log.error("minikafka.event.loop=uvloop, but uvloop is not installed")
+            return 2
+        return int(uvloop.run(serve(config)))
     return asyncio.run(serve(config))

@@ -41,6 +41,8 @@ class BrokerState:
         self.connections: set[KafkaConnection] = set()
         self.flusher = Flusher()
         self.shutting_down = False
+        # Zero-copy fetch sends; switched off if the event loop cannot sendfile (uvloop).
+        self.sendfile = True
         self._appended = asyncio.Event()
         # Per-topic config overrides (CreateTopics, AlterConfigs) and what they amount to.
         self.topic_configs = TopicConfigStore.open(store.data_dir)

@@ -39,8 +39,13 @@ API_NAMES = {
     16: "ListGroups",
     18: "ApiVersions",
     19: "CreateTopics",
+    20: "DeleteTopics",
+    21: "DeleteRecords",
     22: "InitProducerId",
     32: "DescribeConfigs",
+    33: "AlterConfigs",
+    37: "CreatePartitions",
+    42: "DeleteGroups",
 }
 
 # tool -> API name -> versions seen; printed by pytest_terminal_summary.

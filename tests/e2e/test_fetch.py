@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -193,3 +194,22 @@ def test_large_fetch_is_sent_from_the_file_byte_for_byte(shared_broker: BrokerPr
         assert bytes(cut.records) == on_disk[:1_000_000]
         # The connection is still in step after sendfile: a small request works.
         assert only_partition(client.request(FETCH, 12, fetch_request(name, 0))).error_code == 0
+
+
+def test_uvloop_option_serves_produce_and_large_fetch(tmp_path: Path) -> None:
+    """uvloop is optional (minikafka.event.loop=uvloop); it has no sendfile, so large fetches
+    fall back to copying and must still return the stored bytes."""
+    pytest.importorskip("uvloop")
+    broker = BrokerProcess(tmp_path / "d", {"minikafka.event.loop": "uvloop"}).start()
+    try:
+        with RawClient(broker.port) as client:
+            create_topic(client, "uv")
+            for i in range(20):
+                data = build_batch([(str(i).encode(), bytes(range(256)) * 40)] * 10)
+                assert produce(client, "uv", data).error_code == 0
+            part = only_partition(
+                client.request(FETCH, 12, fetch_request("uv", 0, partition_max_bytes=10_000_000))
+            )
+        assert bytes(part.records) == b"".join(raw for _, raw in stored(broker.data_dir, "uv"))
+    finally:
+        assert broker.stop() == 0
