@@ -1,20 +1,25 @@
-"""Stock clients against a real broker process, checked on what the broker STORED.
+"""Stock clients against a real broker process: produce, check what is STORED, consume back.
 
 kafka-python, confluent-kafka (librdkafka) and aiokafka each run an idempotent producer
 (acks=all) with every codec: 10,000 keyed records over 3 partitions, sent to explicit
-partitions. The assertions read the segment files, so they hold whatever the clients
-believed: every record stored exactly once, in per-partition send order, offsets and
-sequences contiguous from 0, one producer id with epoch 0, the requested codec.
+partitions, with 0-2 headers each (empty and null values, repeated keys, UTF-8 keys), some
+null values, and explicit, non-monotonic CreateTime timestamps.
 
-Then each client's plain consumer (assign + offset 0, no group) reads records back with
-Fetch only and must see exactly what is stored.
+The produce test reads the segment files, so it holds whatever the clients believed: every
+record stored exactly once, in per-partition send order, with the key, value, headers and
+timestamp that were sent; offsets and sequences contiguous from 0; one producer id with epoch
+0; the requested codec.
+
+The round-trip test then reads the same topic with the same client library (assign + seek to
+offset 0: Fetch only, no group, no commits) and must get every record exactly once, in order,
+offsets contiguous from 0, with the key, value, headers and timestamp that were sent.
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -25,6 +30,16 @@ from protocol.schema import Message
 from tests.support.broker_process import BrokerProcess
 from tests.support.produce import create_topic, stored
 from tests.support.raw_client import RawClient
+from tests.support.real_clients import (
+    CONSUMERS,
+    CREATE_TIME,
+    NULL_HEADER_VALUES,
+    PRODUCERS,
+    Got,
+    Headers,
+    Sent,
+    make_records,
+)
 
 N_RECORDS = 10_000
 PARTITIONS = 3
@@ -33,8 +48,6 @@ CODEC_IDS = {name: codec for codec, name in CODEC_NAMES.items()}
 FIND_COORDINATOR = 10
 CONSUME_DEADLINE_S = 30.0
 
-Producer = Callable[[str, str, str, int], None]
-
 # kafka-python 3.0 loads its protocol schemas with importlib.resources.read_text, deprecated
 # since Python 3.11; pytest runs with warnings as errors.
 pytestmark = [
@@ -42,197 +55,27 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:open_text is deprecated:DeprecationWarning"),
 ]
 
-
-def record_key(i: int) -> bytes:
-    return b"key-%d" % i
-
-
-def record_value(i: int) -> bytes:
-    # JSON-ish and repetitive so that every codec shrinks it: librdkafka sends a batch
-    # uncompressed when compression would not make it smaller.
-    return (
-        b'{"n": %d, "kind": "e2e-record", "text": "the quick brown fox jumps over the lazy dog, '
-        b'the quick brown fox jumps over the lazy dog", "pad": "%s"}' % (i, b"x" * 40)
-    )
+# What a record looks like once the offset is set aside: compared field by field.
+Content = tuple[bytes | None, bytes | None, Headers, int]
 
 
-def index_of(key: bytes | None) -> int:
-    assert key is not None and key.startswith(b"key-"), key
-    return int(key[4:])
+def content(r: Sent) -> Content:
+    return (r.key, r.value, r.headers, r.timestamp)
 
 
-# --- producers: each sends record i to partition i % 3 and returns once all are acked -------
+def sent_to(records: Sequence[Sent], partition: int) -> list[Sent]:
+    """The records sent to ``partition``, in send order."""
+    return [r for r in records if r.partition == partition]
 
 
-def produce_kafka_python(bootstrap: str, topic: str, codec: str, n: int) -> None:
-    from kafka import KafkaProducer
-
-    producer = KafkaProducer(
-        bootstrap_servers=bootstrap,
-        enable_idempotence=True,
-        acks="all",
-        compression_type=None if codec == "none" else codec,
-    )
-    try:
-        futures = [
-            producer.send(topic, key=record_key(i), value=record_value(i), partition=i % PARTITIONS)
-            for i in range(n)
-        ]
-        producer.flush(timeout=30)
-        for future in futures:
-            future.get(timeout=0)  # raises the delivery error, if any
-    finally:
-        producer.close(timeout=10)
+def first_difference(got: Sequence[object], want: Sequence[object]) -> str:
+    for i, (g, w) in enumerate(zip(got, want, strict=False)):
+        if g != w:
+            return f"at position {i}: got {g!r}, sent {w!r}"
+    return f"got {len(got)} records, sent {len(want)}"
 
 
-def produce_confluent(bootstrap: str, topic: str, codec: str, n: int) -> None:
-    from confluent_kafka import KafkaError
-    from confluent_kafka import Message as CkMessage
-    from confluent_kafka import Producer as CkProducer
-
-    errors: list[KafkaError] = []
-
-    def on_delivery(err: KafkaError | None, _msg: CkMessage) -> None:
-        if err is not None:
-            errors.append(err)
-
-    producer = CkProducer(
-        {
-            "bootstrap.servers": bootstrap,
-            "enable.idempotence": True,
-            "acks": "all",
-            "compression.type": codec,
-        }
-    )
-    for i in range(n):
-        producer.produce(
-            topic,
-            key=record_key(i),
-            value=record_value(i),
-            partition=i % PARTITIONS,
-            on_delivery=on_delivery,
-        )
-    assert producer.flush(30) == 0, "records still queued after flush"
-    assert errors == []
-
-
-def produce_aiokafka(bootstrap: str, topic: str, codec: str, n: int) -> None:
-    from aiokafka import AIOKafkaProducer
-
-    async def run() -> None:
-        producer = AIOKafkaProducer(
-            bootstrap_servers=bootstrap,
-            enable_idempotence=True,
-            acks="all",
-            compression_type=None if codec == "none" else codec,
-        )
-        await producer.start()
-        try:
-            futures = [
-                await producer.send(
-                    topic, key=record_key(i), value=record_value(i), partition=i % PARTITIONS
-                )
-                for i in range(n)
-            ]
-            await asyncio.gather(*futures)
-        finally:
-            await producer.stop()
-
-    asyncio.run(run())
-
-
-PRODUCERS: dict[str, Producer] = {
-    "kafka-python": produce_kafka_python,
-    "confluent-kafka": produce_confluent,
-    "aiokafka": produce_aiokafka,
-}
-
-
-# --- consumers: assign all partitions at offset 0 (Fetch only, no group, no ListOffsets) -----
-
-Consumed = list[tuple[int, int, bytes | None, bytes | None]]  # partition, offset, key, value
-
-
-def consume_kafka_python(bootstrap: str, topic: str, n: int) -> Consumed:
-    from kafka import KafkaConsumer, TopicPartition
-
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False)
-    got: Consumed = []
-    try:
-        partitions = [TopicPartition(topic, p) for p in range(PARTITIONS)]
-        consumer.assign(partitions)
-        for tp in partitions:
-            consumer.seek(tp, 0)  # an explicit position: no ListOffsets needed
-        deadline = time.monotonic() + CONSUME_DEADLINE_S
-        while len(got) < n and time.monotonic() < deadline:
-            for tp, messages in consumer.poll(timeout_ms=500).items():
-                got += [(tp.partition, m.offset, m.key, m.value) for m in messages]
-    finally:
-        consumer.close()
-    return got
-
-
-def consume_confluent(bootstrap: str, topic: str, n: int) -> Consumed:
-    from confluent_kafka import Consumer, TopicPartition
-
-    # group.id is required by the client but unused: no subscribe, no commits.
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "e2e-unused",
-            "enable.auto.commit": False,
-            "enable.auto.offset.store": False,
-        }
-    )
-    got: Consumed = []
-    try:
-        consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
-        deadline = time.monotonic() + CONSUME_DEADLINE_S
-        while len(got) < n and time.monotonic() < deadline:
-            for m in consumer.consume(num_messages=1000, timeout=0.5):
-                assert m.error() is None, m.error()
-                partition, offset = m.partition(), m.offset()
-                assert partition is not None and offset is not None
-                got.append((partition, offset, m.key(), m.value()))
-    finally:
-        consumer.close()
-    return got
-
-
-def consume_aiokafka(bootstrap: str, topic: str, n: int) -> Consumed:
-    from aiokafka import AIOKafkaConsumer, TopicPartition
-
-    async def run() -> Consumed:
-        consumer = AIOKafkaConsumer(
-            bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False
-        )
-        await consumer.start()
-        got: Consumed = []
-        try:
-            partitions = [TopicPartition(topic, p) for p in range(PARTITIONS)]
-            consumer.assign(partitions)
-            for tp in partitions:
-                consumer.seek(tp, 0)
-            deadline = time.monotonic() + CONSUME_DEADLINE_S
-            while len(got) < n and time.monotonic() < deadline:
-                batches = await consumer.getmany(timeout_ms=500)
-                for tp, messages in batches.items():
-                    got += [(tp.partition, m.offset, m.key, m.value) for m in messages]
-        finally:
-            await consumer.stop()
-        return got
-
-    return asyncio.run(run())
-
-
-CONSUMERS: dict[str, Callable[[str, str, int], Consumed]] = {
-    "kafka-python": consume_kafka_python,
-    "confluent-kafka": consume_confluent,
-    "aiokafka": consume_aiokafka,
-}
-
-
-# --- fixtures and checks ---------------------------------------------------------------------
+# --- fixtures --------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -245,6 +88,46 @@ def broker3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]
         yield proc
     finally:
         proc.stop()
+
+
+@dataclass(frozen=True)
+class Produced:
+    topic: str
+    records: list[Sent]
+    error: BaseException | None = None
+
+
+@pytest.fixture(scope="module")
+def produced(broker3: BrokerProcess) -> Callable[[str, str], Produced]:
+    """Produce once per (client, codec) and share the topic between the tests that need it.
+
+    The round-trip test reads the topic the produce test wrote, without producing twice; run
+    alone (``-k``), it produces first. A failed produce is remembered, so a later test fails
+    with that cause instead of appending a second copy of the records.
+    """
+    # An hour in the past: see record_timestamp.
+    base_ms = int(time.time() * 1000) - 3_600_000
+    cache: dict[tuple[str, str], Produced] = {}
+
+    def get(client: str, codec: str) -> Produced:
+        done = cache.get((client, codec))
+        if done is None:
+            topic = f"produce-{client}-{codec}"
+            records = make_records(
+                N_RECORDS, PARTITIONS, base_ms, null_header_values=NULL_HEADER_VALUES[client]
+            )
+            create(broker3, topic)
+            try:
+                PRODUCERS[client](broker3.bootstrap, topic, codec, records)
+            except BaseException as exc:
+                cache[(client, codec)] = Produced(topic, records, exc)
+                raise
+            done = cache[(client, codec)] = Produced(topic, records)
+        if done.error is not None:
+            pytest.fail(f"producing to {done.topic} failed: {done.error!r}")
+        return done
+
+    return get
 
 
 def create(broker: BrokerProcess, topic: str) -> None:
@@ -268,14 +151,19 @@ def expected_codec(broker: BrokerProcess, client: str, codec: str) -> str:
     return codec
 
 
-def check_stored(data_dir: Path, topic: str, n: int, codec: str, *, librdkafka: bool) -> None:
-    """Every record once, in send order per partition, contiguous offsets and sequences."""
+# --- checks ----------------------------------------------------------------------------------
+
+
+def check_stored(
+    data_dir: Path, topic: str, records: Sequence[Sent], codec: str, *, librdkafka: bool
+) -> None:
+    """Every record once, as sent, in send order per partition; contiguous offsets/sequences."""
     producer_ids: set[int] = set()
     codecs: list[int] = []
     for partition in range(PARTITIONS):
         next_offset = 0
         next_sequence = 0
-        indexes: list[int] = []
+        contents: list[Content] = []
         for header, data in stored(data_dir, topic, partition):
             where = f"{topic}-{partition} batch at {header.base_offset}"
             assert header.base_offset == next_offset, where
@@ -284,17 +172,23 @@ def check_stored(data_dir: Path, topic: str, n: int, codec: str, *, librdkafka: 
             assert header.producer_id >= 0 and header.producer_epoch == 0, (where, header)
             assert header.base_sequence == next_sequence, (where, header)
             assert not header.is_transactional and not header.is_control, where
-            records = decode_records(data, header)
-            assert [r.offset_delta for r in records] == list(range(header.records_count)), where
-            for r in records:
-                i = index_of(r.key)
-                assert r.value == record_value(i), (where, i)
-                indexes.append(i)
+            # A CreateTime topic keeps the client's timestamps: only LogAppendTime topics get
+            # max_timestamp rewritten by the broker.
+            assert not header.log_append_time, where
+            batch = decode_records(data, header)
+            assert [r.offset_delta for r in batch] == list(range(header.records_count)), where
+            timestamps = [header.base_timestamp + r.timestamp_delta for r in batch]
+            assert header.max_timestamp == max(timestamps), where
+            contents += [
+                (r.key, r.value, tuple(r.headers), ts)
+                for r, ts in zip(batch, timestamps, strict=True)
+            ]
             producer_ids.add(header.producer_id)
             codecs.append(header.compression)
             next_offset = header.next_offset
             next_sequence = header.last_sequence + 1
-        assert indexes == list(range(partition, n, PARTITIONS)), f"{topic}-{partition} records"
+        want = [content(r) for r in sent_to(records, partition)]
+        assert contents == want, f"{topic}-{partition} stored " + first_difference(contents, want)
     assert len(producer_ids) == 1, producer_ids
     wanted = CODEC_IDS[codec]
     if librdkafka:
@@ -306,42 +200,50 @@ def check_stored(data_dir: Path, topic: str, n: int, codec: str, *, librdkafka: 
         assert set(codecs) == {wanted}, codecs
 
 
+def check_consumed(topic: str, got: Sequence[Got], records: Sequence[Sent]) -> None:
+    """Per partition: offsets 0, 1, 2, ... each exactly once, carrying what was sent there."""
+    for partition in range(PARTITIONS):
+        where = f"{topic}-{partition}"
+        read = [g for g in got if g.partition == partition]
+        want = sent_to(records, partition)
+        offsets = [g.offset for g in read]
+        assert offsets == list(range(len(want))), f"{where} offsets read: " + first_difference(
+            offsets, list(range(len(want)))
+        )
+        assert {g.timestamp_type for g in read} == {CREATE_TIME}, where
+        contents = [(g.key, g.value, g.headers, g.timestamp) for g in read]
+        wanted = [content(r) for r in want]
+        assert contents == wanted, f"{where} read " + first_difference(contents, wanted)
+    assert len(got) == len(records)
+
+
+# --- tests -----------------------------------------------------------------------------------
+
+
 @pytest.mark.parametrize("codec", CODECS)
 @pytest.mark.parametrize("client", list(PRODUCERS))
 def test_idempotent_producer_stores_every_record_once_in_order(
-    broker3: BrokerProcess, client: str, codec: str
+    broker3: BrokerProcess, produced: Callable[[str, str], Produced], client: str, codec: str
 ) -> None:
-    topic = f"produce-{client}-{codec}"
-    create(broker3, topic)
-    PRODUCERS[client](broker3.bootstrap, topic, codec, N_RECORDS)
+    done = produced(client, codec)
     check_stored(
         broker3.data_dir,
-        topic,
-        N_RECORDS,
+        done.topic,
+        done.records,
         expected_codec(broker3, client, codec),
         librdkafka=client == "confluent-kafka",
     )
 
 
+# zstd among them: Fetch must hand zstd batches only to clients fetching with v10+, and all
+# three fetch with v11 or later.
+@pytest.mark.parametrize("codec", CODECS)
 @pytest.mark.parametrize("client", list(CONSUMERS))
-def test_plain_consumer_reads_back_exactly_what_is_stored(
-    broker3: BrokerProcess, client: str
+def test_consumer_reads_back_every_record_once_in_order_as_sent(
+    broker3: BrokerProcess, produced: Callable[[str, str], Produced], client: str, codec: str
 ) -> None:
-    n = 3000
-    topic = f"consume-{client}"
-    create(broker3, topic)
-    # zstd: Fetch must hand back zstd batches only to clients fetching with v10+.
-    PRODUCERS[client](broker3.bootstrap, topic, "zstd", n)
-    want: Consumed = []
-    for partition in range(PARTITIONS):
-        for header, data in stored(broker3.data_dir, topic, partition):
-            want += [
-                (partition, header.base_offset + r.offset_delta, r.key, r.value)
-                for r in decode_records(data, header)
-            ]
-    assert len(want) == n
-    got = CONSUMERS[client](broker3.bootstrap, topic, n)
-    assert sorted(got) == sorted(want)
-    for partition in range(PARTITIONS):
-        offsets = [offset for p, offset, _, _ in got if p == partition]
-        assert offsets == sorted(offsets), f"partition {partition} delivered out of order"
+    done = produced(client, codec)
+    got = CONSUMERS[client](
+        broker3.bootstrap, done.topic, PARTITIONS, N_RECORDS, CONSUME_DEADLINE_S
+    )
+    check_consumed(done.topic, got, done.records)
