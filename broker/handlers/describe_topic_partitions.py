@@ -12,7 +12,7 @@ partition; replicas = ISR = [node], empty ELR lists.
 from __future__ import annotations
 
 from broker.dispatch import RequestContext
-from broker.handlers.metadata import TOPIC_OPERATIONS
+from broker.handlers.metadata import TOPIC_OPERATIONS, led_partition
 from protocol.errors import ErrorCode
 from protocol.messages.describe_topic_partitions import DESCRIBE_TOPIC_PARTITIONS
 from protocol.primitives import ZERO_UUID
@@ -72,20 +72,7 @@ def handle(ctx: RequestContext, request: Message) -> Message:
                 name=name,
                 topic_id=info.topic_id,
                 is_internal=False,
-                partitions=[
-                    Message(
-                        error_code=ErrorCode.NONE,
-                        partition_index=i,
-                        leader_id=node,
-                        leader_epoch=0,
-                        replica_nodes=[node],
-                        isr_nodes=[node],
-                        eligible_leader_replicas=[],
-                        last_known_elr=[],
-                        offline_replicas=[],
-                    )
-                    for i in range(max(first, 0), last)
-                ],
+                partitions=[led_partition(i, node) for i in range(max(first, 0), last)],
                 topic_authorized_operations=TOPIC_OPERATIONS,
             )
         )

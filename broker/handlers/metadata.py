@@ -35,6 +35,25 @@ OPERATIONS_NOT_REQUESTED = -(2**31)
 TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
 
 
+def led_partition(index: int, node: int) -> Message:
+    """A partition as this single node reports it: leader, only replica, in sync, epoch 0.
+
+    Also carries DescribeTopicPartitions' ELR fields (empty: no other replica exists);
+    the encoder writes only the fields the answered message has.
+    """
+    return Message(
+        error_code=ErrorCode.NONE,
+        partition_index=index,
+        leader_id=node,
+        leader_epoch=0,
+        replica_nodes=[node],
+        isr_nodes=[node],
+        eligible_leader_replicas=[],
+        last_known_elr=[],
+        offline_replicas=[],
+    )
+
+
 def handle(ctx: RequestContext, request: Message) -> Message:
     state = ctx.state
     store = state.store
@@ -47,18 +66,7 @@ def handle(ctx: RequestContext, request: Message) -> Message:
             name=info.name,
             topic_id=info.topic_id,
             is_internal=False,
-            partitions=[
-                Message(
-                    error_code=ErrorCode.NONE,
-                    partition_index=i,
-                    leader_id=node,
-                    leader_epoch=0,
-                    replica_nodes=[node],
-                    isr_nodes=[node],
-                    offline_replicas=[],
-                )
-                for i in range(len(info.partitions))
-            ],
+            partitions=[led_partition(i, node) for i in range(len(info.partitions))],
             topic_authorized_operations=TOPIC_OPERATIONS
             if include_ops
             else OPERATIONS_NOT_REQUESTED,
