@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from protocol.errors import ErrorCode
-from protocol.messages.fetch import FETCH
 from protocol.records import build_batch, decode_records
 from protocol.schema import Message
 from storage.committed_offsets import CommittedOffsets
@@ -25,7 +24,7 @@ from storage.topic_config_store import DIR_NAME, decode
 from tests.compat.conftest import JS_DIR, PARTITIONS, record_versions, require_tool
 from tests.support.broker_process import BrokerProcess
 from tests.support.capture_proxy import CaptureProxy
-from tests.support.produce import produce, stored
+from tests.support.produce import fetch_partition, produce, stored
 from tests.support.raw_client import RawClient
 
 # admin.js gives itself 60 s; this only catches a node process that ignores its deadline.
@@ -104,38 +103,7 @@ def meta_properties(data_dir: Path) -> dict[str, str]:
 
 
 def fetch(client: RawClient, topic: str, partition: int, offset: int) -> Message:
-    answer = client.request(
-        FETCH,
-        12,
-        Message(
-            replica_id=-1,
-            max_wait_ms=0,
-            min_bytes=0,
-            max_bytes=1 << 20,
-            isolation_level=0,
-            session_id=0,
-            session_epoch=-1,
-            topics=[
-                Message(
-                    topic=topic,
-                    partitions=[
-                        Message(
-                            partition=partition,
-                            current_leader_epoch=-1,
-                            fetch_offset=offset,
-                            last_fetched_epoch=-1,
-                            log_start_offset=-1,
-                            partition_max_bytes=1 << 20,
-                        )
-                    ],
-                )
-            ],
-            forgotten_topics_data=[],
-            rack_id="",
-        ),
-    )
-    result: Message = answer.responses[0].partitions[0]
-    return result
+    return fetch_partition(client, topic, offset, partition)
 
 
 def stored_values(data_dir: Path, topic: str, partition: int) -> list[tuple[int, bytes | None]]:

@@ -13,12 +13,11 @@ from protocol.errors import ErrorCode
 from protocol.messages.create_partitions import CREATE_PARTITIONS
 from protocol.messages.delete_records import DELETE_RECORDS
 from protocol.messages.delete_topics import DELETE_TOPICS
-from protocol.messages.fetch import FETCH
 from protocol.records import build_batch
 from protocol.schema import Message
 from tests.e2e.test_admin_configs import create
 from tests.support.broker_process import BrokerProcess
-from tests.support.produce import produce, stored
+from tests.support.produce import fetch_partition, produce, stored
 from tests.support.raw_client import RawClient
 
 pytestmark = [
@@ -28,38 +27,8 @@ pytestmark = [
 
 
 def fetch_error(client: RawClient, topic: str, offset: int, partition: int = 0) -> int:
-    answer = client.request(
-        FETCH,
-        12,
-        Message(
-            replica_id=-1,
-            max_wait_ms=0,
-            min_bytes=0,
-            max_bytes=1 << 20,
-            isolation_level=0,
-            session_id=0,
-            session_epoch=-1,
-            topics=[
-                Message(
-                    topic=topic,
-                    partitions=[
-                        Message(
-                            partition=partition,
-                            current_leader_epoch=-1,
-                            fetch_offset=offset,
-                            last_fetched_epoch=-1,
-                            log_start_offset=-1,
-                            partition_max_bytes=1 << 20,
-                        )
-                    ],
-                )
-            ],
-            forgotten_topics_data=[],
-            rack_id="",
-        ),
-    )
-    code: int = answer.responses[0].partitions[0].error_code
-    return code
+    error: int = fetch_partition(client, topic, offset, partition).error_code
+    return error
 
 
 def fill(client: RawClient, topic: str, batches: int, partition: int = 0) -> None:

@@ -14,44 +14,8 @@ from protocol.messages.fetch import FETCH
 from protocol.records import build_batch, iter_batches
 from protocol.schema import Message
 from tests.support.broker_process import BrokerProcess
-from tests.support.produce import batch, create_topic, produce, stored
+from tests.support.produce import batch, create_topic, fetch_request, produce, stored
 from tests.support.raw_client import RawClient
-
-
-def fetch_request(
-    topic: str,
-    offset: int,
-    *,
-    max_wait_ms: int = 0,
-    min_bytes: int = 1,
-    max_bytes: int = 50_000_000,
-    partition_max_bytes: int = 1_000_000,
-    topic_id: bytes = b"\x00" * 16,
-) -> Message:
-    return Message(
-        replica_id=-1,
-        max_wait_ms=max_wait_ms,
-        min_bytes=min_bytes,
-        max_bytes=max_bytes,
-        isolation_level=0,
-        session_id=0,
-        session_epoch=-1,
-        topics=[
-            Message(
-                topic=topic,
-                topic_id=topic_id,
-                partitions=[
-                    Message(
-                        partition=0,
-                        fetch_offset=offset,
-                        partition_max_bytes=partition_max_bytes,
-                    )
-                ],
-            )
-        ],
-        forgotten_topics_data=[],
-        rack_id="",
-    )
 
 
 def only_partition(answer: Message) -> Message:

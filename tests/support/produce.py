@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from broker.dump import iter_partition_batches
+from protocol.messages.fetch import FETCH
 from protocol.messages.init_producer_id import INIT_PRODUCER_ID
 from protocol.messages.metadata import METADATA
 from protocol.messages.produce import PRODUCE
@@ -77,6 +78,52 @@ def produce(
     )
     part = response.responses[0].partition_responses[0]
     return Answer(part.error_code, part.base_offset, part.log_append_time_ms, part.log_start_offset)
+
+
+def fetch_request(
+    topic: str,
+    offset: int,
+    *,
+    max_wait_ms: int = 0,
+    min_bytes: int = 1,
+    max_bytes: int = 50_000_000,
+    partition_max_bytes: int = 1_000_000,
+    topic_id: bytes = b"\x00" * 16,
+    partition: int = 0,
+) -> Message:
+    return Message(
+        replica_id=-1,
+        max_wait_ms=max_wait_ms,
+        min_bytes=min_bytes,
+        max_bytes=max_bytes,
+        isolation_level=0,
+        session_id=0,
+        session_epoch=-1,
+        topics=[
+            Message(
+                topic=topic,
+                topic_id=topic_id,
+                partitions=[
+                    Message(
+                        partition=partition,
+                        fetch_offset=offset,
+                        partition_max_bytes=partition_max_bytes,
+                    )
+                ],
+            )
+        ],
+        forgotten_topics_data=[],
+        rack_id="",
+    )
+
+
+def fetch_partition(client: RawClient, topic: str, offset: int, partition: int = 0) -> Message:
+    """Fetch v12 (no waiting) of one partition; the partition's answer."""
+    answer = client.request(
+        FETCH, 12, fetch_request(topic, offset, min_bytes=0, partition=partition)
+    )
+    result: Message = answer.responses[0].partitions[0]
+    return result
 
 
 def stored(data_dir: Path, topic: str, partition: int = 0) -> list[tuple[BatchHeader, bytes]]:
