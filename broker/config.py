@@ -122,32 +122,26 @@ class Kind:
 
 
 _INT_RE = re.compile(r"[+-]?[0-9]+")
-_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 
 
-def _parse_int(raw: str) -> int:
-    # Kafka's INT type is a Java int: Integer.parseInt on the trimmed value.
-    text = raw.strip()
-    if not _INT_RE.fullmatch(text):
-        raise ValueError(f"{raw!r} is not an integer")
-    value = int(text)
-    if not _INT32_MIN <= value <= _INT32_MAX:
-        raise ValueError(f"{text} does not fit in a 32-bit integer")
-    return value
+def _java_integer(bits: int) -> Callable[[str], int]:
+    """Kafka's INT (Integer.parseInt) or LONG (Long.parseLong) on the trimmed value."""
+    low, high = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+
+    def parse(raw: str) -> int:
+        text = raw.strip()
+        if not _INT_RE.fullmatch(text):
+            raise ValueError(f"{raw!r} is not an integer")
+        value = int(text)
+        if not low <= value <= high:
+            raise ValueError(f"{text} does not fit in a {bits}-bit integer")
+        return value
+
+    return parse
 
 
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-
-
-def _parse_long(raw: str) -> int:
-    # Kafka's LONG type: Long.parseLong on the trimmed value.
-    text = raw.strip()
-    if not _INT_RE.fullmatch(text):
-        raise ValueError(f"{raw!r} is not an integer")
-    value = int(text)
-    if not _INT64_MIN <= value <= _INT64_MAX:
-        raise ValueError(f"{text} does not fit in a 64-bit integer")
-    return value
+_parse_int = _java_integer(32)
+_parse_long = _java_integer(64)
 
 
 def _parse_bool(raw: str) -> bool:
