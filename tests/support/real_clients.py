@@ -14,6 +14,7 @@ import asyncio
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 Header = tuple[str, bytes | None]
 Headers = tuple[Header, ...]
@@ -238,21 +239,23 @@ def consume_kafka_python(
         deadline = time.monotonic() + deadline_s
         while len(got) < n and time.monotonic() < deadline:
             for tp, messages in consumer.poll(timeout_ms=500).items():
-                got += [
-                    Got(
-                        tp.partition,
-                        m.offset,
-                        m.key,
-                        m.value,
-                        _headers(m.headers),
-                        m.timestamp,
-                        LOG_APPEND_TIME if m.timestamp_type == 1 else CREATE_TIME,
-                    )
-                    for m in messages
-                ]
+                got += [_got(tp.partition, m) for m in messages]
     finally:
         consumer.close()
     return got
+
+
+def _got(partition: int, m: Any) -> Got:
+    """A record as kafka-python and aiokafka hand it out (same attribute names)."""
+    return Got(
+        partition,
+        m.offset,
+        m.key,
+        m.value,
+        _headers(m.headers),
+        m.timestamp,
+        LOG_APPEND_TIME if m.timestamp_type == 1 else CREATE_TIME,
+    )
 
 
 def consume_confluent(
@@ -322,18 +325,7 @@ def consume_aiokafka(
             while len(got) < n and time.monotonic() < deadline:
                 batches = await consumer.getmany(timeout_ms=500)
                 for tp, messages in batches.items():
-                    got += [
-                        Got(
-                            tp.partition,
-                            m.offset,
-                            m.key,
-                            m.value,
-                            _headers(m.headers),
-                            m.timestamp,
-                            LOG_APPEND_TIME if m.timestamp_type == 1 else CREATE_TIME,
-                        )
-                        for m in messages
-                    ]
+                    got += [_got(tp.partition, m) for m in messages]
         finally:
             await consumer.stop()
         return got
