@@ -182,7 +182,7 @@ class Store:
             # Gone before anything is written, so a crash from now on is seen as one.
             marker.unlink()
             fsync_dir(d)
-        else:
+        elif not fresh:
             log.info("no clean shutdown marker: recovering")
         try:
             store._remove_deleted_dirs()
