@@ -1,9 +1,16 @@
-"""Committed consumer-group offsets (and each group's generation), durable on disk.
+"""Committed consumer-group offsets and group metadata, durable on disk.
 
 Kafka keeps these in the compacted topic ``__consumer_offsets``; a single broker needs only
 the same idea in one file: an append-only log of records, each ``uint32 CRC-32C`` over the
 rest, ``int32 length``, then the payload, after an 8-byte file header (magic + version).
 The in-memory map is the result of replaying the log in order.
+
+Record types: offset, offset tombstone, group tombstone, and the group metadata record
+(Kafka's GroupMetadataValue: protocol type, generation, protocol name, leader and every
+member with its ids, client id/host, timeouts, subscription and assignment), written when
+a group becomes Stable or Empty. Version 1 files hold an older group record with only the
+protocol type and generation; they still load (the group comes back without members) and
+are rewritten as version 2 at open.
 
 - ``commit``/``delete_*``/``put_group`` append one ``os.write`` each and update the map; they
   do not fsync. ``flush`` fsyncs; the broker calls it through its grouped flusher before an
@@ -35,16 +42,20 @@ log = logging.getLogger(__name__)
 
 FILE_NAME = "committed-offsets.log"
 MAGIC = b"MKCO"
-VERSION = 1
+VERSION = 2
 _HEADER = MAGIC + struct.pack(">HH", VERSION, 0)
+_VERSION_AT = len(MAGIC)
 _FRAME = struct.Struct(">Ii")  # crc32c, payload length
 
-OFFSET, OFFSET_TOMBSTONE, GROUP, GROUP_TOMBSTONE = 1, 2, 3, 4
+# GROUP (protocol type + generation only) is read from version 1 files, never written.
+OFFSET, OFFSET_TOMBSTONE, GROUP, GROUP_TOMBSTONE, GROUP_METADATA = 1, 2, 3, 4, 5
 
 # Compact when the log has this many records more than twice the live entries.
 COMPACT_SLACK = 10_000
-# A record larger than this is corrupt (group ids, topics and metadata are bounded).
-MAX_RECORD = 1 << 20
+# A record larger than this is corrupt. Offsets are small; a group metadata record carries
+# every member's subscription and assignment, so it may be large (Kafka bounds it by the
+# __consumer_offsets max.message.bytes); ``put_group`` refuses a bigger one.
+MAX_RECORD = 16 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,11 +67,30 @@ class CommittedOffset:
 
 
 @dataclass(frozen=True, slots=True)
+class MemberRecord:
+    """One member of a Stable group, as Kafka's GroupMetadataValue.MemberMetadata."""
+
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    # The member's metadata for the group's selected protocol only (as Kafka stores it).
+    subscription: bytes
+    assignment: bytes
+
+
+@dataclass(frozen=True, slots=True)
 class GroupRecord:
-    """What survives a restart of a group besides its offsets (members must rejoin)."""
+    """What survives a restart of a group besides its offsets: the state after its last
+    transition to Stable (with members) or Empty (without)."""
 
     protocol_type: str | None
     generation: int
+    protocol_name: str | None = None
+    leader: str | None = None
+    members: tuple[MemberRecord, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +100,10 @@ class Recovery:
 
 
 TopicPartition = tuple[str, int]
+
+
+class RecordTooLarge(ValueError):
+    """A group metadata record above MAX_RECORD: it would read back as corrupt."""
 
 
 class CommittedOffsets:
@@ -116,6 +150,10 @@ class CommittedOffsets:
             self._size = len(_HEADER)
             self.recovery = Recovery(0, len(data))
             return
+        (version,) = struct.unpack_from(">H", data, _VERSION_AT)
+        if version > VERSION:
+            # Written by a newer broker: refuse rather than truncate what we cannot read.
+            raise ValueError(f"{self.path}: format version {version} is newer than {VERSION}")
         pos = len(_HEADER)
         records = 0
         for end, payload in _frames(data, pos):
@@ -135,6 +173,10 @@ class CommittedOffsets:
         self._size = pos
         self._records = records
         self.recovery = Recovery(records, dropped)
+        if version < VERSION:
+            # Rewrite under the current header, so appends of new record types never land
+            # in a file that claims the older format.
+            self.compact()
 
     # --- reads -----------------------------------------------------------------------------
 
@@ -175,9 +217,15 @@ class CommittedOffsets:
             del self._offsets[group]
 
     def put_group(self, group: str, record: GroupRecord) -> None:
+        """Append the group's metadata record (no fsync: see ``flush``).
+
+        Raises RecordTooLarge, writing nothing, when the record exceeds MAX_RECORD."""
         if self._groups.get(group) == record:
             return
-        self._append(_frame(_group_payload(group, record)), 1)
+        payload = _group_payload(group, record)
+        if len(payload) > MAX_RECORD:
+            raise RecordTooLarge(f"group {group}: metadata record of {len(payload)} bytes")
+        self._append(_frame(payload), 1)
         self._groups[group] = record
 
     def delete_group(self, group: str) -> None:
@@ -254,6 +302,8 @@ class CommittedOffsets:
             protocol_type, pos = _read_nullable_str(payload, pos)
             (generation,) = struct.unpack_from(">i", payload, pos)
             self._groups[group] = GroupRecord(protocol_type, generation)
+        elif kind == GROUP_METADATA:
+            self._groups[group] = _read_group(payload, pos)
         elif kind in (OFFSET, OFFSET_TOMBSTONE):
             topic, pos = _read_str(payload, pos)
             (partition,) = struct.unpack_from(">i", payload, pos)
@@ -302,8 +352,58 @@ def _tombstone_payload(group: str, topic: str, partition: int) -> bytes:
     return _str(OFFSET_TOMBSTONE, group) + _enc(topic) + struct.pack(">i", partition)
 
 
+def _bytes(data: bytes) -> bytes:
+    return struct.pack(">i", len(data)) + data
+
+
 def _group_payload(group: str, record: GroupRecord) -> bytes:
-    return _str(GROUP, group) + _enc(record.protocol_type) + struct.pack(">i", record.generation)
+    out = bytearray(_str(GROUP_METADATA, group))
+    out += _enc(record.protocol_type)
+    out += struct.pack(">i", record.generation)
+    out += _enc(record.protocol_name)
+    out += _enc(record.leader)
+    out += struct.pack(">i", len(record.members))
+    for m in record.members:
+        out += _enc(m.member_id) + _enc(m.group_instance_id)
+        out += _enc(m.client_id) + _enc(m.client_host)
+        out += struct.pack(">ii", m.rebalance_timeout_ms, m.session_timeout_ms)
+        out += _bytes(m.subscription) + _bytes(m.assignment)
+    return bytes(out)
+
+
+def _read_group(data: bytes, pos: int) -> GroupRecord:
+    protocol_type, pos = _read_nullable_str(data, pos)
+    (generation,) = struct.unpack_from(">i", data, pos)
+    protocol_name, pos = _read_nullable_str(data, pos + 4)
+    leader, pos = _read_nullable_str(data, pos)
+    (count,) = struct.unpack_from(">i", data, pos)
+    pos += 4
+    if count < 0 or count > len(data):
+        raise ValueError("bad member count")
+    members = []
+    for _ in range(count):
+        member_id, pos = _read_str(data, pos)
+        instance_id, pos = _read_nullable_str(data, pos)
+        client_id, pos = _read_str(data, pos)
+        client_host, pos = _read_str(data, pos)
+        rebalance_timeout, session_timeout = struct.unpack_from(">ii", data, pos)
+        subscription, pos = _read_bytes(data, pos + 8)
+        assignment, pos = _read_bytes(data, pos)
+        members.append(
+            MemberRecord(
+                member_id,
+                instance_id,
+                client_id,
+                client_host,
+                rebalance_timeout,
+                session_timeout,
+                subscription,
+                assignment,
+            )
+        )
+    if pos != len(data):
+        raise ValueError("trailing bytes after the group record")
+    return GroupRecord(protocol_type, generation, protocol_name, leader, tuple(members))
 
 
 def _frame(payload: bytes) -> bytes:
@@ -319,6 +419,14 @@ def _read_nullable_str(data: bytes, pos: int) -> tuple[str | None, int]:
     if pos + n > len(data):
         raise ValueError("string past the end of the record")
     return data[pos : pos + n].decode(), pos + n
+
+
+def _read_bytes(data: bytes, pos: int) -> tuple[bytes, int]:
+    (n,) = struct.unpack_from(">i", data, pos)
+    pos += 4
+    if n < 0 or pos + n > len(data):
+        raise ValueError("bytes past the end of the record")
+    return data[pos : pos + n], pos + n
 
 
 def _read_str(data: bytes, pos: int) -> tuple[str, int]:

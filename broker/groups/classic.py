@@ -26,6 +26,9 @@ What this module does, following Apache Kafka's GroupMetadataManager / ClassicGr
   come back are expired after 5 minutes, as in Kafka.
 - Static members (group.instance.id) keep their place across restarts: a rejoin with an
   unknown member id replaces the old member id; the old id is fenced (FENCED_INSTANCE_ID).
+- ``on_change`` is called on the transitions after which Kafka writes the group's metadata
+  record: Stable with the leader's assignments, Empty, and a static member's new id in a
+  Stable group. ``restore`` rebuilds a group from that record after a broker restart.
 
 Time is passed in (monotonic milliseconds); parked responses are asyncio futures created by
 the caller and completed here. Nothing here awaits, so no check is separated from the
@@ -184,8 +187,32 @@ class ClassicGroup:
         # the delayed first rebalance of an Empty group, "rebalance" otherwise.
         self._join_timer: tuple[int, str, int, int] | None = None
         self._sync_deadline: tuple[int, int] | None = None  # (deadline, generation)
-        # Called after the generation or protocol type changed (to persist them).
+        # Called after the group became Stable or Empty (to persist its metadata record).
         self._on_change = on_change
+
+    def restore(
+        self, protocol_name: str, leader_id: str | None, members: list[Member], now: int
+    ) -> None:
+        """Rebuild the group as persisted after its last SyncGroup: Stable with ``members``.
+
+        As Kafka's coordinator load: members keep their ids, generation and assignments and
+        carry on heartbeating; each session runs from ``now`` (the load), since the members
+        could not heartbeat while the broker was down."""
+        if not members:
+            return
+        self.protocol_name = protocol_name
+        for member in members:
+            member.is_new = False
+            self.members[member.member_id] = member
+            if member.group_instance_id is not None:
+                self.static_members[member.group_instance_id] = member.member_id
+            self._schedule_session(member, now)
+        self.leader_id = leader_id if leader_id in self.members else next(iter(self.members))
+        self.state = self.previous_state = GroupState.STABLE
+
+    def _changed(self) -> None:
+        if self._on_change is not None:
+            self._on_change(self)
 
     # --- queries ---------------------------------------------------------------------------
 
@@ -377,6 +404,8 @@ class ClassicGroup:
             # generation back without a rebalance (KIP-345's point).
             self._update_member(old, req, None)
             self._schedule_session(old, now)
+            # Kafka persists the group here: the new member id must survive a restart.
+            self._changed()
             is_leader = new_id == self.leader_id
             skip = is_leader and req.supports_skip_assignment
             result = self._join_result(new_id, leader_view=skip)
@@ -492,8 +521,7 @@ class ClassicGroup:
             self.protocol_name = None
             self._transition(GroupState.EMPTY)
             log.info("group %s: generation %d is empty", self.group_id, self.generation_id)
-        if self._on_change is not None:
-            self._on_change(self)
+            self._changed()
 
     def _elect_joined_leader(self) -> bool:
         leader = self.members.get(self.leader_id or "")
@@ -554,8 +582,11 @@ class ClassicGroup:
             if member_id == self.leader_id:
                 for m in self.members.values():
                     m.assignment = assignments.get(m.member_id, b"")
-                self._propagate_assignment(ErrorCode.NONE, now)
                 self._transition(GroupState.STABLE)
+                # Kafka appends the group record (with the assignments) before answering;
+                # the coordinator holds the answers until that record is fsynced.
+                self._changed()
+                self._propagate_assignment(ErrorCode.NONE, now)
         elif self.state is GroupState.STABLE:
             self.pending_sync.discard(member_id)
             _complete(waiter, self._sync_result(member))

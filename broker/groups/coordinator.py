@@ -11,10 +11,15 @@ parked JoinGroup/SyncGroup answer and the fsync of committed offsets, both after
   commits waiting at that moment).
 - One timer task applies session, join, sync and pending-member expirations; it sleeps until
   the earliest deadline and is woken after every operation that might move one earlier.
-
-Deviations from Kafka: only a group's generation and protocol type survive a restart, not
-its members (Kafka reloads members from __consumer_offsets and lets them carry on); after
-a restart members get UNKNOWN_MEMBER_ID and rejoin, which clients do on their own.
+- Group metadata survives restarts as in Kafka: when a group becomes Stable (the leader's
+  SyncGroup), becomes Empty, or a static member gets a new id in a Stable group, its record
+  (generation, protocol, leader, members with subscriptions and assignments) is appended to
+  the committed-offsets log and fsynced in the next shared flush round; the SyncGroup
+  answers wait for that round, as Kafka answers only once the record is written. At start-up
+  each group is rebuilt Stable with those members (or Empty), their sessions running from
+  the load, so members carry on heartbeating with their member id and generation and no
+  rebalance happens. A restart in the middle of a rebalance goes back to the last Stable
+  generation; members then get ILLEGAL_GENERATION and rejoin, as with Kafka.
 """
 
 from __future__ import annotations
@@ -32,10 +37,17 @@ from broker.groups.classic import (
     GroupState,
     JoinRequest,
     JoinResult,
+    Member,
     SyncResult,
 )
 from protocol.errors import ErrorCode
-from storage.committed_offsets import CommittedOffset, CommittedOffsets, GroupRecord
+from storage.committed_offsets import (
+    CommittedOffset,
+    CommittedOffsets,
+    GroupRecord,
+    MemberRecord,
+    RecordTooLarge,
+)
 
 log = logging.getLogger(__name__)
 
@@ -81,10 +93,14 @@ class GroupCoordinator:
         self.groups: dict[str, ClassicGroup] = {}
         self._wake = asyncio.Event()
         self._timer: asyncio.Task[None] | None = None
+        # The flush round that will cover the group records written since it was created
+        # (None once it started), and, per group, the round its last record waits for.
+        self._next_flush: asyncio.Task[None] | None = None
+        self._group_flushes: dict[str, asyncio.Task[None]] = {}
         self.closed = False
+        now = monotonic_ms()
         for group_id, record in store.groups().items():
-            group = self._new_group(group_id, record)
-            self.groups[group_id] = group
+            self.groups[group_id] = self._load_group(group_id, record, now)
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -104,6 +120,8 @@ class GroupCoordinator:
             self._timer.cancel()
             await asyncio.gather(self._timer, return_exceptions=True)
             self._timer = None
+        # Let group-record flushes already scheduled finish before the file is closed.
+        await asyncio.gather(*set(self._group_flushes.values()), return_exceptions=True)
         self.store.close()
 
     async def _run_timers(self) -> None:
@@ -138,9 +156,76 @@ class GroupCoordinator:
             on_change=self._persist_group,
         )
 
+    def _load_group(self, group_id: str, record: GroupRecord | None, now: int) -> ClassicGroup:
+        group = self._new_group(group_id, record)
+        if record is None or not record.members or record.protocol_name is None:
+            return group
+        protocol_type = record.protocol_type or ""
+        members = [
+            Member(
+                member_id=m.member_id,
+                group_instance_id=m.group_instance_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                rebalance_timeout_ms=m.rebalance_timeout_ms,
+                session_timeout_ms=m.session_timeout_ms,
+                protocol_type=protocol_type,
+                # Kafka keeps only the selected protocol's metadata, so a member rejoining
+                # with its full protocol list after a restart triggers a rebalance there too.
+                protocols=[(record.protocol_name, m.subscription)],
+                assignment=m.assignment,
+            )
+            for m in record.members
+        ]
+        group.restore(record.protocol_name, record.leader, members, now)
+        log.info(
+            "group %s: loaded Stable, generation %d, %d member(s)",
+            group_id,
+            group.generation_id,
+            len(members),
+        )
+        return group
+
     def _persist_group(self, group: ClassicGroup) -> None:
-        # Written without waiting for fsync: losing it costs only a generation number.
-        self.store.put_group(group.group_id, GroupRecord(group.protocol_type, group.generation_id))
+        record = _group_record(group)
+        try:
+            self.store.put_group(group.group_id, record)
+        except RecordTooLarge:
+            # Too big to store (Kafka fails the SyncGroup then): keep at least the generation;
+            # after a restart the members get UNKNOWN_MEMBER_ID and rejoin.
+            log.warning("group %s: metadata too large to keep its members", group.group_id)
+            self.store.put_group(
+                group.group_id, GroupRecord(record.protocol_type, record.generation)
+            )
+        except OSError:
+            log.exception("group %s: writing the group record failed", group.group_id)
+            return
+        self._schedule_flush(group.group_id)
+
+    def _schedule_flush(self, group_id: str) -> None:
+        # One task per burst of writes: it starts at the next loop iteration, so every record
+        # written before then shares its fsync round (with any offset commits waiting too).
+        task = self._next_flush
+        if task is None:
+            task = self._next_flush = asyncio.get_running_loop().create_task(self._flush_records())
+            task.add_done_callback(self._flush_done)
+        self._group_flushes[group_id] = task
+
+    async def _flush_records(self) -> None:
+        self._next_flush = None  # records written from now on need a later round
+        await self._flush()
+
+    def _flush_done(self, task: asyncio.Task[None]) -> None:
+        for group_id in [g for g, t in self._group_flushes.items() if t is task]:
+            del self._group_flushes[group_id]
+        if not task.cancelled():
+            task.exception()  # retrieved: the flusher has logged it, waiters re-raise it
+
+    async def _durable(self, group_id: str) -> None:
+        """Wait until the group's last metadata record is fsynced."""
+        task = self._group_flushes.get(group_id)
+        if task is not None:
+            await asyncio.shield(task)
 
     def _live(self, group_id: str) -> ClassicGroup | None:
         group = self.groups.get(group_id)
@@ -168,7 +253,10 @@ class GroupCoordinator:
         waiter: asyncio.Future[JoinResult] = asyncio.get_running_loop().create_future()
         group.join(req, waiter, monotonic_ms())
         self._poke()
-        return await waiter
+        result = await waiter
+        if result.error == ErrorCode.NONE:
+            await self._durable(group_id)
+        return result
 
     async def sync(
         self,
@@ -199,7 +287,10 @@ class GroupCoordinator:
             monotonic_ms(),
         )
         self._poke()
-        return await waiter
+        result = await waiter
+        if result.error == ErrorCode.NONE:
+            await self._durable(group_id)
+        return result
 
     def heartbeat(
         self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int
@@ -382,3 +473,28 @@ class GroupCoordinator:
         if deleted:
             await self._flush()
         return errors
+
+
+def _group_record(group: ClassicGroup) -> GroupRecord:
+    """Kafka's GroupMetadataValue for the group: members only while it is Stable."""
+    if group.state is not GroupState.STABLE:
+        return GroupRecord(group.protocol_type, group.generation_id)
+    return GroupRecord(
+        group.protocol_type,
+        group.generation_id,
+        group.protocol_name,
+        group.leader_id,
+        tuple(
+            MemberRecord(
+                member_id=m.member_id,
+                group_instance_id=m.group_instance_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                rebalance_timeout_ms=m.rebalance_timeout_ms,
+                session_timeout_ms=m.session_timeout_ms,
+                subscription=m.metadata(group.protocol_name),
+                assignment=m.assignment,
+            )
+            for m in group.members.values()
+        ),
+    )

@@ -1,12 +1,15 @@
-"""broker.groups.classic: the classic group state machine, driven with explicit time."""
+"""broker.groups: the classic group state machine, driven with explicit time, and the
+coordinator's group metadata records (persisted on Stable/Empty, reloaded at start-up)."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
+from broker.flusher import Flusher
 from broker.groups.classic import (
     FENCED_INSTANCE_ID,
     ClassicGroup,
@@ -14,9 +17,12 @@ from broker.groups.classic import (
     GroupState,
     JoinRequest,
     JoinResult,
+    Member,
     SyncResult,
 )
+from broker.groups.coordinator import GroupCoordinator, monotonic_ms
 from protocol.errors import ErrorCode
+from storage.committed_offsets import CommittedOffsets, GroupRecord
 
 SETTINGS = GroupSettings(
     initial_rebalance_delay_ms=100, min_session_timeout_ms=1, max_session_timeout_ms=10**6
@@ -198,3 +204,129 @@ def test_pending_member_expires(loop: asyncio.AbstractEventLoop) -> None:
     pending = handshake(group, loop, 0)
     group.tick(6000)
     assert pending not in group.pending_members
+
+
+def test_on_change_fires_when_stable_with_assignments_and_when_empty(
+    loop: asyncio.AbstractEventLoop,
+) -> None:
+    seen: list[tuple[GroupState, int, dict[str, bytes]]] = []
+    group = ClassicGroup(
+        "g",
+        SETTINGS,
+        on_change=lambda g: seen.append(
+            (g.state, g.generation_id, {m.member_id: m.assignment for m in g.members.values()})
+        ),
+    )
+    a = handshake(group, loop, 0)
+    fa = join(group, loop, req(a), 0)
+    group.tick(100)
+    assert fa.result().generation_id == 1 and seen == []  # CompletingRebalance: no record
+    sync(group, loop, a, 1, 100, {a: b"asg"}).result()
+    assert seen == [(GroupState.STABLE, 1, {a: b"asg"})]
+    group.leave(a, None, 200, "bye")
+    assert seen[-1] == (GroupState.EMPTY, 2, {})
+
+
+def restored(now: int, on_change: Callable[[ClassicGroup], None] | None = None) -> ClassicGroup:
+    group = ClassicGroup("g", SETTINGS, generation=4, protocol_type="consumer", on_change=on_change)
+    session = 6000
+    members = [
+        Member("m1", None, "c", "/h", 10_000, session, "consumer", [("range", b"s1")], b"a1"),
+        Member("m2", "i2", "c", "/h", 10_000, session, "consumer", [("range", b"s2")], b"a2"),
+    ]
+    group.restore("range", "m1", members, now)
+    return group
+
+
+def test_restored_group_is_stable_and_members_carry_on_without_rebalance(
+    loop: asyncio.AbstractEventLoop,
+) -> None:
+    group = restored(1000)
+    assert group.state is GroupState.STABLE and group.leader_id == "m1"
+    assert group.heartbeat("m1", None, 4, 1500) == 0
+    assert group.heartbeat("m2", "i2", 4, 1500) == 0
+    assert group.heartbeat("m1", None, 3, 1500) == ErrorCode.ILLEGAL_GENERATION
+    assert sync(group, loop, "m2", 4, 1500).result().assignment == b"a2"
+    assert group.state is GroupState.STABLE and group.generation_id == 4
+
+
+def test_restored_sessions_run_from_the_load(loop: asyncio.AbstractEventLoop) -> None:
+    group = restored(1000)
+    assert group.next_deadline() == 7000
+    group.heartbeat("m1", None, 4, 5000)
+    group.tick(6999)
+    assert set(group.members) == {"m1", "m2"}
+    group.tick(7000)  # m2 never came back after the restart
+    assert set(group.members) == {"m1"} and group.state is GroupState.PREPARING_REBALANCE
+
+
+def test_restored_static_member_can_rejoin_under_a_new_id(
+    loop: asyncio.AbstractEventLoop,
+) -> None:
+    seen: list[str] = []
+    group = restored(0, lambda g: seen.append(g.static_members["i2"]))
+    again = join(group, loop, req(instance="i2", protocols=[("range", b"s2")]), 100).result()
+    assert again.error == 0 and again.generation_id == 4 and again.member_id != "m2"
+    assert seen == [again.member_id]  # the new id is persisted, as Kafka does
+
+
+QUICK = GroupSettings(
+    initial_rebalance_delay_ms=0, min_session_timeout_ms=1, max_session_timeout_ms=10**6
+)
+
+
+def join_req(member_id: str = "") -> JoinRequest:
+    r = req(member_id)
+    r.require_known_member_id = False
+    return r
+
+
+@pytest.mark.asyncio
+async def test_coordinator_persists_stable_group_and_reloads_it_with_members(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = CommittedOffsets.open(tmp_path)
+    flushed: list[dict[str, GroupRecord | None]] = []
+    real_flush = store.flush
+    monkeypatch.setattr(store, "flush", lambda: (flushed.append(store.groups()), real_flush()))
+    coordinator = GroupCoordinator(QUICK, store, Flusher())
+    coordinator.start()
+    try:
+        joined = await coordinator.join("g", join_req())
+        member = joined.member_id
+        assert flushed == []  # CompletingRebalance: nothing written
+        synced = await coordinator.sync(
+            "g", member, None, joined.generation_id, "consumer", "range", {member: b"asg"}
+        )
+        assert synced.error == 0 and synced.assignment == b"asg"
+        # The answer came after an fsync round that included the group's record.
+        assert len(flushed) == 1 and flushed[0]["g"] is not None
+        assert flushed[0]["g"].members[0].member_id == member
+    finally:
+        await coordinator.close()
+
+    before = monotonic_ms()
+    reloaded = GroupCoordinator(QUICK, CommittedOffsets.open(tmp_path), Flusher())
+    reloaded.start()
+    try:
+        group = reloaded.describe("g")
+        assert group is not None and group.state is GroupState.STABLE
+        assert group.generation_id == joined.generation_id and group.leader_id == member
+        m = group.members[member]
+        assert (m.assignment, m.metadata("range"), m.client_id) == (b"asg", b"r", "c")
+        assert m.deadline is not None and m.deadline >= before + 6000
+        assert reloaded.heartbeat("g", member, None, joined.generation_id) == 0
+        assert reloaded.validate_commit("g", member, None, joined.generation_id, 9) == 0
+        resync = await reloaded.sync("g", member, None, joined.generation_id, None, None, {})
+        assert resync.assignment == b"asg"
+        # The member leaves: the group's Empty record replaces the Stable one.
+        assert reloaded.leave("g", [(member, None, None)]) == (0, [0])
+    finally:
+        await reloaded.close()
+    again = GroupCoordinator(QUICK, CommittedOffsets.open(tmp_path), Flusher())
+    try:
+        group = again.describe("g")
+        assert group is not None and group.state is GroupState.EMPTY
+        assert group.generation_id == joined.generation_id + 1 and not group.members
+    finally:
+        await again.close()

@@ -1,11 +1,13 @@
-"""Consumer groups with stock clients: rebalances, leave, expiry, mixed clients, restarts.
+"""Consumer groups with stock clients: rebalances, leave, expiry, mixed clients, restarts
+(committed offsets and the members themselves survive a broker restart).
 
 Each consumer runs in its own process (the embedded ``CONSUMER`` script) so that one can be
 killed with SIGKILL, leaving the group without a LeaveGroup. The script prints JSON lines:
 its assignment whenever it changes and every record it consumed; it commits synchronously
 after each batch. The test drives the churn and checks, at each stable point, that the live
 consumers own disjoint partitions covering the topic, and at the end that every produced
-record was consumed (at least once).
+record was consumed (at least once). The kafka-python consumer also reports each change of
+its (generation, member id) and each call of its listener's on_partitions_assigned.
 
 ListOffsets is not served by this broker yet, so before the consumers start the test
 commits offset 0 for every partition as a simple consumer (generation -1): the consumers
@@ -17,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -27,6 +30,8 @@ from typing import Any
 
 import pytest
 
+from protocol.messages.describe_groups import DESCRIBE_GROUPS
+from protocol.messages.heartbeat import HEARTBEAT
 from protocol.messages.offset_commit import OFFSET_COMMIT
 from protocol.messages.offset_fetch import OFFSET_FETCH
 from protocol.schema import Message
@@ -57,10 +62,16 @@ def emit(kind, **kw):
 COMMON = dict(session_timeout_ms=6000, heartbeat_interval_ms=500, enable_auto_commit=False,
               auto_offset_reset="earliest")
 if client == "kafka-python":
-    from kafka import KafkaConsumer
+    from kafka import ConsumerRebalanceListener, KafkaConsumer
+    class Listener(ConsumerRebalanceListener):
+        def on_partitions_revoked(self, revoked):
+            pass
+        def on_partitions_assigned(self, assigned):
+            emit("assigned", parts=sorted(tp.partition for tp in assigned))
     c = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, **COMMON)
-    c.subscribe([topic])
+    c.subscribe([topic], listener=Listener())
     last = None
+    membership = None
     while not stop:
         batch = c.poll(timeout_ms=100)
         for tp, recs in batch.items():
@@ -75,6 +86,10 @@ if client == "kafka-python":
         if now != last:
             emit("assign", parts=now)
             last = now
+        meta = c.group_metadata()
+        if (meta.generation_id, meta.member_id) != membership:
+            membership = (meta.generation_id, meta.member_id)
+            emit("member", gen=meta.generation_id, member=meta.member_id)
     c.close()
 elif client == "confluent":
     from confluent_kafka import Consumer
@@ -130,6 +145,8 @@ class ConsumerProcess:
         self.records: list[tuple[int, int, str]] = []
         self.first_assigned_at: float | None = None
         self.commit_failures: list[str] = []
+        self.memberships: list[tuple[int, str]] = []  # (generation, member id), kafka-python
+        self.assigned_calls = 0  # on_partitions_assigned, kafka-python
         self.proc = subprocess.Popen(
             [sys.executable, "-c", CONSUMER, client, bootstrap, topic, group],
             stdout=subprocess.PIPE,
@@ -154,6 +171,10 @@ class ConsumerProcess:
                         self.first_assigned_at = time.monotonic()
                 elif event["k"] == "rec":
                     self.records.append((event["p"], event["o"], event["v"]))
+                elif event["k"] == "member":
+                    self.memberships.append((event["gen"], event["member"]))
+                elif event["k"] == "assigned":
+                    self.assigned_calls += 1
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -359,4 +380,100 @@ def test_consumption_resumes_after_last_commit(tmp_path: Path, restart: str) -> 
         # Exactly after the last commit: nothing of the first batch is read again.
         assert {v for _, _, v in consumer.records} == second
     finally:
+        broker.kill() if not broker.is_running() else broker.stop()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def describe(port: int, group: str) -> Message:
+    with RawClient(port) as client:
+        answer = client.request(
+            DESCRIBE_GROUPS, 5, Message(groups=[group], include_authorized_operations=False)
+        )
+    result: Message = answer.groups[0]
+    return result
+
+
+def heartbeat(port: int, group: str, generation: int, member_id: str) -> int:
+    with RawClient(port) as client:
+        answer = client.request(
+            HEARTBEAT,
+            4,
+            Message(
+                group_id=group,
+                generation_id=generation,
+                member_id=member_id,
+                group_instance_id=None,
+            ),
+        )
+    error: int = answer.error_code
+    return error
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("restart", ["clean", "sigkill"])
+def test_members_survive_broker_restart_without_rebalance(tmp_path: Path, restart: str) -> None:
+    """Kafka reloads each group's members from __consumer_offsets: after the restart the
+    consumer keeps its member id and generation and goes on consuming, with no rebalance."""
+    port = free_port()
+    settings = {**OVERRIDES, "listeners": f"PLAINTEXT://127.0.0.1:{port}"}
+    broker = BrokerProcess(tmp_path / "data", settings).start()
+    topic, group = "keep", "g-keep"
+    consumer: ConsumerProcess | None = None
+    try:
+        commit_zero(port, group, topic)
+        first = produce(broker.bootstrap, topic, "first")
+        consumer = ConsumerProcess("kafka-python", broker.bootstrap, topic, group)
+        wait_until(lambda: {v for _, _, v in consumer.records} >= first, "first batch consumed")
+        wait_until(
+            lambda: sum(committed(port, group, topic).values()) == len(first),
+            "first batch committed",
+        )
+        joined = [m for m in consumer.memberships if m[0] > 0]
+        assert len(joined) == 1, consumer.memberships
+        generation, member = joined[0]
+        before = describe(port, group)
+        assert before.group_state == "Stable"
+        assert [m.member_id for m in before.members] == [member]
+        assert heartbeat(port, group, generation, member) == 0
+        assigned_calls = consumer.assigned_calls
+        assert assigned_calls == 1
+
+        log_mark = len(broker.lines)
+        if restart == "clean":
+            assert broker.stop() == 0
+        else:
+            broker.kill()
+        broker.start()
+        assert broker.port == port
+
+        after = describe(port, group)
+        assert after.group_state == "Stable"
+        assert [(m.member_id, m.member_assignment) for m in after.members] == [
+            (m.member_id, m.member_assignment) for m in before.members
+        ]
+        second = produce(broker.bootstrap, topic, "second")
+        wait_until(lambda: {v for _, _, v in consumer.records} >= second, "second batch consumed")
+        # Commits with the old generation are accepted by the restarted broker.
+        wait_until(
+            lambda: sum(committed(port, group, topic).values()) == len(first) + len(second),
+            "second batch committed",
+        )
+        assert heartbeat(port, group, generation, member) == 0
+        final = describe(port, group)
+        assert final.group_state == "Stable"
+        assert [m.member_id for m in final.members] == [member]
+        assert [m for m in consumer.memberships if m[0] > 0] == [(generation, member)]
+        assert consumer.assigned_calls == assigned_calls, "the consumer was reassigned"
+        new_log = "".join(broker.lines[log_mark:])
+        assert "loaded Stable" in new_log
+        assert "preparing to rebalance" not in new_log
+    finally:
+        if consumer is not None and consumer.alive():
+            consumer.leave()
         broker.kill() if not broker.is_running() else broker.stop()

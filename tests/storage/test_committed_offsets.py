@@ -1,10 +1,35 @@
-"""storage.committed_offsets: replay, torn tails, compaction, group deletion."""
+"""storage.committed_offsets: replay, torn tails, compaction, group records, deletion."""
 
 from __future__ import annotations
 
+import struct
 from pathlib import Path
 
-from storage.committed_offsets import FILE_NAME, CommittedOffset, CommittedOffsets, GroupRecord
+import pytest
+from crc32c import crc32c
+
+from storage.committed_offsets import (
+    FILE_NAME,
+    MAGIC,
+    MAX_RECORD,
+    VERSION,
+    CommittedOffset,
+    CommittedOffsets,
+    GroupRecord,
+    MemberRecord,
+    RecordTooLarge,
+)
+
+STABLE = GroupRecord(
+    "consumer",
+    7,
+    "range",
+    "m1",
+    (
+        MemberRecord("m1", None, "client-1", "/127.0.0.1", 30_000, 6000, b"sub-1", b"asg-1"),
+        MemberRecord("m2", "static-2", "client-2", "/10.0.0.2", 45_000, 10_000, b"", b""),
+    ),
+)
 
 
 def _co(offset: int, metadata: str | None = "m") -> CommittedOffset:
@@ -81,3 +106,81 @@ def test_leftover_compaction_tmp_is_ignored(tmp_path: Path) -> None:
     store.commit("g", [("t", 0, _co(1))])
     (tmp_path / FILE_NAME).with_suffix(".tmp").write_bytes(b"garbage")
     assert CommittedOffsets.open(tmp_path).offsets("g") == {("t", 0): _co(1)}
+
+
+def test_group_metadata_record_round_trips_with_every_member_field(tmp_path: Path) -> None:
+    store = CommittedOffsets.open(tmp_path)
+    store.put_group("g", STABLE)
+    store.put_group("empty", GroupRecord("consumer", 3))
+    store.flush()
+    reopened = CommittedOffsets.open(tmp_path)  # no close: as after a crash
+    assert reopened.groups() == {"g": STABLE, "empty": GroupRecord("consumer", 3)}
+    store.close()
+    assert CommittedOffsets.open(tmp_path).groups() == {
+        "g": STABLE,
+        "empty": GroupRecord("consumer", 3),
+    }
+
+
+def test_compaction_keeps_the_latest_group_record(tmp_path: Path) -> None:
+    store = CommittedOffsets.open(tmp_path)
+    store.put_group("g", STABLE)
+    store.commit("g", [("t", 0, _co(1))])
+    store.put_group("g", GroupRecord("consumer", 8))  # all members left: Empty
+    store.put_group("h", STABLE)
+    store.compact()
+    reopened = CommittedOffsets.open(tmp_path)
+    assert reopened.groups() == {"g": GroupRecord("consumer", 8), "h": STABLE}
+    assert reopened.recovery.records == 3
+    assert reopened.offsets("g") == {("t", 0): _co(1)}
+
+
+def test_torn_group_record_is_dropped_and_the_previous_one_kept(tmp_path: Path) -> None:
+    store = CommittedOffsets.open(tmp_path)
+    store.put_group("g", GroupRecord("consumer", 6))
+    store.put_group("g", STABLE)
+    path = tmp_path / FILE_NAME
+    path.write_bytes(path.read_bytes()[:-5])
+    assert CommittedOffsets.open(tmp_path).groups() == {"g": GroupRecord("consumer", 6)}
+
+
+def _v1_record(payload: bytes) -> bytes:
+    body = struct.pack(">i", len(payload)) + payload
+    return struct.pack(">I", crc32c(body)) + body
+
+
+def _enc(text: str) -> bytes:
+    return struct.pack(">i", len(text)) + text.encode()
+
+
+def test_version_1_file_still_loads_and_is_rewritten_as_current(tmp_path: Path) -> None:
+    # A file from before group metadata records: header version 1, the old group record
+    # (type 3: protocol type and generation only) and an offset (type 1).
+    old_group = bytes([3]) + _enc("g") + _enc("consumer") + struct.pack(">i", 5)
+    offset = bytes([1]) + _enc("g") + _enc("t") + struct.pack(">iqiq", 0, 42, 3, 1234) + _enc("m")
+    path = tmp_path / FILE_NAME
+    path.write_bytes(MAGIC + struct.pack(">HH", 1, 0) + _v1_record(old_group) + _v1_record(offset))
+    store = CommittedOffsets.open(tmp_path)
+    assert store.groups() == {"g": GroupRecord("consumer", 5)}
+    assert store.offsets("g") == {("t", 0): CommittedOffset(42, 3, "m", 1234)}
+    assert struct.unpack_from(">H", path.read_bytes(), len(MAGIC)) == (VERSION,)
+    store.put_group("g", STABLE)
+    assert CommittedOffsets.open(tmp_path).groups() == {"g": STABLE}
+
+
+def test_file_from_a_newer_version_is_refused_not_truncated(tmp_path: Path) -> None:
+    path = tmp_path / FILE_NAME
+    data = MAGIC + struct.pack(">HH", VERSION + 1, 0) + b"future records"
+    path.write_bytes(data)
+    with pytest.raises(ValueError, match="newer"):
+        CommittedOffsets.open(tmp_path)
+    assert path.read_bytes() == data
+
+
+def test_oversized_group_record_is_refused_and_nothing_written(tmp_path: Path) -> None:
+    store = CommittedOffsets.open(tmp_path)
+    huge = MemberRecord("m", None, "c", "h", 1, 1, b"x" * MAX_RECORD, b"")
+    size = (tmp_path / FILE_NAME).stat().st_size
+    with pytest.raises(RecordTooLarge):
+        store.put_group("g", GroupRecord("consumer", 1, "range", "m", (huge,)))
+    assert (tmp_path / FILE_NAME).stat().st_size == size and store.groups() == {}
