@@ -227,6 +227,16 @@ class GroupCoordinator:
         if task is not None:
             await asyncio.shield(task)
 
+    def _refusal(self, group_id: str) -> ErrorCode | None:
+        """Kafka's first checks of every group request: a coordinator that is shutting
+        down answers NOT_COORDINATOR (the client finds it again), an empty id
+        INVALID_GROUP_ID."""
+        if self.closed:
+            return ErrorCode.NOT_COORDINATOR
+        if not group_id:
+            return ErrorCode.INVALID_GROUP_ID
+        return None
+
     def _live(self, group_id: str) -> ClassicGroup | None:
         group = self.groups.get(group_id)
         return group if group is not None and group.state is not GroupState.DEAD else None
@@ -234,10 +244,9 @@ class GroupCoordinator:
     # --- membership ------------------------------------------------------------------------
 
     async def join(self, group_id: str, req: JoinRequest) -> JoinResult:
-        if self.closed:
-            return JoinResult(ErrorCode.NOT_COORDINATOR, req.member_id)
-        if not group_id:
-            return JoinResult(ErrorCode.INVALID_GROUP_ID, req.member_id)
+        refused = self._refusal(group_id)
+        if refused is not None:
+            return JoinResult(refused, req.member_id)
         if not (
             self.settings.min_session_timeout_ms
             <= req.session_timeout_ms
@@ -268,10 +277,9 @@ class GroupCoordinator:
         protocol_name: str | None,
         assignments: dict[str, bytes],
     ) -> SyncResult:
-        if self.closed:
-            return SyncResult(ErrorCode.NOT_COORDINATOR)
-        if not group_id:
-            return SyncResult(ErrorCode.INVALID_GROUP_ID)
+        refused = self._refusal(group_id)
+        if refused is not None:
+            return SyncResult(refused)
         group = self._live(group_id)
         if group is None:
             return SyncResult(ErrorCode.UNKNOWN_MEMBER_ID)
@@ -295,10 +303,9 @@ class GroupCoordinator:
     def heartbeat(
         self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int
     ) -> int:
-        if self.closed:
-            return ErrorCode.NOT_COORDINATOR
-        if not group_id:
-            return ErrorCode.INVALID_GROUP_ID
+        refused = self._refusal(group_id)
+        if refused is not None:
+            return refused
         group = self._live(group_id)
         if group is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
@@ -310,10 +317,9 @@ class GroupCoordinator:
         self, group_id: str, members: list[tuple[str, str | None, str | None]]
     ) -> tuple[int, list[int]]:
         """(top-level error, per-member errors) for (member_id, instance_id, reason) items."""
-        if self.closed:
-            return ErrorCode.NOT_COORDINATOR, []
-        if not group_id:
-            return ErrorCode.INVALID_GROUP_ID, []
+        refused = self._refusal(group_id)
+        if refused is not None:
+            return refused, []
         group = self._live(group_id)
         if group is None:
             return ErrorCode.NONE, [ErrorCode.UNKNOWN_MEMBER_ID] * len(members)
@@ -336,10 +342,9 @@ class GroupCoordinator:
         version: int,
     ) -> int:
         """Kafka's OffsetMetadataManager.validateOffsetCommit + ClassicGroup's, in order."""
-        if self.closed:
-            return ErrorCode.NOT_COORDINATOR
-        if not group_id:
-            return ErrorCode.INVALID_GROUP_ID
+        refused = self._refusal(group_id)
+        if refused is not None:
+            return refused
         group = self._live(group_id)
         if group is None:
             if generation_id < 0:
@@ -387,10 +392,9 @@ class GroupCoordinator:
         self, group_id: str, partitions: list[tuple[str, int]] | None
     ) -> tuple[int, list[FetchedOffset]]:
         """(group error, offsets); ``partitions`` None = everything the group committed."""
-        if self.closed:
-            return ErrorCode.NOT_COORDINATOR, []
-        if not group_id:
-            return ErrorCode.INVALID_GROUP_ID, []
+        refused = self._refusal(group_id)
+        if refused is not None:
+            return refused, []
         committed = self.store.offsets(group_id)
         if partitions is None:
             return ErrorCode.NONE, [
@@ -415,10 +419,9 @@ class GroupCoordinator:
         self, group_id: str, partitions: list[tuple[str, int]]
     ) -> tuple[int, list[int]]:
         """OffsetDelete: (group error, per-partition errors)."""
-        if self.closed:
-            return ErrorCode.NOT_COORDINATOR, []
-        if not group_id:
-            return ErrorCode.INVALID_GROUP_ID, []
+        refused = self._refusal(group_id)
+        if refused is not None:
+            return refused, []
         group = self._live(group_id)
         if group is None:
             return GROUP_ID_NOT_FOUND, []
