@@ -12,9 +12,13 @@ a group becomes Stable or Empty. Version 1 files hold an older group record with
 protocol type and generation; they still load (the group comes back without members) and
 are rewritten as version 2 at open.
 
-- ``commit``/``delete_*``/``put_group`` append one ``os.write`` each and update the map; they
-  do not fsync. ``flush`` fsyncs; the broker calls it through its grouped flusher before an
-  OffsetCommit is acknowledged, so several concurrent commits share one fsync.
+- ``commit``/``delete_*``/``put_group`` write one frame each at the log's end, at an explicit
+  position (``pwrite`` at the size of the valid prefix), then update the map; they do not
+  fsync. A write that fails midway is cut off again (or, if that fails too, before the next
+  write), so a later record never lands behind a torn frame that replay would stop at, as
+  segments are written at explicit positions. ``flush`` fsyncs; the broker calls it through
+  its grouped flusher before an OffsetCommit is acknowledged, so several concurrent commits
+  share one fsync.
 - At open the log is replayed up to the first torn or corrupt record (a crash mid-write)
   and the file is truncated there: only unacknowledged writes can be lost.
 - When the log holds many more records than live entries it is compacted: the live map is
@@ -114,6 +118,9 @@ class CommittedOffsets:
         self._offsets: dict[str, dict[TopicPartition, CommittedOffset]] = {}
         self._groups: dict[str, GroupRecord] = {}
         self._records = 0
+        # Bytes past ``_size`` may be the rest of a failed write that could not be cut off:
+        # cut them before the next append.
+        self._tail_dirty = False
         self._lock = threading.Lock()
         self.recovery = Recovery(0, 0)
         self.compactions = 0
@@ -144,8 +151,7 @@ class CommittedOffsets:
             if data:
                 log.warning("%s: no valid header; starting an empty log", self.path)
             os.ftruncate(self._fd, 0)
-            os.lseek(self._fd, 0, os.SEEK_SET)
-            _write_all(self._fd, _HEADER)
+            _pwrite_all(self._fd, _HEADER, 0)
             os.fsync(self._fd)
             self._size = len(_HEADER)
             self.recovery = Recovery(0, len(data))
@@ -169,7 +175,6 @@ class CommittedOffsets:
             log.warning("%s: truncating %d byte(s) after %d record(s)", self.path, dropped, records)
             os.ftruncate(self._fd, pos)
             os.fsync(self._fd)
-        os.lseek(self._fd, pos, os.SEEK_SET)
         self._size = pos
         self._records = records
         self.recovery = Recovery(records, dropped)
@@ -262,7 +267,7 @@ class CommittedOffsets:
         tmp = self.path.with_suffix(".tmp")
         fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
-            _write_all(fd, bytes(out))
+            _pwrite_all(fd, bytes(out), 0)
             os.fsync(fd)
         except BaseException:
             os.close(fd)
@@ -273,6 +278,7 @@ class CommittedOffsets:
             os.close(self._fd)
             self._fd = fd
         self._size = len(out)
+        self._tail_dirty = False
         self._records = self.live_entries()
         self.compactions += 1
 
@@ -287,7 +293,20 @@ class CommittedOffsets:
     # --- internals -------------------------------------------------------------------------
 
     def _append(self, data: bytes | bytearray, records: int) -> None:
-        _write_all(self._fd, bytes(data))
+        if self._tail_dirty:
+            os.ftruncate(self._fd, self._size)
+            self._tail_dirty = False
+        try:
+            _pwrite_all(self._fd, bytes(data), self._size)
+        except BaseException:
+            # Part of the frame may be on disk: replay would stop there and drop every record
+            # written after it. Cut it now, or before the next append if this fails too.
+            try:
+                os.ftruncate(self._fd, self._size)
+            except OSError:
+                log.exception("%s: cannot cut a failed write at %d", self.path, self._size)
+                self._tail_dirty = True
+            raise
         self._size += len(data)
         self._records += records
 
@@ -459,11 +478,12 @@ def _read_all(fd: int) -> bytes:
         chunks.append(chunk)
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def _pwrite_all(fd: int, data: bytes, position: int) -> None:
     view = memoryview(data)
     while view:
-        written = os.write(fd, view)
+        written = os.pwrite(fd, view, position)
         view = view[written:]
+        position += written
 
 
 def _fsync_dir(directory: Path) -> None:

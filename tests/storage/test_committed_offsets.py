@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import os
 import struct
 from pathlib import Path
 
@@ -184,3 +186,57 @@ def test_oversized_group_record_is_refused_and_nothing_written(tmp_path: Path) -
     with pytest.raises(RecordTooLarge):
         store.put_group("g", GroupRecord("consumer", 1, "range", "m", (huge,)))
     assert (tmp_path / FILE_NAME).stat().st_size == size and store.groups() == {}
+
+
+class _TornWrites:
+    """Fault injection: the next write to the log stores only half its bytes, then fails
+    (a full disk mid-write); optionally the truncation that follows fails too."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, *, truncate_fails: bool) -> None:
+        self.armed = True
+        self.truncate_fails = truncate_fails
+        real_write, real_pwrite, real_ftruncate = os.write, os.pwrite, os.ftruncate
+
+        def write(fd: int, data: bytes, *position: int) -> int:
+            if not self.armed:
+                return real_pwrite(fd, data, *position) if position else real_write(fd, data)
+            self.armed = False
+            half = bytes(memoryview(data)[: len(data) // 2])
+            if position:
+                real_pwrite(fd, half, *position)
+            else:
+                real_write(fd, half)
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def ftruncate(fd: int, length: int) -> None:
+            if self.truncate_fails:
+                self.truncate_fails = False
+                raise OSError(errno.EIO, "Input/output error")
+            real_ftruncate(fd, length)
+
+        monkeypatch.setattr(os, "write", lambda fd, data: write(fd, data))
+        monkeypatch.setattr(os, "pwrite", lambda fd, data, pos: write(fd, data, pos))
+        monkeypatch.setattr(os, "ftruncate", ftruncate)
+
+
+@pytest.mark.parametrize("truncate_fails", [False, True], ids=["truncated", "truncate-failed"])
+def test_commits_after_a_torn_write_are_readable_after_restart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, truncate_fails: bool
+) -> None:
+    store = CommittedOffsets.open(tmp_path)
+    store.commit("g", [("t", 0, _co(1))])
+    with monkeypatch.context() as patch:
+        faults = _TornWrites(patch, truncate_fails=truncate_fails)
+        with pytest.raises(OSError, match="No space"):
+            store.commit("g", [("t", 1, _co(2))])
+        assert store.offsets("g") == {("t", 0): _co(1)}  # not acknowledged, not kept
+        # The next write lands where the torn frame began, not behind it.
+        store.commit("g", [("t", 2, _co(3))])
+        store.put_group("g", GroupRecord("consumer", 4))
+        assert not faults.armed and not faults.truncate_fails
+    store.flush()
+    reopened = CommittedOffsets.open(tmp_path)  # no close: as after a crash
+    assert reopened.offsets("g") == {("t", 0): _co(1), ("t", 2): _co(3)}
+    assert reopened.groups() == {"g": GroupRecord("consumer", 4)}
+    assert reopened.recovery.records == 3
+    assert reopened.recovery.dropped_bytes == 0
