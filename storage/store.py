@@ -52,6 +52,8 @@ LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
 # (Kafka's naming), so a crash in the middle of a deletion never leaves a half topic.
 DELETE_SUFFIX = "-delete"
 MAX_TOPIC_NAME_LENGTH = 249
+# The longest file name most file systems (ext4, xfs, btrfs) accept, in bytes.
+MAX_FILE_NAME_BYTES = 255
 _TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 _PARTITION_DIR = re.compile(r"(.+)-(\d+)")
 
@@ -76,6 +78,21 @@ class InvalidPartitionsError(ValueError):
 
 class UnknownTopicError(KeyError):
     error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+class TopicDeletionError(Exception):
+    """The disk refused a topic deletion; the topic is left as it was."""
+
+    error_code = ErrorCode.KAFKA_STORAGE_ERROR
+
+
+def delete_dir_name(topic: str, partition: int) -> str:
+    """Kafka's LocalLog.logDeleteDirName: ``<topic>-<partition>.<uuid hex>-delete``, the topic
+    part cut short so the name fits in 255 bytes (logDirNameWithSuffixCappedLength): a
+    249-character topic would otherwise get a name the file system refuses."""
+    suffix = f"-{partition}.{uuid.uuid4().hex}{DELETE_SUFFIX}"
+    # Topic names are ASCII ([a-zA-Z0-9._-]): characters are bytes.
+    return topic[: MAX_FILE_NAME_BYTES - len(suffix)] + suffix
 
 
 def valid_topic_name(name: str) -> bool:
@@ -358,24 +375,21 @@ class Store:
     def delete_topic(self, name: str) -> TopicInfo:
         """Remove a topic and its data from disk (DeleteTopics).
 
-        The partition directories are renamed ``*.<uuid>-delete`` first, atomically for each
-        and made durable together, so a crash leaves either the whole topic or a leftover
-        that the next open removes; then they are deleted.
+        The partition directories are renamed ``*.<uuid>-delete`` first (Kafka's
+        LogManager.asyncDelete), atomically for each and made durable together, so a crash
+        leaves either the whole topic or a leftover that the next open removes; then they are
+        deleted. When a rename fails, those already done are undone and TopicDeletionError is
+        raised: the topic stays whole and served, never half gone (a re-created topic must
+        not find the old records in a directory that kept its name).
         """
         info = self._topics.get(name)
         if info is None:
             raise UnknownTopicError(name)
+        doomed = self._rename_for_deletion(info)
         del self._topics[name]
         self._by_id.pop(info.topic_id, None)
         for plog in info.partitions:
             plog.close_unclean()
-        unique = uuid.uuid4().hex
-        doomed: list[Path] = []
-        for plog in info.partitions:
-            target = plog.path.with_name(f"{plog.path.name}.{unique}{DELETE_SUFFIX}")
-            os.rename(plog.path, target)
-            doomed.append(target)
-        fsync_dir(self.data_dir)
         if any(plog.log_start_offset > 0 for plog in info.partitions):
             # A topic re-created under this name must not inherit the old log starts.
             self._write_log_start_offsets()
@@ -383,6 +397,30 @@ class Store:
             shutil.rmtree(path)
         fsync_dir(self.data_dir)
         return info
+
+    def _rename_for_deletion(self, info: TopicInfo) -> list[Path]:
+        done: list[tuple[Path, Path]] = []
+        try:
+            for plog in info.partitions:
+                target = self.data_dir / delete_dir_name(info.name, plog.partition)
+                os.rename(plog.path, target)
+                done.append((plog.path, target))
+            fsync_dir(self.data_dir)
+        except OSError as exc:
+            failed = plog.path.name if len(done) < len(info.partitions) else self.data_dir.name
+            for original, target in reversed(done):
+                try:
+                    os.rename(target, original)
+                except OSError:
+                    log.exception("cannot move %s back to %s", target.name, original.name)
+            try:
+                fsync_dir(self.data_dir)
+            except OSError:
+                log.exception("cannot fsync %s", self.data_dir)
+            raise TopicDeletionError(
+                f"Error while deleting topic {info.name}: {failed}: {exc.strerror or exc}"
+            ) from exc
+        return [target for _, target in done]
 
     def delete_records(self, name: str, index: int, offset: int) -> int:
         """DeleteRecords on one partition: returns the new log start offset (low watermark).

@@ -3,9 +3,11 @@
 Behaviour (Kafka's ControllerApis.deleteTopics): v1-5 name topics, v6 by name or by topic
 id. A name or id given twice -> INVALID_REQUEST; both or neither of name and id ->
 INVALID_REQUEST; an unknown name -> UNKNOWN_TOPIC_OR_PARTITION, an unknown id ->
-UNKNOWN_TOPIC_ID. A deleted topic's partition directories are renamed ``*-delete`` and
-removed before the answer (storage.store.delete_topic), its configs too; fetches and
-produces for it get UNKNOWN_TOPIC_OR_PARTITION from then on.
+UNKNOWN_TOPIC_ID. A deleted topic's partition directories are renamed ``*-delete`` (the
+name capped at 255 bytes, as Kafka's logDirNameWithSuffixCappedLength) and removed before
+the answer (storage.store.delete_topic), its configs too; fetches and produces for it get
+UNKNOWN_TOPIC_OR_PARTITION from then on. When the disk refuses (a rename fails) the topic
+answers KAFKA_STORAGE_ERROR with a message and stays whole; the connection stays open.
 
 Deviation: Kafka deletes asynchronously (the answer can precede the files' removal, and
 Metadata may still list the topic for a moment); here it is done when the answer leaves.
@@ -24,7 +26,7 @@ from protocol.errors import ErrorCode
 from protocol.messages.delete_topics import DELETE_TOPICS
 from protocol.primitives import ZERO_UUID
 from protocol.schema import Message
-from storage.store import TopicInfo
+from storage.store import TopicDeletionError, TopicInfo
 
 API = DELETE_TOPICS
 MIN_VERSION = 1
@@ -99,7 +101,16 @@ def handle(ctx: RequestContext, request: Message) -> Message:
                     )
                 )
                 continue
-        store.delete_topic(info.name)
+        try:
+            store.delete_topic(info.name)
+        except (TopicDeletionError, OSError) as exc:
+            # Kafka answers a storage failure with KAFKA_STORAGE_ERROR (Errors.forException
+            # of a KafkaStorageException); the topic stays as it was.
+            log.error("deleting topic %r failed: %s (%s)", info.name, exc, ctx.describe())
+            results.append(
+                _result(name, topic_id, ErrorCode.KAFKA_STORAGE_ERROR, str(exc) or repr(exc))
+            )
+            continue
         state.forget_topic(info)
         log.info(
             "deleted topic %r (%d partition(s)) (%s)",

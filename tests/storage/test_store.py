@@ -20,6 +20,7 @@ from storage.store import (
     Store,
     StoreError,
     TopicAlreadyExistsError,
+    delete_dir_name,
     uuid_from_str,
     uuid_to_str,
     valid_topic_name,
@@ -308,3 +309,14 @@ def test_store_housekeeping_covers_every_partition(tmp_path: Path) -> None:
     assert all(p.unflushed_messages == 0 for p in store.partition_logs())
     store.close()
     store.close()  # idempotent
+
+
+@pytest.mark.parametrize("partition", [0, 7, 2**31 - 1])
+def test_delete_dir_name_is_capped_at_255_bytes_like_kafkas(partition: int) -> None:
+    # LocalLog.logDirNameWithSuffixCappedLength: "<topic>-<partition>.<32 hex>-delete", the
+    # topic cut so the whole name fits in 255 bytes.
+    long_name = delete_dir_name("x" * 249, partition)
+    assert len(long_name) == 255
+    assert re.fullmatch(rf"x+-{partition}\.[0-9a-f]{{32}}-delete", long_name)
+    short = delete_dir_name("orders", partition)
+    assert re.fullmatch(rf"orders-{partition}\.[0-9a-f]{{32}}-delete", short)
