@@ -6,12 +6,16 @@
 - producer-state snapshots (minikafka.producer.snapshot.interval.ms): snapshot partitions
   whose producer state changed, so a crash replays only the batches after it;
 - flush: partitions whose policy asks for it (log.flush.interval.ms, checked every
-  log.flush.scheduler.interval.ms) and segments rolled since their last fsync.
+  log.flush.scheduler.interval.ms) and segments rolled since their last fsync;
+- file deletion: files of deleted segments and topics, each when its file.delete.delay.ms
+  is up (Kafka's "delete-file" and "kafka-delete-logs" scheduler tasks); the task sleeps
+  until the next one is due and is woken when an earlier one is added.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Coroutine
@@ -46,6 +50,8 @@ class Background:
         self._every(
             min(config.flush_scheduler_interval_ms, ROLLED_FLUSH_CHECK_MS), "flush", self._flush
         )
+        loop = asyncio.get_running_loop()
+        self.tasks.append(loop.create_task(self._delete_files(), name="delete-files"))
 
     def _every(
         self, interval_ms: int, name: str, job: Callable[[], Coroutine[Any, Any, None] | None]
@@ -74,6 +80,24 @@ class Background:
             task.cancel()
         await asyncio.gather(*self.tasks, return_exceptions=True)
         self.tasks.clear()
+
+    async def _delete_files(self) -> None:
+        deletes = self.state.store.delayed_deletes
+        wake = asyncio.Event()
+        deletes.on_schedule = wake.set
+        try:
+            while True:
+                wake.clear()  # before looking, so a removal added meanwhile is not missed
+                timeout = deletes.seconds_to_next()
+                if timeout is None or timeout > 0:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(wake.wait(), timeout)
+                try:
+                    deletes.run_due()
+                except Exception:
+                    log.exception("background task delete-files failed")
+        finally:
+            deletes.on_schedule = None
 
     def _retention(self) -> None:
         deleted = self.state.store.apply_retention(now_ms())

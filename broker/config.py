@@ -96,6 +96,7 @@ class Config:
     flush_ms: int
     flush_scheduler_interval_ms: int
     snapshot_interval_ms: int
+    file_delete_delay_ms: int
     group_initial_rebalance_delay_ms: int
     group_min_session_timeout_ms: int
     group_max_session_timeout_ms: int
@@ -427,6 +428,17 @@ PROPERTIES: tuple[Property, ...] = (
         None,
         "How often log.flush.interval.ms is checked (default: every second when it is set).",
         validator=_at_least(1),
+    ),
+    Property(
+        "log.segment.delete.delay.ms",
+        LONG,
+        "60000",
+        "How long the files of a segment deleted by retention or DeleteRecords, or of a "
+        "deleted topic, stay (renamed *.deleted / *-delete) before they are removed, so "
+        "fetch responses being sent from them complete.",
+        attr="file_delete_delay_ms",
+        validator=_at_least(0),
+        aliases=("file.delete.delay.ms",),
     ),
     Property(
         "group.initial.rebalance.delay.ms",

@@ -140,6 +140,7 @@ def log_config(config: Config) -> LogConfig:
         flush_messages=config.flush_messages,
         flush_ms=config.flush_ms,
         snapshot_interval_ms=config.snapshot_interval_ms,
+        file_delete_delay_ms=config.file_delete_delay_ms,
     )
 
 

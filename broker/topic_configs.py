@@ -5,7 +5,8 @@ Every topic config Kafka 4.0 knows (LogConfig) is accepted, validated as Kafka v
 unchanged. Those marked ``applied`` change what this broker does:
 
 - retention.ms, retention.bytes, segment.bytes, segment.ms, index.interval.bytes,
-  flush.messages, flush.ms: the partition's ``LogConfig`` (storage.log_config);
+  flush.messages, flush.ms, file.delete.delay.ms: the partition's ``LogConfig``
+  (storage.log_config);
 - max.message.bytes: the largest batch Produce accepts (MESSAGE_TOO_LARGE above it);
 - message.timestamp.type=LogAppendTime: the broker stamps each batch's max_timestamp with
   its own clock and sets the timestamp-type attribute (KAFKA_NOTES §4);
@@ -241,9 +242,11 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
             "file.delete.delay.ms",
             _C.LONG,
             "60000",
-            "Delay before a deleted segment file is removed (stored only: removal is immediate).",
+            "How long the files of a segment deleted by retention or DeleteRecords stay, "
+            "renamed *.deleted, before they are removed.",
             ("log.segment.delete.delay.ms",),
             _at_least(0),
+            applied=True,
         ),
         TopicConfigDef(
             "flush.messages",
@@ -503,6 +506,7 @@ _BROKER_VALUE: dict[str, Callable[[Config], int]] = {
     "index.interval.bytes": lambda c: c.index_interval_bytes,
     "flush.messages": lambda c: c.flush_messages,
     "flush.ms": lambda c: c.flush_ms,
+    "file.delete.delay.ms": lambda c: c.file_delete_delay_ms,
 }
 # The broker synonym Kafka lists with source DEFAULT_CONFIG when none is set: the one that
 # carries the default (log.retention.ms has none; log.retention.hours says 168).
@@ -674,6 +678,7 @@ def settings(config: Config, base: LogConfig, overrides: Mapping[str, str]) -> T
         retention_bytes=get("retention.bytes") if delete else -1,
         flush_messages=get("flush.messages"),
         flush_ms=get("flush.ms"),
+        file_delete_delay_ms=get("file.delete.delay.ms"),
     )
     return TopicSettings(
         max_message_bytes=get("max.message.bytes"),

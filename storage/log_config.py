@@ -31,6 +31,9 @@ class LogConfig:
     # 60 s like log.flush.offset.checkpoint.interval.ms, whose role the snapshot also plays).
     # Storage does not schedule anything itself.
     snapshot_interval_ms: int = 60000
+    # file.delete.delay.ms: how long the files of a segment that left the log (retention,
+    # DeleteRecords) stay, renamed *.deleted, before they are removed (Kafka: 60 s).
+    file_delete_delay_ms: int = 60000
 
     def __post_init__(self) -> None:
         if not 0 < self.segment_bytes <= INT32_MAX:
@@ -43,5 +46,7 @@ class LogConfig:
             raise ValueError("retention_ms and retention_bytes must be >= -1")
         if self.flush_messages < 1 or self.flush_ms < 0:
             raise ValueError("flush_messages must be >= 1 and flush_ms >= 0")
+        if self.file_delete_delay_ms < 0:
+            raise ValueError(f"file_delete_delay_ms must be >= 0: {self.file_delete_delay_ms}")
         if self.snapshot_interval_ms < 1:
             raise ValueError(f"snapshot_interval_ms must be >= 1: {self.snapshot_interval_ms}")

@@ -13,6 +13,7 @@ segment rebuilds it from the log on open, so the file is an accelerator, never t
 from __future__ import annotations
 
 import bisect
+import contextlib
 import os
 import struct
 from pathlib import Path
@@ -102,6 +103,13 @@ class OffsetIndex:
         self._positions = positions
         self.file_consistent = True
         return True
+
+    def rename_to(self, path: Path) -> None:
+        """Move the file to ``path`` (Kafka's AbstractIndex.renameTo); the open descriptor keeps
+        working. A file that does not exist only changes its future name."""
+        with contextlib.suppress(FileNotFoundError):
+            os.rename(self.path, path)
+        self.path = path
 
     def flush(self) -> None:
         os.fsync(self._fd)

@@ -30,10 +30,12 @@ from protocol.records import BatchHeader, set_base_offset, set_partition_leader_
 
 from . import snapshot as snapshots
 from .atomic_file import TMP_SUFFIX, fsync_dir
+from .delayed_delete import DelayedDeletes
 from .log_config import LogConfig
 from .offset_index import INDEX_SUFFIX
 from .producer_state import ProducerStateManager
 from .segment import (
+    DELETED_SUFFIX,
     INT32_MAX,
     LOG_SUFFIX,
     Segment,
@@ -106,6 +108,10 @@ class RecoveryInfo:
 
 
 class PartitionLog:
+    # Where segments that leave the log wait file.delete.delay.ms before their files go (the
+    # store sets it); None: they go at once, as Kafka's deleteSegmentFiles without asyncDelete.
+    file_deleter: DelayedDeletes | None = None
+
     def __init__(
         self,
         path: Path,
@@ -568,9 +574,7 @@ class PartitionLog:
             # max: DeleteRecords may have moved the log start into the new first segment.
             self._log_start_offset = max(self._log_start_offset, self._segments[0].base_offset)
             self._recovery_point = max(self._recovery_point, self._log_start_offset)
-        for seg in doomed:
-            seg.delete()
-        fsync_dir(self.path)
+        self._retire_segments(doomed)
         log.info(
             "%s: deleted %d segment(s) by %s; log start offset now %d",
             self.name,
@@ -623,10 +627,8 @@ class PartitionLog:
             del self._bases[: len(doomed)]
             self._log_start_offset = offset
             self._recovery_point = max(self._recovery_point, offset)
-        for seg in doomed:
-            seg.delete()
         if doomed:
-            fsync_dir(self.path)
+            self._retire_segments(doomed)
         log.info(
             "%s: log start offset now %d by %s (%d segment(s) deleted)",
             self.name,
@@ -636,6 +638,31 @@ class PartitionLog:
         )
         self._producers.remove_before(offset)
         self._delete_old_snapshots()
+
+    def _retire_segments(self, doomed: list[Segment]) -> None:
+        """Kafka's LocalLog.deleteSegmentFiles for segments already out of the list: rename
+        their files ``*.deleted`` now (durably: they must not come back after a crash), remove
+        them file.delete.delay.ms later. A fetch response being sent from one of them keeps
+        reading its open file meanwhile instead of being cut mid-frame."""
+        try:
+            for seg in doomed:
+                seg.mark_deleted()
+            fsync_dir(self.path)
+        finally:
+            what = f"{self.name}: segment(s) " + ", ".join(str(s.base_offset) for s in doomed)
+
+            def remove() -> None:
+                for seg in doomed:
+                    seg.delete()
+
+            def close() -> None:
+                for seg in doomed:
+                    seg.close(flush=False)
+
+            if self.file_deleter is None:
+                remove()
+            else:
+                self.file_deleter.schedule(self.config.file_delete_delay_ms, what, remove, close)
 
     def expire_producers(self, now_ms: int, expiration_ms: int) -> int:
         """Forget producers idle for ``expiration_ms`` (producer.id.expiration.ms)."""
@@ -734,9 +761,11 @@ def _tidy_directory(d: Path) -> list[int]:
             (b := parse_file_name(n, suffix)) is not None and b not in have
             for suffix in _SEGMENT_INDEX_SUFFIXES
         )
-        if n.endswith(TMP_SUFFIX) or orphan_index:
-            # A snapshot write that never reached its rename, or the index of a segment whose
-            # deletion was cut short.
+        if n.endswith((TMP_SUFFIX, DELETED_SUFFIX)) or orphan_index:
+            # A snapshot write that never reached its rename, segment files renamed for a
+            # deletion the process did not live to finish (Kafka's LogLoader
+            # removeTempFilesAndCollectSwapFiles), or the index of a segment whose deletion
+            # was cut short.
             (d / n).unlink()
     return bases
 

@@ -44,6 +44,9 @@ from .offset_index import INDEX_SUFFIX, OffsetIndex
 from .time_index import NO_TIMESTAMP, TIME_INDEX_SUFFIX, TimeIndex, TimestampOffset
 
 LOG_SUFFIX = ".log"
+# Kafka's LogFileUtils.DELETED_FILE_SUFFIX: a segment's files renamed when it leaves its log,
+# removed file.delete.delay.ms later, and at the next open if still there.
+DELETED_SUFFIX = ".deleted"
 INT32_MAX = 0x7FFFFFFF
 DEFAULT_INDEX_INTERVAL_BYTES = 4096
 _CHUNK = 64 * 1024  # read-ahead when walking headers: one pread covers many small batches
@@ -132,6 +135,7 @@ class Segment:
         # Kafka's LogSegment.created: wall time the object was made (reset by a reload).
         self.created_ms = int(time.time() * 1000) if created_ms is None else created_ms
         self._fd = fd
+        self._log_suffix = ""  # DELETED_SUFFIX once the log file is renamed for deletion
         self._bytes_since_index = 0
         # Writes and flushes are counted rather than flagged so that a flush running in
         # another thread never marks as durable a write it did not cover.
@@ -146,11 +150,11 @@ class Segment:
 
     @property
     def log_path(self) -> Path:
-        return self.directory / file_name(self.base_offset, LOG_SUFFIX)
+        return self.directory / (file_name(self.base_offset, LOG_SUFFIX) + self._log_suffix)
 
     @property
     def index_path(self) -> Path:
-        return self.directory / file_name(self.base_offset, INDEX_SUFFIX)
+        return self.index.path
 
     @property
     def time_index_path(self) -> Path:
@@ -682,8 +686,28 @@ class Segment:
         self.index.close()
         self.time_index.close()
 
+    def mark_deleted(self) -> None:
+        """Rename the segment's files ``*.deleted`` (Kafka's LogSegment.changeFileSuffixes("",
+        ".deleted")) when it leaves its log; ``delete`` removes them later.
+
+        The descriptors stay open, so reads (a fetch response being sent from this segment)
+        go on; the next open of the partition removes any ``*.deleted`` file it finds. Each
+        path changes only once its rename succeeded, so ``delete`` finds every file.
+        """
+        if not self._log_suffix:
+            os.rename(self.log_path, self.log_path.with_name(self.log_path.name + DELETED_SUFFIX))
+            self._log_suffix = DELETED_SUFFIX
+        for index in (self.index, self.time_index):
+            if not index.path.name.endswith(DELETED_SUFFIX):
+                index.rename_to(index.path.with_name(index.path.name + DELETED_SUFFIX))
+
+    @property
+    def marked_deleted(self) -> bool:
+        return bool(self._log_suffix)
+
     def delete(self) -> None:
-        """Close without flushing and remove its files (retention)."""
+        """Close without flushing and remove its files, under whatever names they have now
+        (Kafka's LogSegment.deleteIfExists)."""
         self.close(flush=False)
         for path in (self.log_path, self.index_path, self.time_index_path):
             path.unlink(missing_ok=True)

@@ -35,6 +35,7 @@ from pathlib import Path
 from protocol.errors import ErrorCode
 
 from .atomic_file import fsync_dir, write_atomic
+from .delayed_delete import DelayedDeletes
 from .log_config import LogConfig
 from .partition_log import PartitionLog, RecoveryMode
 
@@ -158,6 +159,9 @@ class Store:
         self._topics: dict[str, TopicInfo] = {}
         self._by_id: dict[bytes, TopicInfo] = {}
         self._closed = False
+        # Files of deleted segments and topics, waiting file.delete.delay.ms (the owner runs
+        # it: see storage.delayed_delete).
+        self.delayed_deletes = DelayedDeletes()
 
     @property
     def segment_bytes(self) -> int:
@@ -239,9 +243,11 @@ class Store:
         return head + ", ".join(parts)
 
     def _open_partition(self, name: str, index: int, mode: RecoveryMode) -> PartitionLog:
-        return PartitionLog.open(
+        plog = PartitionLog.open(
             self.data_dir / f"{name}-{index}", name, index, config=self.log_config, mode=mode
         )
+        plog.file_deleter = self.delayed_deletes
+        return plog
 
     def _load_topics(self, mode: RecoveryMode) -> None:
         found: dict[str, dict[int, bytes]] = {}
@@ -377,10 +383,12 @@ class Store:
 
         The partition directories are renamed ``*.<uuid>-delete`` first (Kafka's
         LogManager.asyncDelete), atomically for each and made durable together, so a crash
-        leaves either the whole topic or a leftover that the next open removes; then they are
-        deleted. When a rename fails, those already done are undone and TopicDeletionError is
-        raised: the topic stays whole and served, never half gone (a re-created topic must
-        not find the old records in a directory that kept its name).
+        leaves either the whole topic or a leftover that the next open removes. Their files
+        stay open and are closed and removed after the broker's file.delete.delay.ms (Kafka's
+        LogManager.deleteLogs uses the broker default, not the topic's), so a fetch response
+        being sent from them completes. When a rename fails, those already done are undone
+        and TopicDeletionError is raised: the topic stays whole and served, never half gone
+        (a re-created topic must not find the old records in a directory that kept its name).
         """
         info = self._topics.get(name)
         if info is None:
@@ -388,14 +396,26 @@ class Store:
         doomed = self._rename_for_deletion(info)
         del self._topics[name]
         self._by_id.pop(info.topic_id, None)
-        for plog in info.partitions:
-            plog.close_unclean()
+
+        def close() -> None:
+            for plog in info.partitions:
+                plog.close_unclean()
+
+        def remove() -> None:
+            close()
+            for path in doomed:
+                shutil.rmtree(path)
+            fsync_dir(self.data_dir)
+
+        self.delayed_deletes.schedule(
+            self.log_config.file_delete_delay_ms,
+            f"topic {name} ({', '.join(p.name for p in doomed)})",
+            remove,
+            close,
+        )
         if any(plog.log_start_offset > 0 for plog in info.partitions):
             # A topic re-created under this name must not inherit the old log starts.
             self._write_log_start_offsets()
-        for path in doomed:
-            shutil.rmtree(path)
-        fsync_dir(self.data_dir)
         return info
 
     def _rename_for_deletion(self, info: TopicInfo) -> list[Path]:
@@ -485,6 +505,9 @@ class Store:
         """
         if self._closed:
             return
+        # Nothing can be reading the deleted files any more: remove them now rather than
+        # leave them to the next start-up (where Kafka leaves them).
+        self.delayed_deletes.run_all()
         try:
             for plog in self.partition_logs():
                 plog.close()
@@ -499,6 +522,7 @@ class Store:
         """Close files without flushing, snapshotting or writing the marker (a crash)."""
         if self._closed:
             return
+        self.delayed_deletes.abandon()
         for plog in self.partition_logs():
             plog.close_unclean()
         self._closed = True

@@ -19,6 +19,7 @@ it is an accelerator rebuilt from the log whenever it cannot be trusted.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import os
 import struct
 from pathlib import Path
@@ -148,6 +149,13 @@ class TimeIndex:
         self._offsets = offsets
         self.file_consistent = True
         return True
+
+    def rename_to(self, path: Path) -> None:
+        """Move the file to ``path`` (Kafka's AbstractIndex.renameTo); the open descriptor keeps
+        working. A file that does not exist only changes its future name."""
+        with contextlib.suppress(FileNotFoundError):
+            os.rename(self.path, path)
+        self.path = path
 
     def flush(self) -> None:
         if self._fd >= 0:

@@ -5,15 +5,21 @@ Checked on the files the broker leaves and on the bytes it sends."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from protocol.errors import ErrorCode
+from protocol.messages.api_versions import API_VERSIONS
 from protocol.messages.delete_topics import DELETE_TOPICS
-from protocol.records import build_batch
+from protocol.messages.fetch import FETCH
+from protocol.messages.incremental_alter_configs import INCREMENTAL_ALTER_CONFIGS
+from protocol.records import build_batch, crc_ok, iter_batches
 from protocol.schema import Message
-from tests.e2e.test_admin_configs import create
+from tests.e2e.test_admin_configs import TOPIC, create
+from tests.e2e.test_admin_topics import delete_records
 from tests.support.broker_process import BrokerProcess
 from tests.support.produce import fetch_partition, produce, stored
 from tests.support.raw_client import RawClient
@@ -26,6 +32,18 @@ pytestmark = [
 # Kafka's longest topic name (Topic.MAX_NAME_LENGTH): "<name>-0" fits a 255-byte file name,
 # "<name>-0.<32 hex>-delete" would not.
 LONGEST_NAME = "t" * 249
+
+
+FIRST_LOG = "00000000000000000000.log"
+DEADLINE_S = 15.0
+
+
+def wait_until(condition: object, what: str, timeout: float = DEADLINE_S) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():  # type: ignore[operator]
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.01)
 
 
 def delete_topic(client: RawClient, name: str) -> Message:
@@ -80,3 +98,122 @@ def test_a_topic_with_the_longest_name_stays_deleted_after_restart(tmp_path: Pat
             assert fetch_partition(client, LONGEST_NAME, 0).high_watermark == 0
     finally:
         broker.stop()
+
+
+# -- a fetch response in flight while its segment is deleted --------------------------------
+
+# Bigger than anything the kernel buffers between the broker and a client that does not read
+# (send buffer up to 4 MiB here), so the broker is still sending the first partition's records
+# when the second partition's segment is deleted.
+BLOCKING_BATCHES, BLOCKING_VALUE = 12, 999_000
+BLOCKING_BYTES = BLOCKING_BATCHES * BLOCKING_VALUE
+SENDFILE_MIN = 64 * 1024  # broker.zero_copy.SENDFILE_MIN_BYTES
+
+
+@pytest.fixture(scope="module")
+def racing_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    data = tmp_path_factory.mktemp("race") / "data"
+    proc = BrokerProcess(data, {"log.retention.check.interval.ms": "50"}).start()
+    try:
+        with RawClient(proc.port) as client:
+            assert create(client, "race-blocker").error_code == 0
+            for _ in range(BLOCKING_BATCHES):
+                batch = build_batch([(b"k", b"b" * BLOCKING_VALUE)])
+                assert produce(client, "race-blocker", batch).error_code == 0
+        yield proc
+    finally:
+        proc.stop()
+
+
+def _fetch_both(target: str) -> Message:
+    def topic(name: str, max_bytes: int) -> Message:
+        return Message(
+            topic=name,
+            topic_id=b"\x00" * 16,
+            partitions=[Message(partition=0, fetch_offset=0, partition_max_bytes=max_bytes)],
+        )
+
+    return Message(
+        replica_id=-1,
+        max_wait_ms=0,
+        min_bytes=1,
+        max_bytes=100_000_000,
+        isolation_level=0,
+        session_id=0,
+        session_epoch=-1,
+        topics=[topic("race-blocker", 2 * BLOCKING_BYTES), topic(target, 1)],
+        forgotten_topics_data=[],
+        rack_id="",
+    )
+
+
+def _delete_segment(client: RawClient, how: str, topic: str, data: Path) -> None:
+    if how == "DeleteTopics":
+        assert delete_topic(client, topic).error_code == 0
+    elif how == "DeleteRecords":
+        assert delete_records(client, topic, 1).low_watermark == 1
+    else:
+        answer = client.request(
+            INCREMENTAL_ALTER_CONFIGS,
+            1,
+            Message(
+                resources=[
+                    Message(
+                        resource_type=TOPIC,
+                        resource_name=topic,
+                        configs=[Message(name="retention.ms", config_operation=0, value="1")],
+                    )
+                ],
+                validate_only=False,
+            ),
+        )
+        assert answer.responses[0].error_code == 0
+    # Whichever way, the first segment no longer has its live name (retention: once the next
+    # check ran), but its file is still there under the name Kafka gives it.
+    wait_until(lambda: not (data / f"{topic}-0" / FIRST_LOG).exists(), f"{how} on {topic}")
+    if how == "DeleteTopics":
+        assert [p.name for p in data.glob(f"{topic}-0.*-delete/{FIRST_LOG}")] == [FIRST_LOG]
+    else:
+        assert (data / f"{topic}-0" / f"{FIRST_LOG}.deleted").exists()
+
+
+@pytest.mark.parametrize("how", ["retention", "DeleteRecords", "DeleteTopics"])
+@pytest.mark.parametrize("size", ["small", "sendfile"])
+def test_a_fetch_in_flight_completes_when_its_segment_is_deleted(
+    racing_broker: BrokerProcess, how: str, size: str
+) -> None:
+    data = racing_broker.data_dir
+    topic = f"race-{how.lower()}-{size}"
+    value = 1000 if size == "small" else 2 * SENDFILE_MIN
+    with RawClient(racing_broker.port) as admin:
+        # One batch per segment: the fetched one is never the active segment.
+        configs = {"segment.bytes": str(value + 500)}
+        assert create(admin, topic, configs=configs).error_code == 0
+        for i in range(3):
+            assert produce(admin, topic, build_batch([(b"k%d" % i, b"v" * value)])).error_code == 0
+        first_segment = stored(data, topic)[0][1]
+        assert (len(first_segment) < SENDFILE_MIN) == (size == "small")
+
+        with RawClient(racing_broker.port, receive_buffer=4096) as fetcher:
+            fetcher.send(FETCH, 12, _fetch_both(topic))
+            # The response has started: the broker already chose the segment slices and is
+            # held inside the first partition's records by the client not reading.
+            wait_until(lambda: fetcher.bytes_waiting() > 0, "the fetch response to start")
+            _delete_segment(admin, how, topic, data)
+
+            _, answer = fetcher.receive()
+            blocker, raced = (t.partitions[0] for t in answer.responses)
+            assert blocker.error_code == 0 and len(blocker.records) >= BLOCKING_BYTES
+            assert raced.error_code == 0
+            # The deleted segment's batch, byte for byte, with a valid CRC.
+            assert bytes(raced.records) == first_segment
+            batches = list(iter_batches(raced.records))
+            assert [h.base_offset for _, h in batches] == [0]
+            assert all(crc_ok(raced.records[p : p + h.size], h) for p, h in batches)
+            # The connection carries on.
+            assert (
+                fetcher.request(
+                    API_VERSIONS, 3, Message(client_software_name="t", client_software_version="1")
+                ).error_code
+                == 0
+            )

@@ -26,8 +26,23 @@ class ConnectionClosed(Exception):
 
 
 class RawClient:
-    def __init__(self, port: int, host: str = "127.0.0.1", client_id: str = "raw-test") -> None:
-        self.sock = socket.create_connection((host, port), timeout=10)
+    def __init__(
+        self,
+        port: int,
+        host: str = "127.0.0.1",
+        client_id: str = "raw-test",
+        *,
+        receive_buffer: int | None = None,
+    ) -> None:
+        if receive_buffer is None:
+            self.sock = socket.create_connection((host, port), timeout=10)
+        else:
+            # Set before connecting: the TCP window (and its scale) is agreed at the
+            # handshake, so a client that does not read holds the broker's send back early.
+            self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
+            self.sock.settimeout(10)
+            self.sock.connect((host, port))
         self.client_id = client_id
         self._ids = itertools.count(1)
         self.pending: list[tuple[int, Api, int]] = []
@@ -84,6 +99,13 @@ class RawClient:
     def request(self, api: Api, version: int, body: Any) -> Message:
         self.send(api, version, body)
         return self.receive()[1]
+
+    def bytes_waiting(self) -> int:
+        """How many response bytes have arrived and are not read yet (at most 64 KiB)."""
+        try:
+            return len(self.sock.recv(65536, socket.MSG_PEEK | socket.MSG_DONTWAIT))
+        except BlockingIOError:
+            return 0
 
     def closed_by_peer(self, timeout: float = 5.0) -> bool:
         """True once the broker has closed the connection (EOF or reset)."""
