@@ -4,6 +4,12 @@ The handler describes where the records lie (a FileRecords part); the connection
 parts in order and hands large file parts to ``loop.sendfile``, so stored batches go from
 the page cache to the socket without being copied through Python. Small parts are read and
 written normally: below SENDFILE_MIN_BYTES the extra system calls cost more than the copy.
+
+A part may be sent well after the handler chose it (an earlier partition of the same
+response can hold the connection for as long as the client takes to read it). Meanwhile
+retention, DeleteRecords or DeleteTopics may take its segment out of the log: as in Kafka,
+the segment's files are only renamed then and stay open for file.delete.delay.ms
+(storage.delayed_delete), so the part is still read whole and the frame stays intact.
 """
 
 from __future__ import annotations

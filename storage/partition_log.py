@@ -593,7 +593,8 @@ class PartitionLog:
         Kafka's UnifiedLog.maybeIncrementLogStartOffset: ``offset`` above the high watermark
         raises OffsetOutOfRangeError; one at or below the current start changes nothing.
         Reads below the new start then get OFFSET_OUT_OF_RANGE; segments wholly below it
-        are deleted at once (Kafka does it in its next retention pass), and producers whose
+        are deleted at once (Kafka does it in its next retention pass; the files themselves
+        wait file.delete.delay.ms, see ``_retire_segments``), and producers whose
         records are all gone are forgotten. The caller persists the new start (the store's
         log-start-offset checkpoint), since it may lie inside a segment.
         """

@@ -10,6 +10,9 @@ Layout, as Kafka's:
         partition.metadata                   "version: 0" and the topic id
         00000000000000000000.log / .index / .timeindex
         00000000000000000042.snapshot        producer state at offset 42 (docs/SNAPSHOT_FORMAT.md)
+        00000000000000000000.log.deleted     a segment retention/DeleteRecords removed, waiting
+                                             file.delete.delay.ms (with its indexes)
+    <data_dir>/<topic>-<partition>.<uuid>-delete/   a deleted topic's partition, likewise
 
 Topic ids and the cluster id are random UUIDs written once and kept across restarts, because
 clients cache them (Fetch v13+ and Metadata v10+ carry topic ids).

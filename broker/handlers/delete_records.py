@@ -6,8 +6,9 @@ low_watermark answers the new log start. An offset above the high watermark or b
 OFFSET_OUT_OF_RANGE; one at or below the current start changes nothing. A topic whose
 cleanup.policy lacks "delete" -> POLICY_VIOLATION, as Kafka. Unknown partition ->
 UNKNOWN_TOPIC_OR_PARTITION. Afterwards a fetch below the new start gets
-OFFSET_OUT_OF_RANGE; segments wholly below it are deleted; the new start survives restarts
-(Kafka's log-start-offset-checkpoint file).
+OFFSET_OUT_OF_RANGE; segments wholly below it are deleted (renamed ``*.deleted`` at once,
+removed file.delete.delay.ms later, as Kafka's deleteSegmentFiles); the new start survives
+restarts (Kafka's log-start-offset-checkpoint file).
 """
 
 from __future__ import annotations

@@ -4,13 +4,16 @@ Behaviour (Kafka's ControllerApis.deleteTopics): v1-5 name topics, v6 by name or
 id. A name or id given twice -> INVALID_REQUEST; both or neither of name and id ->
 INVALID_REQUEST; an unknown name -> UNKNOWN_TOPIC_OR_PARTITION, an unknown id ->
 UNKNOWN_TOPIC_ID. A deleted topic's partition directories are renamed ``*-delete`` (the
-name capped at 255 bytes, as Kafka's logDirNameWithSuffixCappedLength) and removed before
-the answer (storage.store.delete_topic), its configs too; fetches and produces for it get
-UNKNOWN_TOPIC_OR_PARTITION from then on. When the disk refuses (a rename fails) the topic
+name capped at 255 bytes, as Kafka's logDirNameWithSuffixCappedLength) before the answer
+and removed log.segment.delete.delay.ms later (Kafka's LogManager.asyncDelete/deleteLogs),
+so fetch responses already being sent from them complete (storage.store.delete_topic). Its
+configs go too; fetches and produces for it get UNKNOWN_TOPIC_OR_PARTITION from then on,
+and the name can be re-created at once. When the disk refuses (a rename fails) the topic
 answers KAFKA_STORAGE_ERROR with a message and stays whole; the connection stays open.
 
-Deviation: Kafka deletes asynchronously (the answer can precede the files' removal, and
-Metadata may still list the topic for a moment); here it is done when the answer leaves.
+Deviation: Kafka's controller answers before the broker renames anything (Metadata may
+still list the topic for a moment); here the topic is gone from Metadata when the answer
+leaves.
 Committed offsets of the topic's partitions are kept (Kafka's group coordinator drops
 them); a consumer of a re-created topic starts from its committed offset, clamped by the
 usual out-of-range reset.

@@ -177,3 +177,18 @@ def test_incremental_refusals_are_invalid_request(op: tuple[str, int, str], mess
         incremental({}, [op])
     assert info.value.code == ErrorCode.INVALID_REQUEST
     assert message in info.value.message
+
+
+def test_file_delete_delay_ms_follows_the_broker_and_a_topic_override() -> None:
+    # Kafka's broker property log.segment.delete.delay.ms is the topic config's synonym.
+    broker = make_config({"log.segment.delete.delay.ms": "2500"})
+    assert broker.file_delete_delay_ms == 2500
+    assert make_config({"file.delete.delay.ms": "7"}).file_delete_delay_ms == 7
+    assert make_config().file_delete_delay_ms == 60000
+    inherited = settings(broker, LogConfig(), {})
+    assert inherited.log_config.file_delete_delay_ms == 2500
+    own = settings(broker, LogConfig(), {"file.delete.delay.ms": "0"})
+    assert own.log_config.file_delete_delay_ms == 0
+    entry = {e.name: e for e in describe_topic(broker, {})}["file.delete.delay.ms"]
+    assert (entry.value, entry.source) == ("2500", ConfigSource.STATIC_BROKER_CONFIG)
+    assert TOPIC_CONFIGS["file.delete.delay.ms"].applied

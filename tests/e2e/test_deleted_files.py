@@ -5,6 +5,7 @@ Checked on the files the broker leaves and on the bytes it sends."""
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -217,3 +218,114 @@ def test_a_fetch_in_flight_completes_when_its_segment_is_deleted(
                 ).error_code
                 == 0
             )
+
+
+# -- the renamed files: there after the deletion, gone after the delay or at restart --------
+
+DELAY_MS = 1500
+
+
+def _segment_files(part: Path) -> dict[str, list[str]]:
+    names = sorted(p.name for p in part.iterdir())
+    return {
+        "live": [n for n in names if n.startswith("00000000000000000000.") and "deleted" not in n],
+        "deleted": [n for n in names if n.endswith(".deleted")],
+    }
+
+
+def test_deleted_segment_files_wait_file_delete_delay_ms_then_go(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    broker = BrokerProcess(data).start()
+    try:
+        with RawClient(broker.port) as client:
+            configs = {"segment.bytes": "200", "file.delete.delay.ms": str(DELAY_MS)}
+            assert create(client, "delayed", configs=configs).error_code == 0
+            for i in range(3):
+                batch = build_batch([(b"k%d" % i, b"v" * 100)])
+                assert produce(client, "delayed", batch).error_code == 0
+            part = data / "delayed-0"
+            assert _segment_files(part)["live"] == [
+                "00000000000000000000.index",
+                "00000000000000000000.log",
+                "00000000000000000000.timeindex",
+            ]
+            asked = time.monotonic()
+            assert delete_records(client, "delayed", 1).low_watermark == 1
+            # Kafka's LogSegment.changeFileSuffixes("", ".deleted"): renamed, not removed.
+            assert _segment_files(part) == {
+                "live": [],
+                "deleted": [
+                    "00000000000000000000.index.deleted",
+                    "00000000000000000000.log.deleted",
+                    "00000000000000000000.timeindex.deleted",
+                ],
+            }
+            wait_until(lambda: not _segment_files(part)["deleted"], "the delayed removal")
+            assert time.monotonic() - asked >= DELAY_MS / 1000
+            assert fetch_partition(client, "delayed", 0).error_code == (
+                ErrorCode.OFFSET_OUT_OF_RANGE
+            )
+            assert fetch_partition(client, "delayed", 1).records == stored(data, "delayed")[0][1]
+    finally:
+        broker.stop()
+
+
+def test_deleted_topic_directory_waits_the_broker_delay_then_goes(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    # LogManager.deleteLogs uses the broker's default, not the topic's file.delete.delay.ms.
+    broker = BrokerProcess(data, {"log.segment.delete.delay.ms": str(DELAY_MS)}).start()
+    try:
+        with RawClient(broker.port) as client:
+            configs = {"file.delete.delay.ms": "600000"}
+            assert create(client, "gone-later", partitions=2, configs=configs).error_code == 0
+            assert produce(client, "gone-later", build_batch([(b"k", b"v")])).error_code == 0
+            asked = time.monotonic()
+            assert delete_topic(client, "gone-later").error_code == 0
+            renamed = sorted(data.glob("gone-later-*"))
+            assert [re.sub(r"\.[0-9a-f]{32}-", ".<uuid>-", p.name) for p in renamed] == [
+                "gone-later-0.<uuid>-delete",
+                "gone-later-1.<uuid>-delete",
+            ]
+            assert (renamed[0] / FIRST_LOG).stat().st_size > 0
+            # Re-created at once under the same name: a new, empty directory.
+            assert create(client, "gone-later").error_code == 0
+            assert fetch_partition(client, "gone-later", 0).high_watermark == 0
+            wait_until(lambda: not any(p.exists() for p in renamed), "the delayed removal")
+            assert time.monotonic() - asked >= DELAY_MS / 1000
+            assert [p.name for p in data.glob("gone-later-*")] == ["gone-later-0"]
+    finally:
+        broker.stop()
+
+
+def test_files_left_for_deletion_by_a_crash_are_removed_at_start_up(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    broker = BrokerProcess(data).start()  # file.delete.delay.ms: Kafka's 60 s
+    try:
+        with RawClient(broker.port) as client:
+            assert create(client, "kept", configs={"segment.bytes": "200"}).error_code == 0
+            assert create(client, "dropped").error_code == 0
+            for i in range(3):
+                batch = build_batch([(b"k%d" % i, b"v" * 100)])
+                assert produce(client, "kept", batch).error_code == 0
+            assert produce(client, "dropped", build_batch([(b"k", b"v")])).error_code == 0
+            assert delete_records(client, "kept", 1).low_watermark == 1
+            assert delete_topic(client, "dropped").error_code == 0
+        assert _segment_files(data / "kept-0")["deleted"] != []
+        assert list(data.glob("dropped-0.*-delete")) != []
+    finally:
+        broker.kill()  # before the delay is up
+    broker = BrokerProcess(data).start()
+    try:
+        # Kafka's LogLoader.removeTempFilesAndCollectSwapFiles (*.deleted) and LogManager
+        # (*-delete directories).
+        assert _segment_files(data / "kept-0") == {"live": [], "deleted": []}
+        assert list(data.glob("dropped-*")) == []
+        with RawClient(broker.port) as client:
+            kept = fetch_partition(client, "kept", 1)
+            assert (kept.error_code, kept.log_start_offset, kept.high_watermark) == (0, 1, 3)
+            assert kept.records == stored(data, "kept")[0][1]
+            assert fetch_partition(client, "dropped", 0).error_code == (
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            )
+    finally:
+        broker.stop()
