@@ -172,6 +172,10 @@ class PartitionLog:
         name = f"{topic}-{partition}"
         info = RecoveryInfo(mode)
         bases = _tidy_directory(d)
+        if removed := snapshots.remove_set_aside(d):
+            log.info(
+                "%s: removed %d snapshot(s) set aside as corrupt by an earlier open", name, removed
+            )
         candidates = _valid_snapshots(d, name, info)
         newest = next(candidates, None)
         # Crash: segments wholly below the newest snapshot's recovery point were fsynced
