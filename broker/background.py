@@ -2,7 +2,9 @@
 
 - retention (log.retention.check.interval.ms): delete whole expired or surplus segments;
 - producer expiration (producer.id.expiration.check.interval.ms): forget producers idle
-  longer than producer.id.expiration.ms, as Kafka's ProducerStateManager does;
+  longer than producer.id.expiration.ms, counted from their last batch's max timestamp, as
+  Kafka's ProducerStateManager.removeExpiredProducers does; also once at start-up, where
+  Kafka's loadFromSnapshot skips the producers already expired;
 - producer-state snapshots (minikafka.producer.snapshot.interval.ms): snapshot partitions
   whose producer state changed, so a crash replays only the batches after it;
 - flush: partitions whose policy asks for it (log.flush.interval.ms, checked every
@@ -40,6 +42,10 @@ class Background:
 
     def start(self) -> None:
         config = self.state.config
+        # Kafka drops expired producers while loading its snapshot (loadFromSnapshot with
+        # isProducerExpired), so a producer that expired while the broker was down is
+        # unknown from the first request on, not only after the first periodic check.
+        self._expire()
         self._every(config.retention_check_interval_ms, "retention", self._retention)
         self._every(
             config.producer_id_expiration_check_interval_ms, "producer-expiration", self._expire

@@ -17,7 +17,7 @@ import collections
 import logging
 from typing import TYPE_CHECKING
 
-from broker.dispatch import CloseConnection, Dispatcher, RequestContext
+from broker.dispatch import CloseConnection, Dispatcher, Handler, RequestContext
 from broker.zero_copy import SENDFILE_MIN_BYTES, FileRecords
 from protocol import codec
 from protocol.codec import Deferred
@@ -207,8 +207,19 @@ class KafkaConnection(asyncio.Protocol):
         if not handler.serves(api_version):
             if api_key == API_VERSIONS.key:
                 # KIP-511: answer an unknown ApiVersions version with a v0 body carrying
-                # UNSUPPORTED_VERSION and our ranges, so the client can retry lower.
-                return self._unsupported_api_versions(correlation_id)
+                # UNSUPPORTED_VERSION and ApiVersions' own range, so the client can retry
+                # lower. Kafka still parses the header first, v2 from version 3 on
+                # (ApiMessageType.requestHeaderVersion): one without its tag buffer gets the
+                # connection closed (recorded: kafka-oracle/raw_api_versions_unsupported #6).
+                try:
+                    decode_request_header(Reader(frame), 2 if api_version >= 3 else 1)
+                except DecodeError as exc:
+                    log.warning(
+                        "closing connection from %s: bad request header: %s", self.peer, exc
+                    )
+                    self.close()
+                    return None
+                return self._unsupported_api_versions(correlation_id, handler)
             log.warning(
                 "closing connection from %s: %s v%d is not supported (correlation_id=%d)",
                 self.peer,
@@ -251,13 +262,22 @@ class KafkaConnection(asyncio.Protocol):
             return None
         return _frame_response(correlation_id, api.response_header_version(api_version), payload)
 
-    def _unsupported_api_versions(self, correlation_id: int) -> list[bytes | bytearray | Deferred]:
+    def _unsupported_api_versions(
+        self, correlation_id: int, handler: Handler
+    ) -> list[bytes | bytearray | Deferred]:
+        # Kafka's ApiVersionsRequest.getErrorResponse lists only ApiVersions itself here.
         body = codec.encode_response(
             API_VERSIONS,
             0,
             Message(
                 error_code=ErrorCode.UNSUPPORTED_VERSION,
-                api_keys=api_version_entries(self.dispatcher),
+                api_keys=[
+                    Message(
+                        api_key=API_VERSIONS.key,
+                        min_version=handler.advertised_min,
+                        max_version=handler.max_version,
+                    )
+                ],
             ),
         )
         return _frame_response(correlation_id, 0, [body])

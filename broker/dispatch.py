@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from protocol import codec
 from protocol.codec import Deferred
 from protocol.header import RequestHeader
+from protocol.primitives import Reader
 from protocol.schema import Api, Message
 
 if TYPE_CHECKING:
@@ -104,7 +105,22 @@ class Dispatcher:
     ) -> list[bytes | bytearray | Deferred] | None:
         """Decode, run the handler, encode. Returns the response body as parts (records the
         connection sends itself stay Deferred), or None (no response)."""
-        request = codec.decode_request(handler.api, ctx.version, body)
+        api = handler.api
+        reader = Reader(body)
+        request = codec.decode(
+            api.request, ctx.version, api.is_flexible(ctx.version), reader, exact=False
+        )
+        if reader.remaining:
+            # Kafka's AbstractRequest.parseRequest reads the fields it knows and never checks
+            # that the body was consumed: librdkafka's all-topics Metadata v13 carries 3 bytes
+            # more, and Kafka answers it. So do we, with a debug line only.
+            log.debug(
+                "ignoring %d bytes after the %s v%d request body (%s)",
+                reader.remaining,
+                api.name,
+                ctx.version,
+                ctx.describe(),
+            )
         for interceptor in self.interceptors:
             res = interceptor(ctx, request)
             if inspect.isawaitable(res):
@@ -114,5 +130,4 @@ class Dispatcher:
             result = await result
         if result is None:
             return None
-        api = handler.api
         return codec.encode_parts(api.response, ctx.version, api.is_flexible(ctx.version), result)

@@ -16,6 +16,7 @@ path.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -191,8 +192,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"minikafka dump: no partition directories in {path}", file=sys.stderr)
         return 1
     clean = True
-    for partition_dir in partitions:
-        clean = dump_partition(partition_dir, records=args.records, out=sys.stdout) and clean
+    try:
+        for partition_dir in partitions:
+            clean = dump_partition(partition_dir, records=args.records, out=sys.stdout) and clean
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # `minikafka dump DIR | head`: the reader has what it wanted. Point stdout at
+        # /dev/null so the interpreter's final flush does not fail again, and exit quietly.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return 0
     return 0 if clean else 1
 
 

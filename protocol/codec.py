@@ -110,8 +110,9 @@ def _sized(
     what: str,
     to_wire: Callable[[Any], Any],
     from_wire: Callable[[Reader, int], Any],
+    max_len: int | None = None,
 ) -> tuple[Encoder, Decoder]:
-    """A length-prefixed value (string, bytes, records); length -1 means null."""
+    """A length-prefixed value (string, bytes, records); a negative length means null."""
     wlen, rlen = lengths
 
     def enc(out: bytearray, v: Any) -> None:
@@ -127,9 +128,13 @@ def _sized(
     def dec(r: Reader) -> Any:
         n = rlen(r)
         if n < 0:
-            if n == -1 and nullable:
+            # Kafka's generated readers take ANY negative length of a nullable field as
+            # null, and refuse one only for a non-nullable field.
+            if nullable:
                 return None
-            raise DecodeError(f"{name}: invalid {what} length {n}")
+            raise DecodeError(f"{name}: non-nullable {what} serialized as null (length {n})")
+        if max_len is not None and n > max_len:
+            raise DecodeError(f"{name}: {what} length {n} exceeds {max_len}")
         return from_wire(r, n)
 
     return enc, dec
@@ -188,8 +193,15 @@ def _records(flexible: bool, name: str) -> tuple[Encoder, Decoder]:
     return enc, dec
 
 
+# Kafka's generated readers refuse a string longer than 0x7fff bytes ("string field ... had
+# invalid length"), which only a compact (uvarint) length can express.
+_MAX_STRING = 0x7FFF
+
+
 def _string(flexible: bool, nullable: bool, name: str) -> tuple[Encoder, Decoder]:
-    return _sized(_length_codec(flexible), nullable, name, "string", _utf8, Reader.string_of)
+    return _sized(
+        _length_codec(flexible), nullable, name, "string", _utf8, Reader.string_of, _MAX_STRING
+    )
 
 
 def _bytes(flexible: bool, nullable: bool, name: str, zero_copy: bool) -> tuple[Encoder, Decoder]:
@@ -255,9 +267,9 @@ def _array(
     def dec(r: Reader) -> Any:
         n = rlen(r)
         if n < 0:
-            if n == -1 and nullable:
+            if nullable:
                 return None
-            raise DecodeError(f"{name}: invalid array length {n}")
+            raise DecodeError(f"{name}: non-nullable array serialized as null (length {n})")
         # Every element takes at least one byte: a count beyond the bytes left is a lie,
         # caught before building a huge list.
         if n > r.remaining:
@@ -356,25 +368,19 @@ def _plan(fields: tuple[Field, ...], version: int, flexible: bool) -> tuple[Enco
             for fl, _, _ in tagged:
                 values[fl.name] = fl.default_value()
             count = r.uvarint()
-            last_tag = -1
             unknown: list[tuple[int, bytes]] = []
+            # As Kafka's generated readers: tags in any order (a repeated one overwrites),
+            # unknown tags skipped by their size (kept here for re-encoding), and a known
+            # tag read from the stream itself, its size not checked against what it took.
             for _ in range(count):
                 tag = r.uvarint()
-                if tag <= last_tag:
-                    raise DecodeError(f"tagged fields out of order: {tag} after {last_tag}")
-                last_tag = tag
                 size = r.uvarint()
-                body = r.take(size)
                 known = by_tag.get(tag)
                 if known is None:
-                    # Unknown tags are skipped, as Kafka does, but kept for re-encoding.
-                    unknown.append((tag, bytes(body)))
+                    unknown.append((tag, bytes(r.take(size))))
                     continue
                 fl, dec = known
-                sub = Reader(body)
-                values[fl.name] = dec(sub)
-                if sub.remaining:
-                    raise DecodeError(f"tagged field {fl.name}: {sub.remaining} trailing bytes")
+                values[fl.name] = dec(r)
             if unknown:
                 values["_unknown_tagged_fields"] = unknown
         return Message(**values)

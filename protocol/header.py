@@ -42,10 +42,9 @@ def decode_request_header(reader: Reader, header_version: int) -> RequestHeader:
     client_id: str | None = None
     if header_version >= 1:
         n = reader.int16()
+        # Any negative length is a null client id, as in Kafka's RequestHeaderData.
         if n >= 0:
             client_id = reader.string_of(n)
-        elif n != -1:
-            raise DecodeError(f"invalid client_id length {n}")
     if header_version >= 2:
         # Tagged fields of the header: none are defined that a broker must read; skip them.
         for _ in range(reader.uvarint()):

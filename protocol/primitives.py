@@ -110,10 +110,10 @@ class Reader:
         return bytes(self.take(16))
 
     def string_of(self, n: int) -> str:
-        try:
-            return str(self.take(n), "utf-8")
-        except UnicodeDecodeError as exc:
-            raise DecodeError(f"invalid UTF-8 in string: {exc}") from None
+        # Java's new String(bytes, UTF_8), which Kafka's readers use, replaces malformed
+        # sequences instead of failing: so do we (the name is then refused where Kafka
+        # refuses it, e.g. as an invalid topic name).
+        return str(self.take(n), "utf-8", "replace")
 
 
 def write_uvarint(out: bytearray, value: int) -> None:

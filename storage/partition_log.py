@@ -178,6 +178,10 @@ class PartitionLog:
         name = f"{topic}-{partition}"
         info = RecoveryInfo(mode)
         bases = _tidy_directory(d)
+        if removed := snapshots.remove_set_aside(d):
+            log.info(
+                "%s: removed %d snapshot(s) set aside as corrupt by an earlier open", name, removed
+            )
         candidates = _valid_snapshots(d, name, info)
         newest = next(candidates, None)
         # Crash: segments wholly below the newest snapshot's recovery point were fsynced
@@ -234,9 +238,9 @@ class PartitionLog:
             info.snapshot_offset = snap.offset
             replay_from = snap.offset
         info.replayed_batches = self._replay_producer_state(replay_from)
-        # Producers whose every batch is gone are unknown again (Kafka's truncateHead).
-        evicted = self._producers.remove_before(start)
-        if snap is not None and info.replayed_batches == 0 and not evicted and snap.offset == end:
+        # Producers whose every batch lies below the log start stay: only expiration forgets
+        # a producer (KAFKA-7190). The snapshot is what still knows them.
+        if snap is not None and info.replayed_batches == 0 and snap.offset == end:
             # The file on disk already says all this: no need to write it again.
             self._snapshot_state = (end, self._producers.changes, snap.recovery_point)
 
@@ -248,8 +252,8 @@ class PartitionLog:
             replayed += 1
             if header.producer_id < 0 or header.base_sequence < 0:
                 continue  # not idempotent, or a control batch (no sequence)
-            # The batch's max timestamp stands in for the append time, as in Kafka's
-            # snapshots: expiration after a restart counts from the producer's last batch.
+            # The same update as at append time, from the batch alone (expiration counts
+            # from its max timestamp either way), so a replay rebuilds identical state.
             self._producers.update(
                 header.producer_id,
                 header.producer_epoch,
@@ -257,7 +261,6 @@ class PartitionLog:
                 header.last_sequence,
                 header.base_offset,
                 header.last_offset,
-                header.max_timestamp,
                 header.max_timestamp,
             )
         return replayed
@@ -356,7 +359,6 @@ class PartitionLog:
                 base_offset,
                 last_offset,
                 header.max_timestamp,
-                now_ms,
             )
         return AppendResult(ErrorCode.NONE, base_offset, NO_TIMESTAMP, self._log_start_offset)
 
@@ -509,6 +511,18 @@ class PartitionLog:
         del now_ms  # part of the interface for schedulers; the decision needs no clock
         return self.take_snapshot()
 
+    def _snapshot_before_the_log_start_moves(self) -> None:
+        """Make sure a snapshot at the log end holds every producer before the start moves.
+
+        Kafka keeps the producers whose records retention or DeleteRecords removes
+        (KAFKA-7190: ProducerStateManager.onLogStartOffsetIncremented forgets none) but
+        deletes the snapshots below the log start (deleteSnapshotsBefore), so an unclean
+        restart that must replay from the log start loses them. Beyond Kafka, this snapshot
+        (at the log end, so never below the new start) carries them across any restart.
+        Written before anything is deleted: if it fails, the log start does not move.
+        """
+        self.take_snapshot()
+
     def _delete_old_snapshots(self) -> None:
         """Drop snapshots below the log start, and all but the newest few of the rest."""
         offsets = snapshots.list_snapshots(self.path)
@@ -568,6 +582,7 @@ class PartitionLog:
         if len(doomed) == len(self._segments):
             # A log always keeps one segment: roll so the expired active one can go.
             self.roll(now_ms)
+        self._snapshot_before_the_log_start_moves()
         with self._lock:
             del self._segments[: len(doomed)]
             del self._bases[: len(doomed)]
@@ -582,8 +597,6 @@ class PartitionLog:
             reason,
             self._log_start_offset,
         )
-        # Producers whose records are all gone are unknown from now on (Kafka's truncateHead).
-        self._producers.remove_before(self._log_start_offset)
         self._delete_old_snapshots()
         return len(doomed)
 
@@ -594,8 +607,8 @@ class PartitionLog:
         raises OffsetOutOfRangeError; one at or below the current start changes nothing.
         Reads below the new start then get OFFSET_OUT_OF_RANGE; segments wholly below it
         are deleted at once (Kafka does it in its next retention pass; the files themselves
-        wait file.delete.delay.ms, see ``_retire_segments``), and producers whose
-        records are all gone are forgotten. The caller persists the new start (the store's
+        wait file.delete.delay.ms, see ``_retire_segments``). Producer state is kept whole
+        (KAFKA-7190), on disk too. The caller persists the new start (the store's
         log-start-offset checkpoint), since it may lie inside a segment.
         """
         if offset < 0 or offset > self.high_watermark:
@@ -623,6 +636,7 @@ class PartitionLog:
             for seg, nxt in zip(self._segments, self._segments[1:], strict=False)
             if nxt.base_offset <= offset
         ]
+        self._snapshot_before_the_log_start_moves()
         with self._lock:
             del self._segments[: len(doomed)]
             del self._bases[: len(doomed)]
@@ -637,7 +651,6 @@ class PartitionLog:
             reason,
             len(doomed),
         )
-        self._producers.remove_before(offset)
         self._delete_old_snapshots()
 
     def _retire_segments(self, doomed: list[Segment]) -> None:

@@ -58,7 +58,9 @@ class ProducerEntry:
         self.epoch = epoch
         # Oldest first; deque(maxlen) drops the oldest as the sixth arrives.
         self.batches: deque[BatchMetadata] = deque(maxlen=NUM_BATCHES_TO_RETAIN)
-        # Wall-clock time of the last append; producer.id.expiration.ms counts from here.
+        # Max timestamp of the last batch (Kafka's ProducerStateEntry.lastTimestamp):
+        # producer.id.expiration.ms counts from here. Taken from the batch rather than the
+        # wall clock so that replaying the log after a crash rebuilds exactly the same value.
         self.last_timestamp_ms = last_timestamp_ms
 
     @property
@@ -112,8 +114,8 @@ class ProducerStateManager:
         """Apply KAFKA_NOTES §5 in order, without changing anything."""
         entry = self._producers.get(producer_id)
         if entry is None:
-            # KIP-360: an unknown producer (new, expired, or its records deleted) is accepted
-            # with any sequence; current brokers no longer answer UNKNOWN_PRODUCER_ID.
+            # KIP-360: an unknown producer (new, or expired) is accepted with any sequence;
+            # current brokers no longer answer UNKNOWN_PRODUCER_ID.
             return ACCEPT
         duplicate = entry.find_duplicate(epoch, first_seq, last_seq)
         if duplicate is not None:
@@ -142,9 +144,12 @@ class ProducerStateManager:
         base_offset: int,
         last_offset: int,
         max_timestamp: int,
-        now_ms: int,
     ) -> ProducerEntry:
-        """Record an appended batch (call only after ``check`` accepted it)."""
+        """Record an appended batch (call only after ``check`` accepted it).
+
+        The same call rebuilds the state when the log is replayed at open, so everything it
+        records must come from the batch itself.
+        """
         self.changes += 1
         entry = self._producers.get(producer_id)
         if entry is None:
@@ -157,7 +162,11 @@ class ProducerStateManager:
         entry.batches.append(
             BatchMetadata(first_seq, last_seq, base_offset, last_offset, max_timestamp)
         )
-        entry.last_timestamp_ms = now_ms
+        # Kafka's ProducerStateEntry.addBatch: lastTimestamp is the batch's max timestamp
+        # (the broker's clock on LogAppendTime topics, whose batches are stamped before the
+        # append). A batch with old CreateTime timestamps therefore expires early; Kafka's
+        # too, and clients cannot tell the difference from an idle producer.
+        entry.last_timestamp_ms = max_timestamp
         return entry
 
     def restore(self, entry: ProducerEntry) -> None:
@@ -174,7 +183,13 @@ class ProducerStateManager:
         self._producers.clear()
 
     def remove_expired(self, now_ms: int, expiration_ms: int) -> int:
-        """Forget producers idle for ``expiration_ms`` (producer.id.expiration.ms)."""
+        """Forget producers idle for ``expiration_ms`` (producer.id.expiration.ms).
+
+        The only way a producer is forgotten: since KAFKA-7190 (Kafka 2.4) moving the log
+        start (retention, DeleteRecords) keeps every producer, so a retry of a deleted batch
+        is still a duplicate and a gap still OUT_OF_ORDER_SEQUENCE_NUMBER. Kafka's
+        isProducerExpired: ``now - lastTimestamp >= producer.id.expiration.ms``.
+        """
         expired = [
             pid
             for pid, entry in self._producers.items()
@@ -185,16 +200,3 @@ class ProducerStateManager:
         if expired:
             self.changes += 1
         return len(expired)
-
-    def remove_before(self, offset: int) -> int:
-        """Forget producers whose last batch lies entirely before ``offset``.
-
-        Kafka evicts producers whose records were all removed from the log (retention,
-        DeleteRecords); their next batch is then accepted as from an unknown producer.
-        """
-        gone = [pid for pid, entry in self._producers.items() if entry.last_offset < offset]
-        for pid in gone:
-            del self._producers[pid]
-        if gone:
-            self.changes += 1
-        return len(gone)

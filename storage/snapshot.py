@@ -40,7 +40,6 @@ _PREFIX = struct.Struct(">hI")  # version, CRC-32C of everything after it
 _HEAD = struct.Struct(">qqi")  # offset, recovery point, producer count
 _PRODUCER = struct.Struct(">qhqh")  # producer id, epoch, last timestamp, batch count
 _BATCH = struct.Struct(">iiqiq")  # first seq, last seq, base offset, last offset delta, max ts
-_INT16_MAX = 0x7FFF
 
 
 class CorruptSnapshotError(ValueError):
@@ -109,8 +108,10 @@ def decode(data: bytes, expected_offset: int | None = None) -> Snapshot:
             raise CorruptSnapshotError("truncated producer entry")
         pid, epoch, last_ts, n = _PRODUCER.unpack_from(body, pos)
         pos += _PRODUCER.size
-        if pid < 0 or pid in seen or not 0 <= epoch <= _INT16_MAX:
-            raise CorruptSnapshotError(f"bad producer id {pid} or epoch {epoch}")
+        # Any int16 epoch is plausible: Produce checks no range (Kafka's neither), so a
+        # producer id sent with epoch -1 is stored and must survive a restart.
+        if pid < 0 or pid in seen:
+            raise CorruptSnapshotError(f"bad producer id {pid}")
         if not 0 <= n <= NUM_BATCHES_TO_RETAIN or pos + n * _BATCH.size > len(body):
             raise CorruptSnapshotError(f"producer {pid}: bad batch count {n}")
         seen.add(pid)
@@ -154,12 +155,27 @@ def read_snapshot(directory: str | os.PathLike[str], offset: int) -> Snapshot:
 
 
 def set_aside(directory: str | os.PathLike[str], offset: int) -> Path:
-    """Rename a corrupt snapshot out of the way (kept for inspection, never loaded again)."""
+    """Rename a corrupt snapshot out of the way (kept for inspection, never loaded again).
+
+    It stays until the partition is next opened (``remove_set_aside``): Kafka deletes a
+    corrupt snapshot at once (ProducerStateManager.loadFromSnapshot); one broker run is
+    enough to look at it, and repeated restarts cannot pile them up.
+    """
     path = snapshot_path(directory, offset)
     target = path.with_name(path.name + CORRUPT_SUFFIX)
     os.replace(path, target)
     fsync_dir(path.parent)
     return target
+
+
+def remove_set_aside(directory: str | os.PathLike[str]) -> int:
+    """Delete the snapshots an earlier open set aside as corrupt; returns how many."""
+    names = [n for n in os.listdir(directory) if n.endswith(SNAPSHOT_SUFFIX + CORRUPT_SUFFIX)]
+    for name in names:
+        os.unlink(Path(directory) / name)
+    if names:
+        fsync_dir(directory)
+    return len(names)
 
 
 def delete_snapshots(directory: str | os.PathLike[str], offsets: Iterable[int]) -> int:

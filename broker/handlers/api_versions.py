@@ -7,9 +7,14 @@ omits it. Old librdkafka fails to parse a v3 response whose tagged section diffe
 Only metadata.version is announced: transaction.version and group.version are promises
 (transactions v2, KIP-848 groups) that this broker does not make yet.
 An unknown version is answered by broker.connection with a v0 body and UNSUPPORTED_VERSION.
+v3+ requests name the client software (KIP-511): a name or version that does not match
+Kafka's pattern (ApiVersionsRequest.isValid, empty strings included) gets INVALID_REQUEST
+with no api keys, as Kafka answers it.
 """
 
 from __future__ import annotations
+
+import re
 
 from broker.connection import api_version_entries
 from broker.dispatch import RequestContext
@@ -26,8 +31,20 @@ METADATA_VERSION_MIN = 7
 METADATA_VERSION_MAX = 25
 FINALIZED_FEATURES_EPOCH = 1
 
+# ApiVersionsRequest.SOFTWARE_NAME_VERSION_PATTERN.
+_SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+
+
+def _valid_software(request: Message) -> bool:
+    return all(
+        _SOFTWARE.fullmatch(value)
+        for value in (request.client_software_name, request.client_software_version)
+    )
+
 
 def handle(ctx: RequestContext, request: Message) -> Message:
+    if ctx.version >= 3 and not _valid_software(request):
+        return Message(error_code=ErrorCode.INVALID_REQUEST, api_keys=[], throttle_time_ms=0)
     dispatcher = ctx.state.dispatcher
     return Message(
         error_code=ErrorCode.NONE,

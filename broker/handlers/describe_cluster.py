@@ -10,6 +10,8 @@ Kafka's broker answers. Authorized operations, when asked for, are all of the cl
 
 from __future__ import annotations
 
+from broker.authorized_operations import CLUSTER as CLUSTER_OPERATIONS
+from broker.authorized_operations import NOT_REQUESTED
 from broker.dispatch import RequestContext
 from protocol.errors import ErrorCode
 from protocol.messages.describe_cluster import DESCRIBE_CLUSTER
@@ -21,10 +23,6 @@ MAX_VERSION = 2
 
 BROKER_ENDPOINT = 1
 CONTROLLER_ENDPOINT = 2
-NOT_REQUESTED = -(2**31)
-# CREATE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE
-# (AclOperation codes): what the CLUSTER resource supports, all allowed without an authorizer.
-CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
 
 
 def handle(ctx: RequestContext, request: Message) -> Message:

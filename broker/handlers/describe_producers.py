@@ -3,9 +3,10 @@
 Behaviour: for each requested partition, the idempotent producers this broker holds state
 for (storage.producer_state): producer id, epoch, the last sequence it appended and the max
 timestamp of its last batch (Kafka's lastTimestamp), coordinator epoch -1 and no open
-transaction (-1). A producer whose records were all removed (retention, DeleteRecords) or
-that expired (producer.id.expiration.ms) is no longer listed, as in Kafka. Unknown topic
-or partition -> UNKNOWN_TOPIC_OR_PARTITION.
+transaction (-1). A producer that expired (producer.id.expiration.ms, counted from that
+timestamp) is no longer listed; one whose records were all removed (retention,
+DeleteRecords) still is, as in Kafka since KAFKA-7190. Unknown topic or partition ->
+UNKNOWN_TOPIC_OR_PARTITION.
 """
 
 from __future__ import annotations

@@ -11,8 +11,9 @@ partition; replicas = ISR = [node], empty ELR lists.
 
 from __future__ import annotations
 
+from broker.authorized_operations import TOPIC as TOPIC_OPERATIONS
 from broker.dispatch import RequestContext
-from broker.handlers.metadata import TOPIC_OPERATIONS, led_partition
+from broker.handlers.metadata import led_partition
 from protocol.errors import ErrorCode
 from protocol.messages.describe_topic_partitions import DESCRIBE_TOPIC_PARTITIONS
 from protocol.primitives import ZERO_UUID

@@ -6,15 +6,20 @@ through, so a client on a Docker network and one on the host each get an address
 reach (Kafka does the same per listener).
 
 Auto-creation (auto.create.topics.enable, honouring v4+ allow_auto_topic_creation) creates
-the topic with num.partitions. Deviation: Kafka answers a topic it has just auto-created
-with LEADER_NOT_AVAILABLE because creation goes through the controller asynchronously;
-here creation is synchronous, so the topic is returned ready, sparing clients a retry.
+the topic with num.partitions. The request that creates it is answered as Kafka 4.0 answers
+it, UNKNOWN_TOPIC_OR_PARTITION with no partitions and a zero topic id (KRaft creates through
+the controller asynchronously; recorded in kafka-oracle/raw_metadata_variants #7 and every
+client's first Metadata for a new topic); clients retry and the next request sees it ready.
+Authorized operations (v8+), when asked for, are every operation of the resource type, as
+Kafka reports them without an authorizer: on every topic entry, errors included
+(KafkaApis.handleTopicMetadataRequest), and for the cluster up to v10.
 """
 
 from __future__ import annotations
 
 import logging
 
+from broker import authorized_operations as ops
 from broker.dispatch import RequestContext
 from protocol.errors import ErrorCode
 from protocol.messages.metadata import METADATA
@@ -27,12 +32,6 @@ MIN_VERSION = 0
 MAX_VERSION = 13
 
 log = logging.getLogger(__name__)
-
-# Kafka's "not requested" value for authorized operations.
-OPERATIONS_NOT_REQUESTED = -(2**31)
-# READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS (AclOperation
-# codes): with no authorizer, every operation is allowed.
-TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
 
 
 def led_partition(index: int, node: int) -> Message:
@@ -58,7 +57,7 @@ def handle(ctx: RequestContext, request: Message) -> Message:
     state = ctx.state
     store = state.store
     node = state.node_id
-    include_ops = bool(request.include_topic_authorized_operations)
+    topic_ops = ops.TOPIC if request.include_topic_authorized_operations else ops.NOT_REQUESTED
 
     def topic_entry(info: TopicInfo) -> Message:
         return Message(
@@ -67,9 +66,7 @@ def handle(ctx: RequestContext, request: Message) -> Message:
             topic_id=info.topic_id,
             is_internal=False,
             partitions=[led_partition(i, node) for i in range(len(info.partitions))],
-            topic_authorized_operations=TOPIC_OPERATIONS
-            if include_ops
-            else OPERATIONS_NOT_REQUESTED,
+            topic_authorized_operations=topic_ops,
         )
 
     def error_entry(name: str | None, code: ErrorCode, topic_id: bytes = ZERO_UUID) -> Message:
@@ -79,7 +76,7 @@ def handle(ctx: RequestContext, request: Message) -> Message:
             topic_id=topic_id,
             is_internal=False,
             partitions=[],
-            topic_authorized_operations=OPERATIONS_NOT_REQUESTED,
+            topic_authorized_operations=topic_ops,
         )
 
     topics: list[Message] = []
@@ -94,8 +91,15 @@ def handle(ctx: RequestContext, request: Message) -> Message:
             if any(t.name is None for t in requested)
             else {}
         )
+        # Kafka collects the requested names (and ids) into sets: a name asked for twice
+        # gets one entry (kafka-oracle/raw_metadata_variants #9).
+        seen: set[str | bytes] = set()
         for entry in requested:
             name = entry.name
+            key = entry.topic_id if name is None else name
+            if key in seen:
+                continue
+            seen.add(key)
             if name is None:
                 found = by_id.get(entry.topic_id)
                 if found is None:
@@ -112,7 +116,9 @@ def handle(ctx: RequestContext, request: Message) -> Message:
                 if not allow_create:
                     topics.append(error_entry(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                     continue
-                info = state.auto_create_topic(name)
+                state.auto_create_topic(name)
+                topics.append(error_entry(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+                continue
             topics.append(topic_entry(info))
 
     listener = ctx.listener
@@ -129,6 +135,8 @@ def handle(ctx: RequestContext, request: Message) -> Message:
         cluster_id=state.cluster_id,
         controller_id=node,
         topics=topics,
-        cluster_authorized_operations=OPERATIONS_NOT_REQUESTED,
+        cluster_authorized_operations=ops.CLUSTER
+        if request.include_cluster_authorized_operations
+        else ops.NOT_REQUESTED,
         error_code=ErrorCode.NONE,
     )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -178,3 +180,20 @@ def test_usage(capsys: pytest.CaptureFixture[str]) -> None:
         main([])
     assert exc.value.code == 2
     assert "minikafka dump" in capsys.readouterr().err
+
+
+def test_dump_into_a_closed_pipe_exits_quietly(tmp_path: Path) -> None:
+    # `minikafka dump DIR | head`: the reader goes away early; no BrokenPipeError traceback.
+    segment(tmp_path / "big-0", 0, *(batch_at(i * 2) for i in range(5000)))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "broker", "dump", str(tmp_path), "--records"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline().startswith(b"partition big-0")
+    proc.stdout.close()  # what head does after its lines
+    err = proc.stderr.read()
+    proc.stderr.close()
+    assert proc.wait(timeout=30) == 0
+    assert err == b""

@@ -14,7 +14,7 @@ from protocol.primitives import Reader
 from protocol.schema import Message
 from tests.support.broker_process import BrokerProcess
 from tests.support.produce import init_producer
-from tests.support.raw_client import RawClient
+from tests.support.raw_client import SOFTWARE, RawClient
 
 EXPECTED = {
     0: (0, 12),
@@ -54,7 +54,7 @@ def test_api_versions_lists_served_ranges_in_key_order(
     shared_broker: BrokerProcess, version: int
 ) -> None:
     with RawClient(shared_broker.port) as client:
-        answer = client.request(API_VERSIONS, version, Message(client_software_name="t"))
+        answer = client.request(API_VERSIONS, version, SOFTWARE)
     assert answer.error_code == 0
     got = {k.api_key: (k.min_version, k.max_version) for k in answer.api_keys}
     assert got == EXPECTED
@@ -63,7 +63,7 @@ def test_api_versions_lists_served_ranges_in_key_order(
 
 def test_api_versions_v3_tagged_section_matches_kafka(shared_broker: BrokerProcess) -> None:
     with RawClient(shared_broker.port) as client:
-        client.send(API_VERSIONS, 3, Message(client_software_name="t", client_software_version="1"))
+        client.send(API_VERSIONS, 3, SOFTWARE)
         frame = client.read_frame()
     # Response header v0: correlation id only, even though v3 is flexible.
     reader = Reader(frame, 4)
@@ -82,7 +82,7 @@ def test_api_versions_v3_tagged_section_matches_kafka(shared_broker: BrokerProce
     assert tags == [0, 1, 2]
     assert reader.remaining == 0
     with RawClient(shared_broker.port) as client:
-        answer = client.request(API_VERSIONS, 3, Message())
+        answer = client.request(API_VERSIONS, 3, SOFTWARE)
     assert [(f.name, f.min_version, f.max_version) for f in answer.supported_features] == [
         ("metadata.version", 7, 25)
     ]

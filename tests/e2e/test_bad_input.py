@@ -15,12 +15,12 @@ from protocol.records import write_crc
 from protocol.schema import Message
 from tests.support.broker_process import BrokerProcess
 from tests.support.produce import batch, create_topic, produce, produce_request, stored
-from tests.support.raw_client import RawClient
+from tests.support.raw_client import SOFTWARE, RawClient
 
 
 def still_serving(broker: BrokerProcess) -> None:
     with RawClient(broker.port, client_id="bystander") as other:
-        answer = other.request(API_VERSIONS, 3, Message())
+        answer = other.request(API_VERSIONS, 3, SOFTWARE)
         assert answer.error_code == 0
 
 
@@ -74,7 +74,7 @@ def test_unknown_api_versions_version_gets_v0_body_with_unsupported_version(
 ) -> None:
     with RawClient(broker.port) as client:
         # A future client asks with v9 (header v2); the answer is a v0 body, header v0.
-        frame = client.encode(API_VERSIONS, 4, Message(), correlation_id=5)
+        frame = client.encode(API_VERSIONS, 4, SOFTWARE, correlation_id=5)
         frame = frame[:6] + struct.pack(">h", 9) + frame[8:]
         client.send_raw(frame)
         client.pending.append((5, API_VERSIONS, 0))

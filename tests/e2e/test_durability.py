@@ -170,37 +170,6 @@ def test_damaged_snapshot_or_index_recovers_by_replay(data: Path, damage: str) -
     assert len(stored(data, "dur")) == 6
 
 
-def test_retention_deletes_old_segments_and_forgets_their_producers(data: Path) -> None:
-    broker = start(
-        data,
-        **{
-            "log.segment.bytes": "300",
-            "log.retention.bytes": "600",
-            "log.retention.check.interval.ms": "50",
-        },
-    )
-    try:
-        with RawClient(broker.port) as client:
-            create_topic(client, "ret")
-            old = init_producer(client)
-            assert produce(client, "ret", batch(old, 0, 0, count=3)).error_code == 0
-            new = init_producer(client)
-            for i in range(12):
-                assert produce(client, "ret", batch(new, 0, i * 3, count=3)).error_code == 0
-            deadline = time.monotonic() + 10
-            while stored(data, "ret")[0][0].base_offset == 0:
-                assert time.monotonic() < deadline, "retention never ran"
-                time.sleep(0.05)
-            start_offset = stored(data, "ret")[0][0].base_offset
-            answer = produce(client, "ret", batch(new, 0, 36, count=3))
-            assert answer.log_start_offset == start_offset > 0
-            # The old producer's records are all gone: it is unknown, so any sequence goes.
-            assert produce(client, "ret", batch(old, 0, 500, count=3)).error_code == 0
-    finally:
-        broker.stop()
-    assert sum(p.stat().st_size for p in (data / "ret-0").glob("*.log")) < 2000
-
-
 def test_crash_under_load_keeps_every_acknowledged_record_exactly_once(data: Path) -> None:
     from confluent_kafka import Producer
 

@@ -14,9 +14,8 @@ import struct
 from pathlib import Path
 
 from protocol.messages.api_versions import API_VERSIONS
-from protocol.schema import Message
 from tests.support.broker_process import BrokerProcess
-from tests.support.raw_client import RawClient
+from tests.support.raw_client import SOFTWARE, RawClient
 
 GOLDEN = Path(__file__).resolve().parents[1] / "data" / "golden"
 MUTATIONS_PER_FRAME = 60
@@ -60,7 +59,7 @@ def test_mutated_client_frames_are_answered_or_refused(broker: BrokerProcess) ->
             sent += 1
     assert sent == len(frames) * MUTATIONS_PER_FRAME
     with RawClient(broker.port) as client:
-        assert client.request(API_VERSIONS, 3, Message()).error_code == 0
+        assert client.request(API_VERSIONS, 3, SOFTWARE).error_code == 0
     log = broker.log_text()
     assert "handler failed" not in log and "Traceback" not in log, log[-4000:]
     assert broker.is_running()

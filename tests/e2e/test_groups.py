@@ -434,6 +434,9 @@ def test_members_survive_broker_restart_without_rebalance(tmp_path: Path, restar
             lambda: sum(committed(port, group, topic).values()) == len(first),
             "first batch committed",
         )
+        # The consumer reports its membership after the commit in the same loop turn: wait
+        # for the report rather than race it.
+        wait_until(lambda: any(m[0] > 0 for m in consumer.memberships), "membership reported")
         joined = [m for m in consumer.memberships if m[0] > 0]
         assert len(joined) == 1, consumer.memberships
         generation, member = joined[0]

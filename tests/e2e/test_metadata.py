@@ -26,6 +26,12 @@ def test_auto_creation_honours_request_flag_and_config(tmp_path: Path) -> None:
             refused = metadata(client, ["lazy"], allow_auto_topic_creation=False)
             assert refused.topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             assert not (tmp_path / "d" / "lazy-0").exists()
+            # As Kafka 4.0 (kafka-oracle/raw_metadata_variants #7): the creating request is
+            # answered UNKNOWN_TOPIC_OR_PARTITION, no partitions, zero id; the next one has it.
+            creating = metadata(client, ["eager"], allow_auto_topic_creation=True).topics[0]
+            assert creating.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            assert creating.partitions == [] and creating.topic_id == b"\x00" * 16
+            assert (tmp_path / "d" / "eager-0").is_dir()
             created = metadata(client, ["eager"], allow_auto_topic_creation=True)
             topic = created.topics[0]
             assert topic.error_code == 0
@@ -76,6 +82,7 @@ def test_every_version_answers_all_topics(shared_broker: BrokerProcess) -> None:
 def test_cluster_id_and_topic_ids_survive_restart(tmp_path: Path) -> None:
     broker = BrokerProcess(tmp_path / "d").start()
     with RawClient(broker.port) as client:
+        metadata(client, ["keep"])  # creates it
         before = metadata(client, ["keep"])
     broker.stop()
     broker = BrokerProcess(tmp_path / "d").start()
@@ -116,3 +123,52 @@ def test_each_listener_advertises_its_own_address(tmp_path: Path) -> None:
         assert answers == [("kafka.internal", 29092), ("localhost", 9092)]
     finally:
         broker.stop()
+
+
+def test_authorized_operations_when_asked_as_kafka_without_authorizer(
+    shared_broker: BrokerProcess,
+) -> None:
+    # kafka-oracle/raw_metadata_variants #5 and admin_describe_cluster_logdirs #22: every
+    # operation of the resource type, on error entries too.
+    with RawClient(shared_broker.port) as client:
+        metadata(client, ["ops-t"])
+        answer = metadata(
+            client,
+            ["ops-t", "ops-missing", "bad name"],
+            version=8,
+            allow_auto_topic_creation=False,
+            include_cluster_authorized_operations=True,
+            include_topic_authorized_operations=True,
+        )
+        plain = metadata(client, ["ops-t"], version=8)
+    topic_ops = {3, 4, 5, 6, 7, 8, 10, 11}
+    assert {b for b in range(32) if answer.cluster_authorized_operations >> b & 1} == {
+        5,
+        7,
+        8,
+        9,
+        10,
+        11,
+        12,
+    }
+    for topic in answer.topics:
+        assert {b for b in range(32) if topic.topic_authorized_operations >> b & 1} == topic_ops
+    assert [t.error_code for t in answer.topics] == [0, 3, 17]
+    assert plain.cluster_authorized_operations == -(2**31)
+    assert plain.topics[0].topic_authorized_operations == -(2**31)
+
+
+def test_a_topic_asked_for_twice_gets_one_entry(shared_broker: BrokerProcess) -> None:
+    # Kafka collects the requested names into a set (kafka-oracle/raw_metadata_variants #9).
+    with RawClient(shared_broker.port) as client:
+        metadata(client, ["twice"])
+        answer = metadata(client, ["twice", "twice"])
+        by_id = client.request(
+            METADATA,
+            12,
+            Message(
+                topics=[Message(topic_id=answer.topics[0].topic_id, name=None)] * 2,
+            ),
+        )
+    assert [t.name for t in answer.topics] == ["twice"]
+    assert [t.name for t in by_id.topics] == ["twice"]

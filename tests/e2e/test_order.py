@@ -8,7 +8,7 @@ from protocol.messages.produce import PRODUCE
 from protocol.schema import Message
 from tests.support.broker_process import BrokerProcess
 from tests.support.produce import batch, create_topic, init_producer, produce_request, stored
-from tests.support.raw_client import RawClient
+from tests.support.raw_client import SOFTWARE, RawClient
 
 
 def test_five_pipelined_requests_with_acks0_between_answered_in_order(
@@ -28,7 +28,7 @@ def test_five_pipelined_requests_with_acks0_between_answered_in_order(
                 expect_response=False,
             )
         sent.append(client.send(METADATA, 12, Message(topics=None)))
-        sent.append(client.send(API_VERSIONS, 3, Message()))
+        sent.append(client.send(API_VERSIONS, 3, SOFTWARE))
         got = [client.receive()[0] for _ in sent]
         assert got == sent
     # Everything was stored, in send order, with contiguous offsets.

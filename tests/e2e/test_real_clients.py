@@ -26,10 +26,9 @@ import pytest
 
 from protocol.messages.api_versions import API_VERSIONS
 from protocol.records import CODEC_NAMES, crc_ok, decode_records
-from protocol.schema import Message
 from tests.support.broker_process import BrokerProcess
 from tests.support.produce import create_topic, stored
-from tests.support.raw_client import RawClient
+from tests.support.raw_client import SOFTWARE, RawClient
 from tests.support.real_clients import (
     CONSUMERS,
     CREATE_TIME,
@@ -138,7 +137,7 @@ def create(broker: BrokerProcess, topic: str) -> None:
 
 def advertised_keys(broker: BrokerProcess) -> set[int]:
     with RawClient(broker.port) as client:
-        answer = client.request(API_VERSIONS, 3, Message())
+        answer = client.request(API_VERSIONS, 3, SOFTWARE)
     return {k.api_key for k in answer.api_keys}
 
 

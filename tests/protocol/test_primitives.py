@@ -158,5 +158,5 @@ def test_uuid_and_strings() -> None:
     assert p.uuid_to_str(raw) == "00010203-0405-0607-0809-0a0b0c0d0e0f"
     with pytest.raises(DecodeError):
         Reader(bytes(15)).uuid()
-    with pytest.raises(DecodeError, match="UTF-8"):
-        Reader(b"\xe2\x82").string_of(2)
+    # Malformed UTF-8 is replaced, as Java's new String(bytes, UTF_8) in Kafka's readers does.
+    assert Reader(b"\xe2\x82").string_of(2) == "\ufffd"

@@ -31,7 +31,7 @@ def _manager(epoch: int, seq_ranges: list[tuple[int, int]]) -> ProducerStateMana
     m = ProducerStateManager()
     for i, (first, last) in enumerate(seq_ranges):
         meta = _meta(first, last, 100 * i)
-        m.update(PID, epoch, first, last, meta.base_offset, meta.last_offset, 5000, 1)
+        m.update(PID, epoch, first, last, meta.base_offset, meta.last_offset, 5000)
     return m
 
 
@@ -114,7 +114,7 @@ def _check_and_update(
 ) -> SequenceCheck:
     result = m.check(PID, epoch, first, last)
     if result.error == NONE and result.duplicate is None:
-        m.update(PID, epoch, first, last, offset, offset + last - first, 7000, 2)
+        m.update(PID, epoch, first, last, offset, offset + last - first, 7000)
     return result
 
 
@@ -150,32 +150,30 @@ def test_batches_checked_sequentially_against_updated_state() -> None:
 def test_update_keeps_last_five_and_epoch_change_clears() -> None:
     m = ProducerStateManager()
     for i in range(7):
-        m.update(PID, 0, i, i, i, i, 100 + i, 10 + i)
+        m.update(PID, 0, i, i, i, i, 100 + i)
     entry = m.get(PID)
     assert entry is not None
     assert len(entry.batches) == NUM_BATCHES_TO_RETAIN
     assert [b.first_seq for b in entry.batches] == [2, 3, 4, 5, 6]
-    assert (entry.last_seq, entry.last_offset, entry.last_timestamp_ms) == (6, 6, 16)
-    m.update(PID, 1, 0, 2, 7, 9, 200, 20)
+    assert (entry.last_seq, entry.last_offset, entry.last_timestamp_ms) == (6, 6, 106)
+    m.update(PID, 1, 0, 2, 7, 9, 200)
     assert entry.epoch == 1
     assert list(entry.batches) == [BatchMetadata(0, 2, 7, 9, 200)]
     # The old epoch's batches no longer count as duplicates.
     assert m.check(PID, 0, 6, 6).error == FENCED
 
 
-def test_entries_get_and_removals() -> None:
+def test_entries_get_and_expiration_by_the_last_batch_max_timestamp() -> None:
     m = ProducerStateManager()
     assert m.get(1) is None
-    m.update(1, 0, 0, 0, 0, 0, 0, now_ms=1_000)
-    m.update(2, 0, 0, 0, 1, 4, 0, now_ms=5_000)
-    m.update(3, 0, 0, 0, 5, 5, 0, now_ms=9_000)
+    m.update(1, 0, 0, 0, 0, 0, 1_000)
+    m.update(2, 0, 0, 0, 1, 4, 5_000)
+    m.update(3, 0, 0, 0, 5, 5, 9_000)
     assert sorted(e.producer_id for e in m.entries()) == [1, 2, 3]
-    # producer.id.expiration.ms counts from the last append.
+    # producer.id.expiration.ms counts from the last batch's max timestamp, the clock Kafka's
+    # ProducerStateEntry.lastTimestamp keeps (and a replay of the log can rebuild).
+    assert [e.last_timestamp_ms for e in m.entries()] == [1_000, 5_000, 9_000]
     assert m.remove_expired(now_ms=10_000, expiration_ms=5_000) == 2
     assert [e.producer_id for e in m.entries()] == [3]
     # Once expired, the producer is unknown again: any sequence is accepted.
     assert m.check(1, 0, 77, 77) == SequenceCheck(NONE, None)
-    m.update(4, 0, 0, 0, 8, 9, 0, now_ms=9_000)
-    assert m.remove_before(6) == 1  # producer 3's last offset 5 lies before 6
-    assert [e.producer_id for e in m.entries()] == [4]
-    assert m.remove_before(9) == 0

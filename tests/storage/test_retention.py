@@ -10,7 +10,7 @@ import pytest
 from protocol.errors import ErrorCode
 from protocol.records import parse_header
 from storage.log_config import LogConfig
-from storage.partition_log import AppendResult, OffsetOutOfRangeError, PartitionLog
+from storage.partition_log import AppendResult, OffsetOutOfRangeError, PartitionLog, RecoveryMode
 from storage.segment import file_name
 from storage.snapshot import list_snapshots
 from tests.storage.test_segment import make_batch
@@ -103,9 +103,58 @@ def test_expired_active_segment_is_rolled_then_deleted(tmp_path: Path) -> None:
     assert plog.active_segment.size == 0
     # An empty active segment is never deleted.
     assert plog.apply_retention(now_ms=10_000, retention_ms=0) == 0
-    # Producer 9 has no record left: it is unknown, so any sequence is accepted (KIP-360).
-    assert plog.producers.get(9) is None
-    assert produce(plog, ts=10_000, pid=9, seq=77).base_offset == 6
+    plog.close()
+
+
+@pytest.mark.parametrize("mode", ["clean", "crash"])
+def test_retention_keeps_the_state_of_producers_with_no_record_left(
+    tmp_path: Path, mode: RecoveryMode
+) -> None:
+    """KAFKA-7190: onLogStartOffsetIncremented forgets no producer; expiration alone does."""
+    plog = open_log(tmp_path, segment_bytes=2 * BATCH)
+    for ts in (100, 200, 300):
+        produce(plog, ts=ts, pid=9, seq=2 * (ts // 100 - 1))
+    assert plog.apply_retention(now_ms=10_000, retention_ms=1_000) == 2
+    assert plog.log_start_offset == plog.log_end_offset == 6
+    entry = plog.producers.get(9)
+    assert entry is not None and (entry.last_seq, entry.last_offset) == (5, 5)
+    assert produce(plog, ts=10_000, pid=9, seq=2).base_offset == 2  # duplicate
+    assert produce(plog, ts=10_000, pid=9, seq=77).error == OOO
+    if mode == "clean":
+        plog.close()
+    else:
+        plog.close_unclean()
+    plog = PartitionLog.open(tmp_path, "r", 0, config=LogConfig(segment_bytes=2 * BATCH), mode=mode)
+    assert plog.log_start_offset == plog.log_end_offset == 6
+    assert produce(plog, ts=10_000, pid=9, seq=4).base_offset == 4
+    assert produce(plog, ts=10_000, pid=9, seq=77).error == OOO
+    assert produce(plog, ts=10_000, pid=9, seq=6).base_offset == 6
+    plog.close()
+
+
+@pytest.mark.parametrize("mode", ["clean", "crash"])
+def test_delete_records_keeps_the_state_of_producers_with_no_record_left(
+    tmp_path: Path, mode: RecoveryMode
+) -> None:
+    plog = open_log(tmp_path, segment_bytes=2 * BATCH)
+    produce(plog, ts=100, pid=9, seq=0)  # offsets 0-1
+    produce(plog, ts=200, pid=9, seq=2)  # 2-3
+    produce(plog, ts=300, pid=8, seq=0)  # 4-5, second segment
+    assert plog.delete_records_before(6) == 6
+    assert produce(plog, ts=400, pid=9, seq=2).base_offset == 2
+    assert produce(plog, ts=400, pid=8, seq=0).base_offset == 4
+    assert produce(plog, ts=400, pid=9, seq=6).error == OOO
+    if mode == "clean":
+        plog.close()
+    else:
+        plog.close_unclean()
+    plog = PartitionLog.open(tmp_path, "r", 0, config=LogConfig(segment_bytes=2 * BATCH), mode=mode)
+    plog.restore_log_start_offset(6)  # the store's log-start-offset checkpoint
+    assert plog.log_start_offset == plog.log_end_offset == 6
+    assert produce(plog, ts=400, pid=9, seq=2).base_offset == 2
+    assert produce(plog, ts=400, pid=8, seq=0).base_offset == 4
+    assert produce(plog, ts=400, pid=9, seq=6).error == OOO
+    assert produce(plog, ts=400, pid=9, seq=4).base_offset == 6
     plog.close()
 
 
@@ -136,20 +185,22 @@ def test_retention_by_size_deletes_oldest_while_over_the_limit(tmp_path: Path) -
     plog.close()
 
 
-def test_producers_with_records_left_keep_their_state(tmp_path: Path) -> None:
+def test_retention_by_size_keeps_every_producers_state(tmp_path: Path) -> None:
     plog = open_log(tmp_path, segment_bytes=2 * BATCH, retention_ms=-1)
     produce(plog, ts=0, pid=1, seq=0)  # offsets 0-1
     produce(plog, ts=0, pid=2, seq=0)  # 2-3
     produce(plog, ts=0, pid=2, seq=2)  # 4-5, second segment
     produce(plog, ts=0, pid=3, seq=0)  # 6-7
     assert plog.apply_retention(now_ms=0, retention_bytes=2 * BATCH) == 1
-    assert plog.producers.get(1) is None
-    assert produce(plog, ts=0, pid=1, seq=500).error == ErrorCode.NONE
-    # Producer 2's last batch survives: its state too, including the deleted batch.
+    # Producer 1 has no record left and is still known: its retry is a duplicate.
+    assert produce(plog, ts=0, pid=1, seq=0).base_offset == 0
+    assert produce(plog, ts=0, pid=1, seq=500).error == OOO
+    # Producer 2's window still holds its deleted batch.
     assert produce(plog, ts=0, pid=2, seq=0).base_offset == 2
     assert produce(plog, ts=0, pid=2, seq=8).error == OOO
     plog.close()
     plog = open_log(tmp_path, segment_bytes=2 * BATCH, retention_ms=-1)
+    assert produce(plog, ts=0, pid=1, seq=0).base_offset == 0
     assert produce(plog, ts=0, pid=2, seq=2).base_offset == 4
     assert produce(plog, ts=0, pid=2, seq=8).error == OOO
     plog.close()
@@ -162,15 +213,19 @@ def test_snapshots_below_the_start_go_and_only_a_few_are_kept(tmp_path: Path) ->
     assert list_snapshots(tmp_path) == [10, 12, 14]
     assert plog.apply_retention(now_ms=0, retention_bytes=2 * BATCH) == 6
     assert plog.log_start_offset == 12
-    assert list_snapshots(tmp_path) == [12, 14]
+    # 16 is the log end: written before the start moved, so the producer state on disk
+    # never lies wholly below the log start.
+    assert list_snapshots(tmp_path) == [12, 14, 16]
     plog.close()
     assert list_snapshots(tmp_path) == [12, 14, 16]
 
 
 def test_expire_producers_after_idle_time(tmp_path: Path) -> None:
     plog = open_log(tmp_path)
-    produce(plog, ts=0, now_ms=1_000, pid=1, seq=0)
-    produce(plog, ts=0, now_ms=5_000, pid=2, seq=0)
+    # The clock is the batch's max timestamp, not the time of the append (Kafka's
+    # ProducerStateEntry.lastTimestamp).
+    produce(plog, ts=1_000, now_ms=9_999_999, pid=1, seq=0)
+    produce(plog, ts=5_000, now_ms=9_999_999, pid=2, seq=0)
     assert plog.expire_producers(now_ms=1_000 + DAY - 1, expiration_ms=DAY) == 0
     assert plog.expire_producers(now_ms=1_000 + DAY, expiration_ms=DAY) == 1
     assert plog.producers.get(1) is None and plog.producers.get(2) is not None
@@ -180,6 +235,28 @@ def test_expire_producers_after_idle_time(tmp_path: Path) -> None:
     plog = open_log(tmp_path)
     entry = plog.producers.get(2)
     assert entry is not None and entry.last_timestamp_ms == 5_000  # kept by the snapshot
+    plog.close()
+
+
+def test_expiration_clock_is_the_same_at_run_time_and_after_a_crash_replay(
+    tmp_path: Path,
+) -> None:
+    plog = open_log(tmp_path)
+    # Appended long after the batches were created (a lingering or retried batch).
+    produce(plog, ts=1_000, now_ms=500_000, pid=1, seq=0)
+    produce(plog, ts=3_000, now_ms=500_000, pid=1, seq=2)
+    produce(plog, ts=2_000, now_ms=500_000, pid=2, seq=0)
+    at_run_time = {e.producer_id: e.last_timestamp_ms for e in plog.producers}
+    assert at_run_time == {1: 3_000, 2: 2_000}
+    plog.close_unclean()
+    assert list_snapshots(tmp_path) == []  # nothing to restore from: a full replay
+    plog = open_log(tmp_path)
+    assert plog.recovery.replayed_batches == 3
+    assert {e.producer_id: e.last_timestamp_ms for e in plog.producers} == at_run_time
+    # So a producer lives exactly as long after a crash as without one.
+    assert plog.expire_producers(now_ms=2_000 + DAY - 1, expiration_ms=DAY) == 0
+    assert plog.expire_producers(now_ms=2_000 + DAY, expiration_ms=DAY) == 1
+    assert [e.producer_id for e in plog.producers] == [1]
     plog.close()
 
 

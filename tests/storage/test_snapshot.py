@@ -122,3 +122,11 @@ def test_set_aside_keeps_the_bytes_under_another_name(tmp_path: Path) -> None:
     assert target.name == "00000000000000000005.snapshot.corrupt"
     assert target.read_bytes() == data
     assert list_snapshots(tmp_path) == []
+
+
+@pytest.mark.parametrize("epoch", [-1, -32768, 0, 32767])
+def test_any_int16_epoch_the_produce_path_accepts_round_trips(epoch: int) -> None:
+    # Produce validates no epoch range (nor does Kafka's): a producer id with epoch -1 is
+    # stored, so its snapshot must load rather than be declared corrupt.
+    producers = [entry(3, epoch, [(0, 1, 0, 1)])]
+    assert as_tuple(decode(encode(2, 2, producers), 2).producers) == as_tuple(producers)

@@ -302,8 +302,9 @@ def test_store_housekeeping_covers_every_partition(tmp_path: Path) -> None:
     assert store.snapshot_all() == 2  # the rolls snapshotted at 4, not at the log end 6
     assert store.snapshot_all() == 0
     assert store.apply_retention(now_ms=0) == 4
-    assert store.expire_producers(now_ms=10 + 999, expiration_ms=1000) == 0
-    assert store.expire_producers(now_ms=10 + 1000, expiration_ms=1000) == 2
+    # Expiration counts from the batches' max timestamp (1001), not the append's now_ms.
+    assert store.expire_producers(now_ms=1001 + 999, expiration_ms=1000) == 0
+    assert store.expire_producers(now_ms=1001 + 1000, expiration_ms=1000) == 2
     assert store.snapshot_all() == 2
     store.flush_all()
     assert all(p.unflushed_messages == 0 for p in store.partition_logs())

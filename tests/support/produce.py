@@ -24,9 +24,17 @@ class Answer:
 
 
 def create_topic(client: RawClient, name: str) -> Message:
-    meta = client.request(
-        METADATA, 12, Message(topics=[Message(name=name)], allow_auto_topic_creation=True)
-    )
+    """Auto-create a topic through Metadata and return the first answer that has it ready.
+
+    As Kafka 4.0, the request that creates the topic is answered UNKNOWN_TOPIC_OR_PARTITION;
+    the topic is there for the next one (no waiting: the creation itself is synchronous).
+    """
+    request = Message(topics=[Message(name=name)], allow_auto_topic_creation=True)
+    first = client.request(METADATA, 12, request)
+    if first.topics[0].error_code == 0:
+        return first
+    assert first.topics[0].error_code == 3, first  # UNKNOWN_TOPIC_OR_PARTITION
+    meta = client.request(METADATA, 12, request)
     assert meta.topics[0].error_code == 0, meta
     return meta
 

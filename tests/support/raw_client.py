@@ -20,6 +20,9 @@ from protocol.header import (
 from protocol.primitives import Reader
 from protocol.schema import Api, Message
 
+# ApiVersions v3+ names the client software (KIP-511); Kafka refuses empty or odd names.
+SOFTWARE = Message(client_software_name="minikafka-tests", client_software_version="1.0")
+
 
 class ConnectionClosed(Exception):
     pass

@@ -1,0 +1,28 @@
+"""Authorized-operations bit fields, as Kafka reports them without an authorizer.
+
+Metadata, DescribeCluster, DescribeTopicPartitions and DescribeGroups answer, when asked,
+the operations the caller may perform on a resource as a 32-bit field (Kafka's
+Utils.to32BitField of AclOperation codes). With no authorizer configured Kafka's
+AuthHelper.authorizedOperations allows every operation the resource type supports
+(AclEntry.supportedOperations), which is what these constants hold. Kafka's "not
+requested" value is Integer.MIN_VALUE.
+"""
+
+from __future__ import annotations
+
+NOT_REQUESTED = -(2**31)
+
+# AclOperation codes.
+READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE = 3, 4, 5, 6, 7, 8
+CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE = 9, 10, 11, 12
+
+
+def bit_field(*operations: int) -> int:
+    return sum(1 << op for op in operations)
+
+
+TOPIC = bit_field(READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS)
+CLUSTER = bit_field(
+    CREATE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE
+)
+GROUP = bit_field(READ, DESCRIBE, DELETE, DESCRIBE_CONFIGS, ALTER_CONFIGS)
