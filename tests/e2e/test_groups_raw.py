@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from protocol.messages.find_coordinator import FIND_COORDINATOR
 from protocol.messages.join_group import JOIN_GROUP
 from protocol.messages.offset_commit import OFFSET_COMMIT
 from protocol.messages.sync_group import SYNC_GROUP
@@ -132,3 +133,61 @@ def test_admin_clients_list_describe_delete(shared_broker: BrokerProcess) -> Non
     ck.delete_consumer_groups(["admin-b"])["admin-b"].result(timeout=10)
     after = {g.group_id for g in ck.list_consumer_groups().result(timeout=10).valid}
     assert "admin-b" not in after
+
+
+INVALID_REQUEST = 42
+# Errors.INVALID_REQUEST.message(): the exception's default message.
+INVALID_REQUEST_MESSAGE = (
+    "This most likely occurs because of a request being malformed by the client library or "
+    "the message was sent to an incompatible broker. See the broker logs for more details."
+)
+
+
+def find_coordinator(client: RawClient, version: int, key_type: int) -> Message:
+    return client.request(
+        FIND_COORDINATOR,
+        version,
+        Message(key="g", key_type=key_type, coordinator_keys=["g", "h"]),
+    )
+
+
+def test_find_coordinator_error_message_is_kafkas_at_each_version(
+    shared_broker: BrokerProcess,
+) -> None:
+    """KafkaApis.handleFindCoordinatorRequestLessThanV4 fills error_message from
+    Errors.message() ("NONE" on success); v4+ answers leave each coordinator's at its
+    default, "" (recorded from Kafka 4.0: kafka-oracle raw_group_protocol, group_*)."""
+    with RawClient(shared_broker.port) as client:
+        assert find_coordinator(client, 0, 0).error_code == 0
+        for version in (1, 2, 3):
+            found = find_coordinator(client, version, 0)
+            assert (found.error_code, found.error_message) == (0, "NONE"), version
+            assert found.node_id == 1 and found.port == shared_broker.port
+            # Share keys: the error's message, as FindCoordinatorResponse.prepareOldResponse.
+            share = find_coordinator(client, version, 2)
+            assert (share.error_code, share.error_message) == (
+                INVALID_REQUEST,
+                INVALID_REQUEST_MESSAGE,
+            )
+            assert (share.node_id, share.host, share.port) == (-1, "", -1)
+        for version in (4, 6):
+            found = find_coordinator(client, version, 0)
+            assert [(c.key, c.error_code, c.error_message) for c in found.coordinators] == [
+                ("g", 0, ""),
+                ("h", 0, ""),
+            ]
+            share = find_coordinator(client, version, 2)
+            assert [(c.error_code, c.error_message, c.node_id) for c in share.coordinators] == [
+                (INVALID_REQUEST, "", -1)
+            ] * 2
+        # An unknown key type fails the whole request (CoordinatorType.forId throws
+        # InvalidRequestException): every key gets the error with its message.
+        unknown = find_coordinator(client, 4, 7)
+        assert [(c.error_code, c.error_message) for c in unknown.coordinators] == [
+            (INVALID_REQUEST, INVALID_REQUEST_MESSAGE)
+        ] * 2
+        old_unknown = find_coordinator(client, 2, 7)
+        assert (old_unknown.error_code, old_unknown.error_message) == (
+            INVALID_REQUEST,
+            INVALID_REQUEST_MESSAGE,
+        )
