@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from protocol.messages.describe_groups import DESCRIBE_GROUPS
 from protocol.messages.find_coordinator import FIND_COORDINATOR
 from protocol.messages.join_group import JOIN_GROUP
 from protocol.messages.offset_commit import OFFSET_COMMIT
@@ -191,3 +192,43 @@ def test_find_coordinator_error_message_is_kafkas_at_each_version(
             INVALID_REQUEST,
             INVALID_REQUEST_MESSAGE,
         )
+
+
+NOT_REQUESTED = -(2**31)
+# READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS (AclOperation codes 3, 6, 8, 10, 11):
+# AclEntry.supportedOperations(GROUP), all allowed with no authorizer, as Utils.to32BitField.
+GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8) | (1 << 10) | (1 << 11)
+
+
+def test_describe_groups_reports_authorized_operations_when_asked(
+    shared_broker: BrokerProcess,
+) -> None:
+    """KafkaApis.handleDescribeGroupsRequest: v3+ with include_authorized_operations fills
+    them for every group answered without an error (recorded from Kafka 4.0: {3,6,8,10,11}
+    in kafka-oracle raw_group_protocol and admin_groups_kafkapython)."""
+    with RawClient(shared_broker.port) as client:
+        create_topic(client, "described")
+        committed = client.request(OFFSET_COMMIT, 8, commit_request("ops", -1, "", "described"))
+        assert committed.topics[0].partitions[0].error_code == 0
+
+        def describe(version: int, group: str, include: bool) -> Message:
+            answer = client.request(
+                DESCRIBE_GROUPS,
+                version,
+                Message(groups=[group], include_authorized_operations=include),
+            )
+            described: Message = answer.groups[0]
+            return described
+
+        for version in (3, 5, 6):
+            group = describe(version, "ops", True)
+            assert (group.error_code, group.group_state) == (0, "Empty")
+            assert group.authorized_operations == GROUP_OPERATIONS, version
+            assert describe(version, "ops", False).authorized_operations == NOT_REQUESTED
+        # Before v6 a missing group is answered Dead without an error, so it gets them too.
+        missing = describe(5, "no-such-group", True)
+        assert (missing.error_code, missing.group_state) == (0, "Dead")
+        assert missing.authorized_operations == GROUP_OPERATIONS
+        missing_v6 = describe(6, "no-such-group", True)
+        assert missing_v6.error_code == GROUP_ID_NOT_FOUND
+        assert missing_v6.authorized_operations == NOT_REQUESTED
