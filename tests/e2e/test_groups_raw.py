@@ -7,6 +7,7 @@ import pytest
 from protocol.messages.describe_groups import DESCRIBE_GROUPS
 from protocol.messages.find_coordinator import FIND_COORDINATOR
 from protocol.messages.join_group import JOIN_GROUP
+from protocol.messages.leave_group import LEAVE_GROUP
 from protocol.messages.offset_commit import OFFSET_COMMIT
 from protocol.messages.sync_group import SYNC_GROUP
 from protocol.schema import Message
@@ -232,3 +233,31 @@ def test_describe_groups_reports_authorized_operations_when_asked(
         missing_v6 = describe(6, "no-such-group", True)
         assert missing_v6.error_code == GROUP_ID_NOT_FOUND
         assert missing_v6.authorized_operations == NOT_REQUESTED
+
+
+def test_leave_group_for_an_unknown_group_answers_unknown_member_id(
+    shared_broker: BrokerProcess,
+) -> None:
+    """Kafka 4.0 (GroupMetadataManager.classicGroupLeave throws UnknownMemberIdException,
+    GroupCoordinatorService.leaveGroup turns it into a per-member UNKNOWN_MEMBER_ID and
+    LeaveGroupResponse moves that to the top level before v3): v0-2 answer it at the top
+    level; v3+ per member, with no top-level error."""
+    with RawClient(shared_broker.port) as client:
+        for version in (0, 1, 2):
+            old = client.request(
+                LEAVE_GROUP, version, Message(group_id="never-joined", member_id="m-1")
+            )
+            assert old.error_code == UNKNOWN_MEMBER_ID, version
+        for version in (3, 5):
+            members = [
+                Message(member_id="m-1", group_instance_id=None, reason=None),
+                Message(member_id="", group_instance_id="i-2", reason="bye"),
+            ]
+            new = client.request(
+                LEAVE_GROUP, version, Message(group_id="never-joined", members=members)
+            )
+            assert new.error_code == 0, version
+            assert [(m.member_id, m.group_instance_id, m.error_code) for m in new.members] == [
+                ("m-1", None, UNKNOWN_MEMBER_ID),
+                ("", "i-2", UNKNOWN_MEMBER_ID),
+            ]
