@@ -99,6 +99,7 @@ class Config:
     group_initial_rebalance_delay_ms: int
     group_min_session_timeout_ms: int
     group_max_session_timeout_ms: int
+    max_incremental_fetch_session_cache_slots: int
     log_level: str
     record_validation: str
     event_loop: str
@@ -451,6 +452,14 @@ PROPERTIES: tuple[Property, ...] = (
         "1800000",
         "Largest session.timeout.ms a consumer may ask for in JoinGroup.",
         attr="group_max_session_timeout_ms",
+        validator=_at_least(0),
+    ),
+    Property(
+        "max.incremental.fetch.session.cache.slots",
+        INT,
+        "1000",
+        "Incremental fetch sessions (KIP-227) kept at most, split over 8 shards as in Kafka.",
+        attr="max_incremental_fetch_session_cache_slots",
         validator=_at_least(0),
     ),
     Property(

@@ -7,6 +7,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from broker import topic_configs
+from broker.fetch_sessions import FetchSessionCache
 from broker.flusher import Flusher
 from broker.topic_configs import TopicSettings
 from storage.producer_ids import ProducerIdAllocator
@@ -44,6 +45,8 @@ class BrokerState:
         # Zero-copy fetch sends; switched off if the event loop cannot sendfile (uvloop).
         self.sendfile = True
         self._appended = asyncio.Event()
+        # Incremental fetch sessions (KIP-227), shared by every connection as in Kafka.
+        self.fetch_sessions = FetchSessionCache(config.max_incremental_fetch_session_cache_slots)
         # Per-topic config overrides (CreateTopics, AlterConfigs) and what they amount to.
         self.topic_configs = TopicConfigStore.open(store.data_dir)
         self._default_settings = topic_configs.settings(config, store.log_config, {})
