@@ -11,6 +11,8 @@ Kafka's "not requested" value.
 
 from __future__ import annotations
 
+from broker.authorized_operations import GROUP as GROUP_OPERATIONS
+from broker.authorized_operations import NOT_REQUESTED
 from broker.dispatch import RequestContext
 from broker.groups.classic import GroupState
 from broker.handlers._groups import coordinator
@@ -21,12 +23,6 @@ from protocol.schema import Message
 API = DESCRIBE_GROUPS
 MIN_VERSION = 0
 MAX_VERSION = 6
-
-NOT_REQUESTED = -(2**31)
-# READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS (AclOperation codes): what
-# AclEntry.supportedOperations(GROUP) lists, all allowed without an authorizer, as a bit field
-# (Utils.to32BitField).
-GROUP_OPERATIONS = sum(1 << op for op in (3, 6, 8, 10, 11))
 
 
 def _describe(ctx: RequestContext, group_id: str, with_operations: bool) -> Message:
