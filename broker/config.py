@@ -83,6 +83,8 @@ class Config:
     default_replication_factor: int
     segment_bytes: int
     message_max_bytes: int
+    message_timestamp_before_max_ms: int
+    message_timestamp_after_max_ms: int
     socket_request_max_bytes: int
     index_interval_bytes: int
     producer_id_expiration_ms: int
@@ -318,6 +320,24 @@ PROPERTIES: tuple[Property, ...] = (
         "1048588",
         "Largest record batch accepted from a producer.",
         attr="message_max_bytes",
+        validator=_at_least(0),
+    ),
+    Property(
+        "log.message.timestamp.before.max.ms",
+        LONG,
+        str(2**63 - 1),
+        "How far behind the broker clock a CreateTime record timestamp may be "
+        "(INVALID_TIMESTAMP beyond it); Kafka's default accepts any past timestamp.",
+        attr="message_timestamp_before_max_ms",
+        validator=_at_least(0),
+    ),
+    Property(
+        "log.message.timestamp.after.max.ms",
+        LONG,
+        "3600000",
+        "How far ahead of the broker clock a CreateTime record timestamp may be "
+        "(INVALID_TIMESTAMP beyond it; KIP-937, Kafka 4.0's default is one hour).",
+        attr="message_timestamp_after_max_ms",
         validator=_at_least(0),
     ),
     Property(

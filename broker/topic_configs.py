@@ -9,20 +9,25 @@ unchanged. Those marked ``applied`` change what this broker does:
 - max.message.bytes: the largest batch Produce accepts (MESSAGE_TOO_LARGE above it);
 - message.timestamp.type=LogAppendTime: the broker stamps each batch's max_timestamp with
   its own clock and sets the timestamp-type attribute (KAFKA_NOTES §4);
+- message.timestamp.before.max.ms / after.max.ms (broker: log.message.timestamp.*.max.ms):
+  CreateTime record timestamps outside [now - before, now + after] get INVALID_TIMESTAMP
+  with one record error each, as Kafka's LogValidator.validateTimestamp;
 - cleanup.policy: ``compact`` rejects records without a key (INVALID_RECORD, as Kafka's
   LogValidator); a policy without ``delete`` disables retention and DeleteRecords
   (POLICY_VIOLATION), as in Kafka. Compaction itself is not implemented yet: a compacted
   topic keeps every record.
 
 The rest are stored and described but change nothing (compression.type: the broker keeps
-the producer's codec; min.insync.replicas: one replica, always in sync; the
-message.timestamp.*.max.ms bounds are not enforced; tiered-storage and cleaner settings
-have nothing to act on). remote.storage.enable=true is refused, as Kafka refuses it when
+the producer's codec; min.insync.replicas: one replica, always in sync, and Kafka caps
+min.insync.replicas at the replication factor (Partition.effectiveMinIsr, KAFKA-15583), so
+acks=all never fails with NOT_ENOUGH_REPLICAS on one broker; tiered-storage and cleaner
+settings have nothing to act on). remote.storage.enable=true is refused, as Kafka refuses it when
 tiered storage is disabled on the broker.
 
 Defaults follow the broker's configuration where the broker has the synonym
 (log.retention.ms/minutes/hours, log.segment.bytes, log.roll.ms/hours, message.max.bytes,
-log.index.interval.bytes, log.flush.interval.*), else Kafka's default. DescribeConfigs
+log.message.timestamp.*.max.ms, log.index.interval.bytes, log.flush.interval.*), else
+Kafka's default. DescribeConfigs
 sources and synonyms follow Kafka's ConfigHelper: a topic override is
 DYNAMIC_TOPIC_CONFIG, an explicitly set broker synonym STATIC_BROKER_CONFIG, otherwise
 DEFAULT_CONFIG.
@@ -325,17 +330,21 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
             "message.timestamp.after.max.ms",
             _C.LONG,
             "3600000",
-            "How far ahead of the broker clock a CreateTime timestamp may be (not enforced).",
+            "How far ahead of the broker clock a CreateTime record timestamp may be: a batch "
+            "with a later one gets INVALID_TIMESTAMP. Ignored on LogAppendTime topics.",
             ("log.message.timestamp.after.max.ms",),
             _at_least(0),
+            applied=True,
         ),
         TopicConfigDef(
             "message.timestamp.before.max.ms",
             _C.LONG,
             str(LONG_MAX),
-            "How far behind the broker clock a CreateTime timestamp may be (not enforced).",
+            "How far behind the broker clock a CreateTime record timestamp may be: a batch "
+            "with an older one gets INVALID_TIMESTAMP. Ignored on LogAppendTime topics.",
             ("log.message.timestamp.before.max.ms",),
             _at_least(0),
+            applied=True,
         ),
         TopicConfigDef(
             "message.timestamp.type",
@@ -500,6 +509,8 @@ _BROKER_VALUE: dict[str, Callable[[Config], int]] = {
     "segment.bytes": lambda c: c.segment_bytes,
     "segment.ms": lambda c: c.segment_ms,
     "max.message.bytes": lambda c: c.message_max_bytes,
+    "message.timestamp.before.max.ms": lambda c: c.message_timestamp_before_max_ms,
+    "message.timestamp.after.max.ms": lambda c: c.message_timestamp_after_max_ms,
     "index.interval.bytes": lambda c: c.index_interval_bytes,
     "flush.messages": lambda c: c.flush_messages,
     "flush.ms": lambda c: c.flush_ms,
@@ -645,6 +656,9 @@ class TopicSettings:
     # cleanup.policy includes delete: retention runs and DeleteRecords is allowed.
     delete: bool
     min_insync_replicas: int
+    # LogValidator.validateTimestamp's bounds on CreateTime record timestamps (KIP-937).
+    timestamp_before_max_ms: int
+    timestamp_after_max_ms: int
     log_config: LogConfig
 
 
@@ -681,6 +695,8 @@ def settings(config: Config, base: LogConfig, overrides: Mapping[str, str]) -> T
         compact="compact" in policy,
         delete=delete,
         min_insync_replicas=get("min.insync.replicas"),
+        timestamp_before_max_ms=get("message.timestamp.before.max.ms"),
+        timestamp_after_max_ms=get("message.timestamp.after.max.ms"),
         log_config=log_config,
     )
 

@@ -333,8 +333,9 @@ def test_retention_ms_set_at_runtime_deletes_old_segments(tmp_path: Path) -> Non
     ).start()
     try:
         with RawClient(broker.port) as client:
-            # Tiny segments: every batch rolls a new one.
-            assert create(client, "ret", configs={"segment.bytes": "100"}).error_code == 0
+            # Tiny segments (still above one batch, else RECORD_LIST_TOO_LARGE): every batch
+            # rolls a new one.
+            assert create(client, "ret", configs={"segment.bytes": "200"}).error_code == 0
             for _ in range(4):
                 assert produce(client, "ret", keyed_batch(80)).error_code == 0
             assert len(list((tmp_path / "data" / "ret-0").glob("*.log"))) == 4
