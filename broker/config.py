@@ -9,8 +9,10 @@ Sources, later ones winning (the same layering Kafka users know from
 3. ``--override key=value`` flags.
 
 Every supported property is described once, in ``PROPERTIES``; defaults, ``--help`` and
-validation all come from that table. Unknown properties are warned about, never fatal
-(Kafka logs "was supplied but isn't a known config" and carries on); invalid values stop
+validation all come from that table. The rest of Kafka's broker configs
+(broker.broker_config_table) are accepted as set and not acted on; unknown properties are
+warned about, never fatal (Kafka logs "was supplied but isn't a known config" and carries
+on); invalid values stop
 start-up with a ``ConfigError`` naming the property, as Kafka's ``ConfigException`` does.
 
 Deviations from Apache Kafka:
@@ -30,6 +32,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from broker.broker_config_table import BROKER_CONFIGS
 
 __all__ = [
     "ACCEPTED_IGNORED",
@@ -854,7 +858,9 @@ def load_config(
         for key in _order_canonical_last(props):
             value, origin = props[key]
             name = _ALIASES.get(key, key)
-            if name not in _BY_NAME:
+            # Every Kafka broker config is accepted (and described as set by DescribeConfigs);
+            # minikafka acts only on those in PROPERTIES.
+            if name not in _BY_NAME and name not in BROKER_CONFIGS:
                 warnings.append(f"unknown property {key!r} (from {origin}) is ignored")
                 continue
             if name in seen and props[seen[name]][0].strip() != value.strip():

@@ -37,42 +37,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
-from enum import IntEnum
 from typing import Any
 
-from broker.config import ACCEPTED_IGNORED, PROPERTIES, Config
+from broker.broker_config_table import ConfigSource, ConfigType
+from broker.config import Config
+from broker.config_synonyms import (
+    BrokerValues,
+    Synonym,
+    default_values,
+    static_values,
+    synonyms_of,
+)
 from protocol.errors import ErrorCode
 from storage.log_config import LogConfig
 
 LONG_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1
-
-
-class ConfigType(IntEnum):
-    """DescribeConfigs v3+ config_type (Kafka's DescribeConfigsResponse.ConfigType)."""
-
-    UNKNOWN = 0
-    BOOLEAN = 1
-    STRING = 2
-    INT = 3
-    SHORT = 4
-    LONG = 5
-    DOUBLE = 6
-    LIST = 7
-    CLASS = 8
-    PASSWORD = 9
-
-
-class ConfigSource(IntEnum):
-    """DescribeConfigs config_source (Kafka's DescribeConfigsResponse.ConfigSource)."""
-
-    UNKNOWN = 0
-    DYNAMIC_TOPIC_CONFIG = 1
-    DYNAMIC_BROKER_CONFIG = 2
-    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
-    STATIC_BROKER_CONFIG = 4
-    DEFAULT_CONFIG = 5
-    DYNAMIC_BROKER_LOGGER_CONFIG = 6
 
 
 class InvalidConfigError(Exception):
@@ -116,8 +96,8 @@ class TopicConfigDef:
 def _parse(type_: ConfigType, raw: str) -> Any:
     # Errors come back as "\0reason" so that TopicConfigDef.parse words them as Kafka does.
     text = raw.strip()
-    if type_ in (ConfigType.INT, ConfigType.LONG):
-        limit = INT_MAX if type_ == ConfigType.INT else LONG_MAX
+    if type_ in (ConfigType.SHORT, ConfigType.INT, ConfigType.LONG):
+        limit = {ConfigType.SHORT: 2**15 - 1, ConfigType.INT: INT_MAX}.get(type_, LONG_MAX)
         try:
             value = int(text, 10)
         except ValueError:
@@ -139,6 +119,15 @@ def _parse(type_: ConfigType, raw: str) -> Any:
     return text
 
 
+def parse_value(name: str, type_: ConfigType, raw: str) -> Any:
+    """``raw`` parsed as Kafka's ConfigDef parses a value of that type; raises
+    InvalidConfigError worded as ConfigException ("Invalid value x for configuration y: ...")."""
+    value = _parse(type_, raw)
+    if isinstance(value, str) and value.startswith("\0"):
+        raise InvalidConfigError(f"Invalid value {raw} for configuration {name}: {value[1:]}")
+    return value
+
+
 def _at_least(minimum: int | float) -> Callable[[Any], str | None]:
     return lambda v: None if v >= minimum else f"Value must be at least {minimum}"
 
@@ -155,10 +144,10 @@ def _between(low: int | float, high: int | float) -> Callable[[Any], str | None]
 
 
 def _one_of(*options: str) -> Callable[[Any], str | None]:
+    # Kafka 4.0's ValidList accepts an empty list (only 4.1's KIP-1161 refuses it), so a
+    # SUBTRACT that empties cleanup.policy is accepted and described as "".
     def check(value: Any) -> str | None:
         items = value if isinstance(value, list) else [value]
-        if isinstance(value, list) and not value:
-            return f"Empty list not allowed; must be one or more of: {', '.join(options)}"
         bad = [item for item in items if item not in options]
         return f"String must be one of: {', '.join(options)}" if bad else None
 
@@ -273,7 +262,8 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
             _C.LIST,
             "",
             "Replicas throttled on the follower side (stored only: no replication).",
-            ("follower.replication.throttled.replicas",),
+            # Not in Kafka's ServerTopicConfigSynonyms: no broker-level synonym.
+            (),
             _throttled_replicas,
         ),
         TopicConfigDef(
@@ -290,7 +280,8 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
             _C.LIST,
             "",
             "Replicas throttled on the leader side (stored only: no replication).",
-            ("leader.replication.throttled.replicas",),
+            # Not in Kafka's ServerTopicConfigSynonyms: no broker-level synonym.
+            (),
             _throttled_replicas,
         ),
         TopicConfigDef(
@@ -515,20 +506,6 @@ _BROKER_VALUE: dict[str, Callable[[Config], int]] = {
     "flush.messages": lambda c: c.flush_messages,
     "flush.ms": lambda c: c.flush_ms,
 }
-# The broker synonym Kafka lists with source DEFAULT_CONFIG when none is set: the one that
-# carries the default (log.retention.ms has none; log.retention.hours says 168).
-_DEFAULT_SYNONYM: dict[str, tuple[str, str]] = {
-    "retention.ms": ("log.retention.hours", "168"),
-    "segment.ms": ("log.roll.hours", "168"),
-    "segment.jitter.ms": ("log.roll.jitter.hours", "0"),
-}
-
-
-@dataclass(frozen=True, slots=True)
-class Synonym:
-    name: str
-    value: str | None
-    source: ConfigSource
 
 
 @dataclass(frozen=True, slots=True)
@@ -542,30 +519,27 @@ class ConfigEntry:
     type: ConfigType
     doc: str
     synonyms: tuple[Synonym, ...]
-
-
-def _explicit(config: Config) -> dict[str, str]:
-    return dict(config.explicit)
+    # PASSWORD (and unknown) types: Kafka sends no value (KafkaConfig.maybeSensitive).
+    sensitive: bool = False
 
 
 def topic_default(config: Config, definition: TopicConfigDef) -> tuple[str, list[Synonym]]:
-    """The value a topic without an override gets, and the broker synonyms behind it."""
-    explicit = _explicit(config)
-    synonyms = [
-        Synonym(s, explicit[s], ConfigSource.STATIC_BROKER_CONFIG)
-        for s in definition.synonyms
-        if s in explicit
-    ]
+    """The value a topic without an override gets, and the broker synonyms behind it.
+
+    Synonyms as Kafka's ConfigHelper.createTopicConfigEntry: the chain of the broker config
+    behind it (ServerTopicConfigSynonyms), which Kafka cuts before the first entry with that
+    config's own name. So retention.ms shows no synonym unless log.retention.ms itself is
+    set, even when log.retention.hours is: odd, but it is what clients see from Kafka.
+    Dynamic broker configs do not reach topics here (see broker.broker_configs).
+    """
+    synonyms: list[Synonym] = []
+    if definition.synonyms:
+        values = BrokerValues({}, {}, static_values(config), default_values(config))
+        synonyms = synonyms_of(definition.synonyms[0], values, names=definition.synonyms)
     getter = _BROKER_VALUE.get(definition.name)
     # A broker property minikafka accepts but ignores (min.insync.replicas) is listed as a
     # synonym when set, but the topic default stays Kafka's: it has no effect here.
     value = str(getter(config)) if getter is not None else definition.default
-    default_name, default_value = _DEFAULT_SYNONYM.get(
-        definition.name,
-        (definition.synonyms[0] if definition.synonyms else definition.name, definition.default),
-    )
-    if definition.synonyms:
-        synonyms.append(Synonym(default_name, default_value, ConfigSource.DEFAULT_CONFIG))
     return value, synonyms
 
 
@@ -586,61 +560,6 @@ def describe_topic(config: Config, overrides: Mapping[str, str]) -> list[ConfigE
             )
         )
     return entries
-
-
-_KIND_TYPES = {
-    "int": ConfigType.INT,
-    "long": ConfigType.LONG,
-    "boolean": ConfigType.BOOLEAN,
-    "list": ConfigType.LIST,
-}
-
-
-def describe_broker(config: Config) -> list[ConfigEntry]:
-    """The broker's configuration: every property minikafka knows, and the broker-level
-    synonyms of topic configs (Kafka's defaults where minikafka has no such property).
-
-    All are read-only here: minikafka has no dynamic broker configuration.
-    """
-    explicit = _explicit(config)
-    entries: dict[str, ConfigEntry] = {}
-    for prop in (*PROPERTIES, *ACCEPTED_IGNORED):
-        if prop.ignored and prop.name not in explicit:
-            continue
-        set_value = explicit.get(prop.name)
-        value = set_value if set_value is not None else prop.default
-        source = (
-            ConfigSource.STATIC_BROKER_CONFIG
-            if set_value is not None
-            else ConfigSource.DEFAULT_CONFIG
-        )
-        synonyms = [Synonym(prop.name, set_value, source)] if set_value is not None else []
-        if prop.default is not None:
-            synonyms.append(Synonym(prop.name, prop.default, ConfigSource.DEFAULT_CONFIG))
-        type_ = _KIND_TYPES.get(prop.kind.name, ConfigType.STRING)
-        entries[prop.name] = ConfigEntry(
-            prop.name, value, source, True, type_, prop.doc, tuple(synonyms)
-        )
-    for definition in TOPIC_CONFIGS.values():
-        for synonym in definition.synonyms:
-            if synonym in entries:
-                continue
-            default_name, default_value = _DEFAULT_SYNONYM.get(
-                definition.name, (definition.synonyms[0], definition.default)
-            )
-            value = default_value if synonym == default_name else None
-            entries[synonym] = ConfigEntry(
-                synonym,
-                value,
-                ConfigSource.DEFAULT_CONFIG,
-                True,
-                definition.type,
-                f"Broker default of the topic config {definition.name}. {definition.doc}",
-                (Synonym(synonym, value, ConfigSource.DEFAULT_CONFIG),)
-                if value is not None
-                else (),
-            )
-    return [entries[name] for name in sorted(entries)]
 
 
 # -- what the broker acts on ---------------------------------------------------------------
