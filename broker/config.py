@@ -9,8 +9,10 @@ Sources, later ones winning (the same layering Kafka users know from
 3. ``--override key=value`` flags.
 
 Every supported property is described once, in ``PROPERTIES``; defaults, ``--help`` and
-validation all come from that table. Unknown properties are warned about, never fatal
-(Kafka logs "was supplied but isn't a known config" and carries on); invalid values stop
+validation all come from that table. The rest of Kafka's broker configs
+(broker.broker_config_table) are accepted as set and not acted on; unknown properties are
+warned about, never fatal (Kafka logs "was supplied but isn't a known config" and carries
+on); invalid values stop
 start-up with a ``ConfigError`` naming the property, as Kafka's ``ConfigException`` does.
 
 Deviations from Apache Kafka:
@@ -30,6 +32,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from broker.broker_config_table import BROKER_CONFIGS
 
 __all__ = [
     "ACCEPTED_IGNORED",
@@ -83,6 +87,8 @@ class Config:
     default_replication_factor: int
     segment_bytes: int
     message_max_bytes: int
+    message_timestamp_before_max_ms: int
+    message_timestamp_after_max_ms: int
     socket_request_max_bytes: int
     index_interval_bytes: int
     producer_id_expiration_ms: int
@@ -100,6 +106,7 @@ class Config:
     group_initial_rebalance_delay_ms: int
     group_min_session_timeout_ms: int
     group_max_session_timeout_ms: int
+    max_incremental_fetch_session_cache_slots: int
     log_level: str
     record_validation: str
     event_loop: str
@@ -321,6 +328,24 @@ PROPERTIES: tuple[Property, ...] = (
         validator=_at_least(0),
     ),
     Property(
+        "log.message.timestamp.before.max.ms",
+        LONG,
+        str(2**63 - 1),
+        "How far behind the broker clock a CreateTime record timestamp may be "
+        "(INVALID_TIMESTAMP beyond it); Kafka's default accepts any past timestamp.",
+        attr="message_timestamp_before_max_ms",
+        validator=_at_least(0),
+    ),
+    Property(
+        "log.message.timestamp.after.max.ms",
+        LONG,
+        "3600000",
+        "How far ahead of the broker clock a CreateTime record timestamp may be "
+        "(INVALID_TIMESTAMP beyond it; KIP-937, Kafka 4.0's default is one hour).",
+        attr="message_timestamp_after_max_ms",
+        validator=_at_least(0),
+    ),
+    Property(
         "socket.request.max.bytes",
         INT,
         "104857600",
@@ -463,6 +488,14 @@ PROPERTIES: tuple[Property, ...] = (
         "1800000",
         "Largest session.timeout.ms a consumer may ask for in JoinGroup.",
         attr="group_max_session_timeout_ms",
+        validator=_at_least(0),
+    ),
+    Property(
+        "max.incremental.fetch.session.cache.slots",
+        INT,
+        "1000",
+        "Incremental fetch sessions (KIP-227) kept at most, split over 8 shards as in Kafka.",
+        attr="max_incremental_fetch_session_cache_slots",
         validator=_at_least(0),
     ),
     Property(
@@ -837,7 +870,9 @@ def load_config(
         for key in _order_canonical_last(props):
             value, origin = props[key]
             name = _ALIASES.get(key, key)
-            if name not in _BY_NAME:
+            # Every Kafka broker config is accepted (and described as set by DescribeConfigs);
+            # minikafka acts only on those in PROPERTIES.
+            if name not in _BY_NAME and name not in BROKER_CONFIGS:
                 warnings.append(f"unknown property {key!r} (from {origin}) is ignored")
                 continue
             if name in seen and props[seen[name]][0].strip() != value.strip():

@@ -7,8 +7,10 @@ import logging
 from typing import TYPE_CHECKING
 
 from broker import topic_configs
+from broker.fetch_sessions import FetchSessionCache
 from broker.flusher import Flusher
 from broker.topic_configs import TopicSettings
+from storage.broker_config_store import BrokerConfigStore
 from storage.producer_ids import ProducerIdAllocator
 from storage.store import Store, TopicInfo
 from storage.topic_config_store import TopicConfigStore
@@ -44,11 +46,18 @@ class BrokerState:
         # Zero-copy fetch sends; switched off if the event loop cannot sendfile (uvloop).
         self.sendfile = True
         self._appended = asyncio.Event()
+        # Incremental fetch sessions (KIP-227), shared by every connection as in Kafka.
+        self.fetch_sessions = FetchSessionCache(config.max_incremental_fetch_session_cache_slots)
         # Per-topic config overrides (CreateTopics, AlterConfigs) and what they amount to.
         self.topic_configs = TopicConfigStore.open(store.data_dir)
         self._default_settings = topic_configs.settings(config, store.log_config, {})
         self._settings: dict[bytes, TopicSettings] = {}
         self._load_topic_configs()
+        # Dynamic broker configs (IncrementalAlterConfigs/AlterConfigs on BROKER resources):
+        # "" = cluster-wide default, str(node id) = this broker. Stored and described only.
+        self.broker_configs = BrokerConfigStore.open(store.data_dir)
+        for name, reason in self.broker_configs.problems:
+            log.warning("broker config file %s ignored: %s", name, reason)
 
     def append_signal(self) -> asyncio.Event:
         """An event set at the next append (long-polling fetches wait on it)."""
@@ -114,6 +123,16 @@ class BrokerState:
             self._settings[info.topic_id] = new
         for plog in info.partitions:
             plog.config = new.log_config
+
+    # -- dynamic broker configs ------------------------------------------------------------
+
+    def dynamic_broker_configs(self, resource: str) -> dict[str, str]:
+        """What IncrementalAlterConfigs/AlterConfigs set on a BROKER resource ("" = default)."""
+        return self.broker_configs.get(resource)
+
+    def set_dynamic_broker_configs(self, resource: str, configs: dict[str, str]) -> None:
+        """Replace a BROKER resource's dynamic configs (already validated), durably."""
+        self.broker_configs.put(resource, configs)
 
     def forget_topic(self, info: TopicInfo) -> None:
         """Drop a deleted topic's configs (file included)."""

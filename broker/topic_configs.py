@@ -10,20 +10,25 @@ unchanged. Those marked ``applied`` change what this broker does:
 - max.message.bytes: the largest batch Produce accepts (MESSAGE_TOO_LARGE above it);
 - message.timestamp.type=LogAppendTime: the broker stamps each batch's max_timestamp with
   its own clock and sets the timestamp-type attribute (KAFKA_NOTES §4);
+- message.timestamp.before.max.ms / after.max.ms (broker: log.message.timestamp.*.max.ms):
+  CreateTime record timestamps outside [now - before, now + after] get INVALID_TIMESTAMP
+  with one record error each, as Kafka's LogValidator.validateTimestamp;
 - cleanup.policy: ``compact`` rejects records without a key (INVALID_RECORD, as Kafka's
   LogValidator); a policy without ``delete`` disables retention and DeleteRecords
   (POLICY_VIOLATION), as in Kafka. Compaction itself is not implemented yet: a compacted
   topic keeps every record.
 
 The rest are stored and described but change nothing (compression.type: the broker keeps
-the producer's codec; min.insync.replicas: one replica, always in sync; the
-message.timestamp.*.max.ms bounds are not enforced; tiered-storage and cleaner settings
-have nothing to act on). remote.storage.enable=true is refused, as Kafka refuses it when
+the producer's codec; min.insync.replicas: one replica, always in sync, and Kafka caps
+min.insync.replicas at the replication factor (Partition.effectiveMinIsr, KAFKA-15583), so
+acks=all never fails with NOT_ENOUGH_REPLICAS on one broker; tiered-storage and cleaner
+settings have nothing to act on). remote.storage.enable=true is refused, as Kafka refuses it when
 tiered storage is disabled on the broker.
 
 Defaults follow the broker's configuration where the broker has the synonym
 (log.retention.ms/minutes/hours, log.segment.bytes, log.roll.ms/hours, message.max.bytes,
-log.index.interval.bytes, log.flush.interval.*), else Kafka's default. DescribeConfigs
+log.message.timestamp.*.max.ms, log.index.interval.bytes, log.flush.interval.*), else
+Kafka's default. DescribeConfigs
 sources and synonyms follow Kafka's ConfigHelper: a topic override is
 DYNAMIC_TOPIC_CONFIG, an explicitly set broker synonym STATIC_BROKER_CONFIG, otherwise
 DEFAULT_CONFIG.
@@ -33,42 +38,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
-from enum import IntEnum
 from typing import Any
 
-from broker.config import ACCEPTED_IGNORED, PROPERTIES, Config
+from broker.broker_config_table import ConfigSource, ConfigType
+from broker.config import Config
+from broker.config_synonyms import (
+    BrokerValues,
+    Synonym,
+    default_values,
+    static_values,
+    synonyms_of,
+)
 from protocol.errors import ErrorCode
 from storage.log_config import LogConfig
 
 LONG_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1
-
-
-class ConfigType(IntEnum):
-    """DescribeConfigs v3+ config_type (Kafka's DescribeConfigsResponse.ConfigType)."""
-
-    UNKNOWN = 0
-    BOOLEAN = 1
-    STRING = 2
-    INT = 3
-    SHORT = 4
-    LONG = 5
-    DOUBLE = 6
-    LIST = 7
-    CLASS = 8
-    PASSWORD = 9
-
-
-class ConfigSource(IntEnum):
-    """DescribeConfigs config_source (Kafka's DescribeConfigsResponse.ConfigSource)."""
-
-    UNKNOWN = 0
-    DYNAMIC_TOPIC_CONFIG = 1
-    DYNAMIC_BROKER_CONFIG = 2
-    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
-    STATIC_BROKER_CONFIG = 4
-    DEFAULT_CONFIG = 5
-    DYNAMIC_BROKER_LOGGER_CONFIG = 6
 
 
 class InvalidConfigError(Exception):
@@ -112,8 +97,8 @@ class TopicConfigDef:
 def _parse(type_: ConfigType, raw: str) -> Any:
     # Errors come back as "\0reason" so that TopicConfigDef.parse words them as Kafka does.
     text = raw.strip()
-    if type_ in (ConfigType.INT, ConfigType.LONG):
-        limit = INT_MAX if type_ == ConfigType.INT else LONG_MAX
+    if type_ in (ConfigType.SHORT, ConfigType.INT, ConfigType.LONG):
+        limit = {ConfigType.SHORT: 2**15 - 1, ConfigType.INT: INT_MAX}.get(type_, LONG_MAX)
         try:
             value = int(text, 10)
         except ValueError:
@@ -135,6 +120,15 @@ def _parse(type_: ConfigType, raw: str) -> Any:
     return text
 
 
+def parse_value(name: str, type_: ConfigType, raw: str) -> Any:
+    """``raw`` parsed as Kafka's ConfigDef parses a value of that type; raises
+    InvalidConfigError worded as ConfigException ("Invalid value x for configuration y: ...")."""
+    value = _parse(type_, raw)
+    if isinstance(value, str) and value.startswith("\0"):
+        raise InvalidConfigError(f"Invalid value {raw} for configuration {name}: {value[1:]}")
+    return value
+
+
 def _at_least(minimum: int | float) -> Callable[[Any], str | None]:
     return lambda v: None if v >= minimum else f"Value must be at least {minimum}"
 
@@ -151,10 +145,10 @@ def _between(low: int | float, high: int | float) -> Callable[[Any], str | None]
 
 
 def _one_of(*options: str) -> Callable[[Any], str | None]:
+    # Kafka 4.0's ValidList accepts an empty list (only 4.1's KIP-1161 refuses it), so a
+    # SUBTRACT that empties cleanup.policy is accepted and described as "".
     def check(value: Any) -> str | None:
         items = value if isinstance(value, list) else [value]
-        if isinstance(value, list) and not value:
-            return f"Empty list not allowed; must be one or more of: {', '.join(options)}"
         bad = [item for item in items if item not in options]
         return f"String must be one of: {', '.join(options)}" if bad else None
 
@@ -271,7 +265,8 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
             _C.LIST,
             "",
             "Replicas throttled on the follower side (stored only: no replication).",
-            ("follower.replication.throttled.replicas",),
+            # Not in Kafka's ServerTopicConfigSynonyms: no broker-level synonym.
+            (),
             _throttled_replicas,
         ),
         TopicConfigDef(
@@ -288,7 +283,8 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
             _C.LIST,
             "",
             "Replicas throttled on the leader side (stored only: no replication).",
-            ("leader.replication.throttled.replicas",),
+            # Not in Kafka's ServerTopicConfigSynonyms: no broker-level synonym.
+            (),
             _throttled_replicas,
         ),
         TopicConfigDef(
@@ -328,17 +324,21 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
             "message.timestamp.after.max.ms",
             _C.LONG,
             "3600000",
-            "How far ahead of the broker clock a CreateTime timestamp may be (not enforced).",
+            "How far ahead of the broker clock a CreateTime record timestamp may be: a batch "
+            "with a later one gets INVALID_TIMESTAMP. Ignored on LogAppendTime topics.",
             ("log.message.timestamp.after.max.ms",),
             _at_least(0),
+            applied=True,
         ),
         TopicConfigDef(
             "message.timestamp.before.max.ms",
             _C.LONG,
             str(LONG_MAX),
-            "How far behind the broker clock a CreateTime timestamp may be (not enforced).",
+            "How far behind the broker clock a CreateTime record timestamp may be: a batch "
+            "with an older one gets INVALID_TIMESTAMP. Ignored on LogAppendTime topics.",
             ("log.message.timestamp.before.max.ms",),
             _at_least(0),
+            applied=True,
         ),
         TopicConfigDef(
             "message.timestamp.type",
@@ -503,25 +503,13 @@ _BROKER_VALUE: dict[str, Callable[[Config], int]] = {
     "segment.bytes": lambda c: c.segment_bytes,
     "segment.ms": lambda c: c.segment_ms,
     "max.message.bytes": lambda c: c.message_max_bytes,
+    "message.timestamp.before.max.ms": lambda c: c.message_timestamp_before_max_ms,
+    "message.timestamp.after.max.ms": lambda c: c.message_timestamp_after_max_ms,
     "index.interval.bytes": lambda c: c.index_interval_bytes,
     "flush.messages": lambda c: c.flush_messages,
     "flush.ms": lambda c: c.flush_ms,
     "file.delete.delay.ms": lambda c: c.file_delete_delay_ms,
 }
-# The broker synonym Kafka lists with source DEFAULT_CONFIG when none is set: the one that
-# carries the default (log.retention.ms has none; log.retention.hours says 168).
-_DEFAULT_SYNONYM: dict[str, tuple[str, str]] = {
-    "retention.ms": ("log.retention.hours", "168"),
-    "segment.ms": ("log.roll.hours", "168"),
-    "segment.jitter.ms": ("log.roll.jitter.hours", "0"),
-}
-
-
-@dataclass(frozen=True, slots=True)
-class Synonym:
-    name: str
-    value: str | None
-    source: ConfigSource
 
 
 @dataclass(frozen=True, slots=True)
@@ -535,30 +523,27 @@ class ConfigEntry:
     type: ConfigType
     doc: str
     synonyms: tuple[Synonym, ...]
-
-
-def _explicit(config: Config) -> dict[str, str]:
-    return dict(config.explicit)
+    # PASSWORD (and unknown) types: Kafka sends no value (KafkaConfig.maybeSensitive).
+    sensitive: bool = False
 
 
 def topic_default(config: Config, definition: TopicConfigDef) -> tuple[str, list[Synonym]]:
-    """The value a topic without an override gets, and the broker synonyms behind it."""
-    explicit = _explicit(config)
-    synonyms = [
-        Synonym(s, explicit[s], ConfigSource.STATIC_BROKER_CONFIG)
-        for s in definition.synonyms
-        if s in explicit
-    ]
+    """The value a topic without an override gets, and the broker synonyms behind it.
+
+    Synonyms as Kafka's ConfigHelper.createTopicConfigEntry: the chain of the broker config
+    behind it (ServerTopicConfigSynonyms), which Kafka cuts before the first entry with that
+    config's own name. So retention.ms shows no synonym unless log.retention.ms itself is
+    set, even when log.retention.hours is: odd, but it is what clients see from Kafka.
+    Dynamic broker configs do not reach topics here (see broker.broker_configs).
+    """
+    synonyms: list[Synonym] = []
+    if definition.synonyms:
+        values = BrokerValues({}, {}, static_values(config), default_values(config))
+        synonyms = synonyms_of(definition.synonyms[0], values, names=definition.synonyms)
     getter = _BROKER_VALUE.get(definition.name)
     # A broker property minikafka accepts but ignores (min.insync.replicas) is listed as a
     # synonym when set, but the topic default stays Kafka's: it has no effect here.
     value = str(getter(config)) if getter is not None else definition.default
-    default_name, default_value = _DEFAULT_SYNONYM.get(
-        definition.name,
-        (definition.synonyms[0] if definition.synonyms else definition.name, definition.default),
-    )
-    if definition.synonyms:
-        synonyms.append(Synonym(default_name, default_value, ConfigSource.DEFAULT_CONFIG))
     return value, synonyms
 
 
@@ -581,61 +566,6 @@ def describe_topic(config: Config, overrides: Mapping[str, str]) -> list[ConfigE
     return entries
 
 
-_KIND_TYPES = {
-    "int": ConfigType.INT,
-    "long": ConfigType.LONG,
-    "boolean": ConfigType.BOOLEAN,
-    "list": ConfigType.LIST,
-}
-
-
-def describe_broker(config: Config) -> list[ConfigEntry]:
-    """The broker's configuration: every property minikafka knows, and the broker-level
-    synonyms of topic configs (Kafka's defaults where minikafka has no such property).
-
-    All are read-only here: minikafka has no dynamic broker configuration.
-    """
-    explicit = _explicit(config)
-    entries: dict[str, ConfigEntry] = {}
-    for prop in (*PROPERTIES, *ACCEPTED_IGNORED):
-        if prop.ignored and prop.name not in explicit:
-            continue
-        set_value = explicit.get(prop.name)
-        value = set_value if set_value is not None else prop.default
-        source = (
-            ConfigSource.STATIC_BROKER_CONFIG
-            if set_value is not None
-            else ConfigSource.DEFAULT_CONFIG
-        )
-        synonyms = [Synonym(prop.name, set_value, source)] if set_value is not None else []
-        if prop.default is not None:
-            synonyms.append(Synonym(prop.name, prop.default, ConfigSource.DEFAULT_CONFIG))
-        type_ = _KIND_TYPES.get(prop.kind.name, ConfigType.STRING)
-        entries[prop.name] = ConfigEntry(
-            prop.name, value, source, True, type_, prop.doc, tuple(synonyms)
-        )
-    for definition in TOPIC_CONFIGS.values():
-        for synonym in definition.synonyms:
-            if synonym in entries:
-                continue
-            default_name, default_value = _DEFAULT_SYNONYM.get(
-                definition.name, (definition.synonyms[0], definition.default)
-            )
-            value = default_value if synonym == default_name else None
-            entries[synonym] = ConfigEntry(
-                synonym,
-                value,
-                ConfigSource.DEFAULT_CONFIG,
-                True,
-                definition.type,
-                f"Broker default of the topic config {definition.name}. {definition.doc}",
-                (Synonym(synonym, value, ConfigSource.DEFAULT_CONFIG),)
-                if value is not None
-                else (),
-            )
-    return [entries[name] for name in sorted(entries)]
-
-
 # -- what the broker acts on ---------------------------------------------------------------
 
 
@@ -649,6 +579,9 @@ class TopicSettings:
     # cleanup.policy includes delete: retention runs and DeleteRecords is allowed.
     delete: bool
     min_insync_replicas: int
+    # LogValidator.validateTimestamp's bounds on CreateTime record timestamps (KIP-937).
+    timestamp_before_max_ms: int
+    timestamp_after_max_ms: int
     log_config: LogConfig
 
 
@@ -686,6 +619,8 @@ def settings(config: Config, base: LogConfig, overrides: Mapping[str, str]) -> T
         compact="compact" in policy,
         delete=delete,
         min_insync_replicas=get("min.insync.replicas"),
+        timestamp_before_max_ms=get("message.timestamp.before.max.ms"),
+        timestamp_after_max_ms=get("message.timestamp.after.max.ms"),
         log_config=log_config,
     )
 

@@ -1,6 +1,6 @@
 """RecordBatch v2 view: header fields, CRC-32C, and in-place patching; record contents.
 
-The header view never touches the records; decode_records/check_records (decompress and
+The header view never touches the records; decode_records/scan_records (decompress and
 parse Kafka's DefaultRecord format) and build_batch (a complete batch, for tests and tools)
 follow below it.
 
@@ -48,6 +48,7 @@ CODEC_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _BASE_OFFSET = struct.Struct(">q")
+_INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
 _UINT32 = struct.Struct(">I")
 _INT64 = struct.Struct(">q")
@@ -153,10 +154,29 @@ def set_partition_leader_epoch(batch: bytearray | memoryview, epoch: int, pos: i
     _INT32.pack_into(batch, pos + 12, epoch)
 
 
-def set_max_timestamp(batch: bytearray, timestamp: int) -> None:
-    """Replace max_timestamp (LogAppendTime topics) and recompute the CRC, as Kafka does."""
+# Attribute bits Kafka's DefaultRecordBatch.computeAttributes writes back (codec, timestamp
+# type, transactional, control, delete horizon); anything else is dropped by a rewrite.
+_KNOWN_ATTRIBUTES = COMPRESSION_MASK | TIMESTAMP_TYPE_BIT | TRANSACTIONAL_BIT | CONTROL_BIT | 0x40
+
+
+def set_timestamp_type_and_max(batch: bytearray, log_append_time: bool, timestamp: int) -> bool:
+    """Kafka's DefaultRecordBatch.setMaxTimestamp: set the timestamp-type bit and max_timestamp.
+
+    Nothing changes (and the CRC is not recomputed) when both already hold; otherwise the
+    attributes are recomputed from the known bits and the CRC rewritten. Returns whether the
+    batch changed.
+    """
+    attributes = _INT16.unpack_from(batch, 21)[0]
+    current = _INT64.unpack_from(batch, 35)[0]
+    if bool(attributes & TIMESTAMP_TYPE_BIT) == log_append_time and current == timestamp:
+        return False
+    attributes &= _KNOWN_ATTRIBUTES & ~TIMESTAMP_TYPE_BIT
+    if log_append_time:
+        attributes |= TIMESTAMP_TYPE_BIT
+    _INT16.pack_into(batch, 21, attributes)
     _INT64.pack_into(batch, 35, timestamp)
     write_crc(batch)
+    return True
 
 
 def iter_batches(
@@ -282,23 +302,38 @@ def parse_records(data: bytes, count: int) -> list[Record]:
     iterator: each record must consume exactly its declared length, there must be
     ``count`` of them, and nothing may follow the last one. Raises CorruptBatchError.
     """
-    return _walk_records(data, count, True)
+    return _walk_records(data, count, True)[0]
 
 
-def check_records(data: bytes, count: int) -> None:
-    """parse_records' checks without building Records, plus offset deltas 0, 1, 2, ...
+@dataclass(frozen=True, slots=True)
+class RecordsScan:
+    """What append validation needs from a batch's records, gathered in one walk."""
+
+    min_timestamp_delta: int
+    max_timestamp_delta: int
+    # Positions of the records without a key (refused on compacted topics).
+    keyless: tuple[int, ...]
+    # Offset deltas are exactly 0, 1, 2, ... (Kafka rewrites a compressed batch otherwise).
+    sequential_offsets: bool
+
+
+def scan_records(data: bytes, count: int) -> RecordsScan:
+    """parse_records' checks without building Records, and a summary of what was seen.
 
     About three times faster than parse_records: what append validation needs.
     """
-    _walk_records(data, count, False)
+    return _walk_records(data, count, False)[1]
 
 
-def _walk_records(data: bytes, count: int, build: bool) -> list[Record]:
+def _walk_records(data: bytes, count: int, build: bool) -> tuple[list[Record], RecordsScan]:
     # Hot loop (validation decodes every record of a batch): the one-byte varint case is
     # inlined, since nearly every length and delta fits in one byte.
     if count < 0:
         raise CorruptBatchError(f"negative records_count {count}")
     records: list[Record] = []
+    keyless: list[int] = []
+    sequential = True
+    min_ts = max_ts = 0
     rv = read_varint
     pos = 0
     end = len(data)
@@ -328,9 +363,14 @@ def _walk_records(data: bytes, count: int, build: bool) -> list[Record]:
             pos += 1
         else:
             off_delta, pos = rv(data, pos, 5)
-        if not build and off_delta != index:
-            # Kafka's LogValidator expects inner offsets 0, 1, 2, ... (see storage.validation).
-            raise CorruptBatchError(f"record {index} has offset delta {off_delta}")
+        if index == 0:
+            min_ts = max_ts = ts_delta
+        elif ts_delta < min_ts:
+            min_ts = ts_delta
+        elif ts_delta > max_ts:
+            max_ts = ts_delta
+        if off_delta != index:
+            sequential = False
         b = data[pos] if pos < rec_end else 0x80
         if b < 0x80:
             klen = (b >> 1) ^ -(b & 1)
@@ -338,7 +378,9 @@ def _walk_records(data: bytes, count: int, build: bool) -> list[Record]:
         else:
             klen, pos = rv(data, pos, 5)
         key: bytes | None = None
-        if klen >= 0:
+        if klen < 0:
+            keyless.append(index)
+        else:
             if pos + klen > rec_end:
                 raise CorruptBatchError("record key runs past the record")
             if build:
@@ -390,7 +432,7 @@ def _walk_records(data: bytes, count: int, build: bool) -> list[Record]:
             records.append(Record(off_delta, ts_delta, key, value, tuple(headers), attributes))
     if pos != end:
         raise CorruptBatchError(f"{end - pos} bytes follow the last of {count} records")
-    return records
+    return records, RecordsScan(min_ts, max_ts, tuple(keyless), sequential)
 
 
 def records_data(

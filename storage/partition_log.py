@@ -67,11 +67,16 @@ def _wall_ms() -> int:
 
 @dataclass(frozen=True, slots=True)
 class SegmentSlice:
-    """``length`` bytes of a segment's log file from ``position``."""
+    """``length`` bytes of a segment's log file from ``position``.
+
+    ``first_entry_incomplete``: the read was limited below the size of the batch it starts
+    at, so it returned nothing (Kafka's FetchDataInfo.firstEntryIncomplete).
+    """
 
     segment: Segment
     position: int
     length: int
+    first_entry_incomplete: bool = False
 
     def read(self) -> bytes:
         return self.segment.read_at(self.position, self.length)
@@ -426,11 +431,16 @@ class PartitionLog:
                 return data
         return b""
 
-    def read_slice(self, offset: int, max_bytes: int) -> SegmentSlice:
+    def read_slice(
+        self, offset: int, max_bytes: int, *, min_one_message: bool = True
+    ) -> SegmentSlice:
         """Where the bytes a fetch at ``offset`` returns lie, for a zero-copy send.
 
         Same range rules as ``read`` except that the slice may end inside a batch, as Kafka's
-        fetch responses do. Raises OffsetOutOfRangeError like ``read``.
+        fetch responses do. With ``min_one_message`` the first batch is returned whole even
+        above ``max_bytes``; without it a first batch larger than ``max_bytes`` gives an empty
+        slice marked ``first_entry_incomplete`` (LogSegment.read). Raises
+        OffsetOutOfRangeError like ``read``.
         """
         if offset < self._log_start_offset or offset > self.log_end_offset:
             raise OffsetOutOfRangeError(
@@ -438,8 +448,10 @@ class PartitionLog:
             )
         segment = self._segments[-1]
         for segment in self._segments[self._segment_index(offset) :]:
-            position, length = segment.locate(offset, max_bytes)
-            if length:
+            position, length, first_size = segment.locate(offset, max_bytes, min_one_message)
+            if first_size:
+                if length < first_size and length > 0:
+                    return SegmentSlice(segment, position, 0, first_entry_incomplete=True)
                 return SegmentSlice(segment, position, length)
         return SegmentSlice(segment, 0, 0)
 

@@ -555,18 +555,23 @@ class Segment:
             return self._pread(first.size, pos)
         return data if end == len(data) else data[:end]
 
-    def locate(self, offset: int, max_bytes: int) -> tuple[int, int]:
-        """(position, length) of what a fetch at ``offset`` returns, without reading it.
+    def locate(
+        self, offset: int, max_bytes: int, min_one_message: bool = True
+    ) -> tuple[int, int, int]:
+        """(position, length, size of the first batch) of what a fetch at ``offset`` returns,
+        without reading it; the first batch's size is 0 when the segment ends before it.
 
         As Kafka's LogSegment.read: from the batch holding ``offset``, up to ``max_bytes``,
-        which may end inside a batch (clients drop a partial trailing batch), but never less
-        than the whole first batch (minOneMessage), so a consumer always makes progress.
+        which may end inside a batch (clients drop a partial trailing batch); with
+        ``min_one_message`` never less than the whole first batch, so a consumer always makes
+        progress.
         """
         pos = self.lookup(offset)
         if pos >= self.size:
-            return pos, 0
+            return pos, 0, 0
         first = parse_header(self._pread(HEADER_SIZE, pos))
-        return pos, min(self.size - pos, max(max_bytes, first.size))
+        limit = max(max_bytes, first.size) if min_one_message else max_bytes
+        return pos, min(self.size - pos, limit), first.size
 
     def read_at(self, position: int, length: int) -> bytes:
         return self._pread(length, position)

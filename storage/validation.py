@@ -3,13 +3,18 @@
 Kafka behaviour followed, in Kafka's own order (the first failing check decides the code):
 
 1. ProduceRequest.validateRecords (KafkaApis, before the log is touched), iterating the
-   partition's records with ByteBufferLogInputStream:
+   partition's records with ByteBufferLogInputStream (``request_level`` failures: Kafka
+   answers them with log_start_offset -1, and invalid acks do not override them):
    - under 12 bytes, under 17 bytes, or a batch_length running past the end: the iterator
      finds no batch -> INVALID_RECORD ("must have at least one record batch");
    - batch_length below 14 (the smallest legacy record) -> CORRUPT_MESSAGE;
    - magic byte outside 0..2 -> CORRUPT_MESSAGE ("Invalid magic found in record");
    - magic 0 or 1 -> INVALID_RECORD; zstd on Produce < v7 -> UNSUPPORTED_COMPRESSION_TYPE;
-   - a second batch -> INVALID_RECORD ("exactly one record batch per partition").
+   - the bytes after the batch: the iterator checks a second batch's length (under 14:
+     CORRUPT_MESSAGE) and magic (CORRUPT_MESSAGE) when it can read them, and a whole second
+     batch -> INVALID_RECORD ("exactly one record batch per partition"). Fewer bytes than a
+     whole batch are no batch: UnifiedLog.trimInvalidBytes drops them, and ``size`` says
+     how many bytes to keep.
 2. UnifiedLog.analyzeAndValidateRecords: base_offset != 0 -> INVALID_RECORD; size above
    max.message.bytes -> MESSAGE_TOO_LARGE; under 61 bytes or CRC mismatch -> CORRUPT_MESSAGE.
 3. LogValidator.validateBatch: last_offset_delta < 0, records_count <= 0 or
@@ -17,27 +22,24 @@ Kafka behaviour followed, in Kafka's own order (the first failing check decides 
    base sequence -> INVALID_RECORD.
 4. LogValidator's record iteration (depth="records" only): records that do not parse, a
    count that differs from records_count, or bytes left over -> INVALID_RECORD (Kafka's
-   InvalidRecordException from DefaultRecord and DefaultRecordBatch's iterator).
+   InvalidRecordException from DefaultRecord and DefaultRecordBatch's iterator). The walk
+   also gathers ``scan`` (timestamps, keyless records, offset deltas) for
+   storage.record_rules. Offset deltas other than 0, 1, 2, ... are accepted, as Kafka
+   accepts them (record_rules rewrites a compressed batch that has them).
 
 Deviations, each towards a specific non-retriable answer:
-- Bytes after the batch that do not form a second whole batch: Kafka silently trims them
-  (UnifiedLog.trimInvalidBytes); we answer INVALID_RECORD so that what is stored is always
-  exactly what was validated.
 - Unknown codec ids 5-7 and compressed data that does not decompress: Kafka fails there
   with an internal exception (IllegalArgumentException / KafkaException), which clients see
-  as UNKNOWN_SERVER_ERROR; we answer INVALID_RECORD with the reason. Unknown codecs are
-  rejected at every depth, since nothing could ever read such a batch back.
-- Offset deltas other than 0, 1, 2, ... (depth="records"): Kafka 3.x/4.0 accepts them and
-  rewrites the batch with fresh offsets (a leniency kept for old magic-1 clients); we keep
-  the client's bytes unchanged, so we answer INVALID_RECORD. Magic-2 clients never do this.
-- The per-record timestamp and compacted-topic key checks belong to the caller (they
-  need topic configuration), as do acks and the Produce version.
+  as UNKNOWN_SERVER_ERROR; we answer INVALID_RECORD. Unknown codecs are rejected at every
+  depth, since nothing could ever read such a batch back.
+- The per-record timestamp and compacted-topic key checks belong to storage.record_rules
+  (they need topic configuration); acks and the Produce version to the handler.
 """
 
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from protocol import compression
 from protocol.errors import ErrorCode
@@ -47,10 +49,11 @@ from protocol.records import (
     MAGIC_OFFSET,
     BatchHeader,
     CorruptBatchError,
-    check_records,
+    RecordsScan,
     compute_crc,
     parse_header,
     records_data,
+    scan_records,
 )
 
 DEPTHS = ("header", "records")
@@ -64,8 +67,15 @@ _ATTRIBUTES_OFFSET = 21
 @dataclass(frozen=True, slots=True)
 class Validation:
     error: ErrorCode
+    # Why, for the broker's log: Kafka sends no error_message for any of these checks.
     message: str | None
     header: BatchHeader | None
+    # The failing check is ProduceRequest.validateRecords' (see the module docstring).
+    request_level: bool = False
+    # Bytes of the one batch; whatever follows it is no batch and is not stored.
+    size: int = 0
+    # Set at depth "records" on success.
+    scan: RecordsScan | None = None
 
     @property
     def ok(self) -> bool:
@@ -74,6 +84,10 @@ class Validation:
 
 def _fail(error: ErrorCode, message: str, header: BatchHeader | None = None) -> Validation:
     return Validation(error, message, header)
+
+
+def _refuse(error: ErrorCode, message: str) -> Validation:
+    return Validation(error, message, None, request_level=True)
 
 
 def validate_batch(
@@ -93,31 +107,30 @@ def validate_batch(
     n = len(batch)
     no_batch = "the records field must hold exactly one record batch, found none"
     if n < LOG_OVERHEAD:
-        return _fail(ErrorCode.INVALID_RECORD, no_batch)
+        return _refuse(ErrorCode.INVALID_RECORD, no_batch)
     (batch_length,) = _LENGTH.unpack_from(batch, 8)
     if batch_length < _MIN_BATCH_LENGTH:
-        return _fail(ErrorCode.CORRUPT_MESSAGE, f"batch_length {batch_length} is too small")
+        return _refuse(ErrorCode.CORRUPT_MESSAGE, f"batch_length {batch_length} is too small")
     if n <= MAGIC_OFFSET:
-        return _fail(ErrorCode.INVALID_RECORD, no_batch)
+        return _refuse(ErrorCode.INVALID_RECORD, no_batch)
     magic = batch[MAGIC_OFFSET]
     if magic > 2:  # Java reads the byte signed: 0x80-0xff are negative, also invalid
-        return _fail(ErrorCode.CORRUPT_MESSAGE, f"invalid magic {magic}")
+        return _refuse(ErrorCode.CORRUPT_MESSAGE, f"invalid magic {magic}")
     size = batch_length + LOG_OVERHEAD
     if size > n:
-        return _fail(ErrorCode.INVALID_RECORD, f"{no_batch} (batch of {size} bytes, {n} given)")
+        return _refuse(ErrorCode.INVALID_RECORD, f"{no_batch} (batch of {size} bytes, {n} given)")
     if magic != 2:
-        return _fail(ErrorCode.INVALID_RECORD, f"magic {magic}: only magic 2 batches accepted")
+        return _refuse(ErrorCode.INVALID_RECORD, f"magic {magic}: only magic 2 batches accepted")
     if size > _ATTRIBUTES_OFFSET + 1:
         codec = batch[_ATTRIBUTES_OFFSET + 1] & 0x07
         if codec == compression.ZSTD and not allow_zstd:
-            return _fail(
+            return _refuse(
                 ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, "zstd needs Produce version 7 or later"
             )
-    if n > size:
-        return _fail(
-            ErrorCode.INVALID_RECORD,
-            f"the records field must hold exactly one record batch: {n - size} bytes follow it",
-        )
+    refused = _check_no_second_batch(batch, size)
+    if refused is not None:
+        return refused
+    batch = memoryview(batch)[:size]
     if size < HEADER_SIZE:
         # Only the base offset can still be read; Kafka checks it before size and CRC.
         base_offset = struct.unpack_from(">q", batch, 0)[0]
@@ -128,7 +141,30 @@ def validate_batch(
         header = parse_header(batch)
     except CorruptBatchError as exc:  # unreachable after the checks above; kept as a guard
         return _fail(ErrorCode.CORRUPT_MESSAGE, str(exc))
-    return _validate_parsed(batch, header, max_message_bytes, depth)
+    checked = _validate_parsed(batch, header, max_message_bytes, depth)
+    return replace(checked, size=size)
+
+
+def _check_no_second_batch(batch: memoryview | bytes | bytearray, size: int) -> Validation | None:
+    """ByteBufferLogInputStream.nextBatch on the bytes after the first batch."""
+    rest = len(batch) - size
+    if rest < LOG_OVERHEAD:
+        return None
+    (length,) = _LENGTH.unpack_from(batch, size + 8)
+    if length < _MIN_BATCH_LENGTH:
+        return _refuse(ErrorCode.CORRUPT_MESSAGE, f"second batch_length {length} is too small")
+    if rest <= MAGIC_OFFSET:
+        return None
+    magic = batch[size + MAGIC_OFFSET]
+    if magic > 2:
+        return _refuse(ErrorCode.CORRUPT_MESSAGE, f"invalid magic {magic} in a second batch")
+    if rest >= length + LOG_OVERHEAD:
+        return _refuse(
+            ErrorCode.INVALID_RECORD,
+            "the records field must hold exactly one record batch, found a second one",
+        )
+    # Not a whole batch: Kafka's iterator stops there and UnifiedLog.trimInvalidBytes drops it.
+    return None
 
 
 def _validate_parsed(
@@ -187,7 +223,7 @@ def _validate_parsed(
 
 def _validate_records(batch: memoryview | bytes | bytearray, header: BatchHeader) -> Validation:
     try:
-        check_records(records_data(batch, header), header.records_count)
+        scan = scan_records(records_data(batch, header), header.records_count)
     except CorruptBatchError as exc:
         return _fail(ErrorCode.INVALID_RECORD, f"malformed records: {exc}", header)
-    return Validation(ErrorCode.NONE, None, header)
+    return Validation(ErrorCode.NONE, None, header, scan=scan)

@@ -26,6 +26,9 @@ What this module does, following Apache Kafka's GroupMetadataManager / ClassicGr
   come back are expired after 5 minutes, as in Kafka.
 - Static members (group.instance.id) keep their place across restarts: a rejoin with an
   unknown member id replaces the old member id; the old id is fenced (FENCED_INSTANCE_ID).
+  In a Stable group that rejoin rebalances only if it changes the protocol the group would
+  select (Kafka's updateStaticMemberThenRebalanceOrCompleteJoin); before JoinGroup v9 its
+  answer names the leader as it was before the replacement (KIP-814).
 - ``on_change`` is called on the transitions after which Kafka writes the group's metadata
   record: Stable with the leader's assignments, Empty, and a static member's new id in a
   Stable group. ``restore`` rebuilds a group from that record after a broker restart.
@@ -383,6 +386,9 @@ class ClassicGroup:
         waiter: asyncio.Future[JoinResult],
         now: int,
     ) -> None:
+        """Kafka's updateStaticMemberThenRebalanceOrCompleteJoin: the member keeps its place
+        (and assignment) under ``new_id``; the old id is fenced."""
+        previous_leader = self.leader_id
         old = self.members.pop(old_id)
         fenced = JoinResult(FENCED_INSTANCE_ID, old_id)
         _complete(old.join_waiter, fenced)
@@ -398,22 +404,34 @@ class ClassicGroup:
         if old_id in self.pending_sync:
             self.pending_sync.discard(old_id)
             self.pending_sync.add(new_id)
-        protocols_changed = not old.matches(req.protocols)
-        if self.state is GroupState.STABLE and not protocols_changed:
-            # A static member restarting with the same subscription gets the current
-            # generation back without a rebalance (KIP-345's point).
-            self._update_member(old, req, None)
+        self._update_member(old, req, waiter)
+        if self.state is GroupState.STABLE and self._select_protocol() == self.protocol_name:
+            # KIP-345's point: a restarted static member gets the current generation back.
+            # Kafka rebalances only when the protocol selected for the next generation
+            # changes, not on new metadata (a changed subscription) for the same protocol.
+            old.join_waiter = None
             self._schedule_session(old, now)
             # Kafka persists the group here: the new member id must survive a restart.
             self._changed()
-            is_leader = new_id == self.leader_id
-            skip = is_leader and req.supports_skip_assignment
-            result = self._join_result(new_id, leader_view=skip)
-            result.skip_assignment = skip
-            _complete(waiter, result)
+            _complete(waiter, self._static_rejoin_result(old, previous_leader, req))
             return
-        self._update_member(old, req, waiter)
         self._rebalance_or_complete_join(now, f"static member {req.group_instance_id} replaced")
+
+    def _static_rejoin_result(
+        self, member: Member, previous_leader: str | None, req: JoinRequest
+    ) -> JoinResult:
+        if req.supports_skip_assignment:
+            # KIP-814 (v9+): the leader learns that it leads and gets the members, with
+            # skip_assignment since the current assignment stands.
+            is_leader = member.member_id == self.leader_id
+            result = self._join_result(member.member_id, leader_view=is_leader)
+            result.skip_assignment = is_leader
+            return result
+        # Before v9 Kafka names the leader as it was before the replacement: a restarted
+        # leader sees someone else's id, acts as a follower and keeps the assignment.
+        result = self._join_result(member.member_id, leader_view=False)
+        result.leader = previous_leader or ""
+        return result
 
     def _join_result(self, member_id: str, *, leader_view: bool | None = None) -> JoinResult:
         if leader_view is None:

@@ -322,6 +322,8 @@ class GroupCoordinator:
             return refused, []
         group = self._live(group_id)
         if group is None:
+            # Kafka 4.0 (GroupCoordinatorService.leaveGroup): "group not found" becomes
+            # UNKNOWN_MEMBER_ID for each member, not a top-level error.
             return ErrorCode.NONE, [ErrorCode.UNKNOWN_MEMBER_ID] * len(members)
         now = monotonic_ms()
         errors = [

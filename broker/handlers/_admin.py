@@ -10,6 +10,7 @@ from storage.store import MAX_TOPIC_NAME_LENGTH, TopicInfo, valid_topic_name
 RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4
 RESOURCE_BROKER_LOGGER = 8
+RESOURCE_GROUP = 32
 
 
 def topic_name_error(name: str) -> str | None:
@@ -56,7 +57,7 @@ def describe_entry(entry: ConfigEntry, synonyms: bool, documentation: bool) -> M
         read_only=entry.read_only,
         config_source=int(entry.source),
         is_default=entry.source == 5,
-        is_sensitive=False,
+        is_sensitive=entry.sensitive,
         synonyms=[Message(name=s.name, value=s.value, source=int(s.source)) for s in entry.synonyms]
         if synonyms
         else [],

@@ -1,5 +1,6 @@
 """What AlterConfigs and IncrementalAlterConfigs share: checking a resource and applying the
-new topic overrides, with the errors Kafka's ConfigAdminManager and controller answer."""
+new topic overrides or dynamic broker configs, with the errors Kafka's ConfigAdminManager
+and controller answer."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import logging
 from collections import Counter
 from collections.abc import Callable
 
-from broker import topic_configs
+from broker import broker_configs, topic_configs
 from broker.dispatch import RequestContext
 from broker.handlers._admin import RESOURCE_BROKER, RESOURCE_TOPIC, topic_name_error
 from broker.topic_configs import InvalidConfigError
@@ -18,6 +19,8 @@ log = logging.getLogger(__name__)
 
 # New overrides from the current ones; raises InvalidConfigError.
 Change = Callable[[dict[str, str]], dict[str, str | None]]
+# New dynamic configs of a BROKER resource from the stored ones; raises InvalidConfigError.
+BrokerChange = Callable[[dict[str, str]], dict[str, str]]
 
 
 def result(resource: Message, code: ErrorCode, message: str | None) -> Message:
@@ -53,6 +56,7 @@ def alter(
     names: list[str],
     change: Change,
     validate_only: bool,
+    broker_change: BrokerChange,
 ) -> Message:
     """Check and apply one resource's change; returns its result entry."""
     state = ctx.state
@@ -63,17 +67,7 @@ def alter(
         reason = node_id_error(name, state.node_id)
         if reason is not None:
             return result(resource, ErrorCode.INVALID_REQUEST, reason)
-        if not names:
-            return result(resource, ErrorCode.NONE, None)
-        # No dynamic broker configuration here: every broker config is read-only, which
-        # Kafka reports through DynamicBrokerConfig.validate as INVALID_REQUEST.
-        log.info("refused to alter broker configs %s (%s)", names, ctx.describe())
-        listed = ", ".join(sorted(set(names)))
-        return result(
-            resource,
-            ErrorCode.INVALID_REQUEST,
-            f"Cannot update these configs dynamically: Set({listed})",
-        )
+        return _alter_broker(ctx, resource, broker_change, validate_only)
     if kind != RESOURCE_TOPIC:
         return result(resource, ErrorCode.INVALID_REQUEST, f"Unknown resource type {kind}")
     if name == "":
@@ -98,4 +92,28 @@ def alter(
         overrides = {k: v for k, v in new.items() if v is not None}
         state.set_topic_configs(info, overrides)
         log.info("topic %s configs now %s (%s)", name, overrides, ctx.describe())
+    return result(resource, ErrorCode.NONE, None)
+
+
+def _alter_broker(
+    ctx: RequestContext, resource: Message, change: BrokerChange, validate_only: bool
+) -> Message:
+    """Kafka's ConfigAdminManager.validateBrokerConfigChange, then the controller stores
+    the resource's new set (a ConfigRecord per change): "" is the cluster-wide default."""
+    state = ctx.state
+    name = resource.resource_name
+    try:
+        new = change(state.dynamic_broker_configs(name))
+        broker_configs.check_dynamic(new, per_broker=name != "")
+    except InvalidConfigError as exc:
+        log.info("broker configs of %r refused: %s (%s)", name, exc.message, ctx.describe())
+        return result(resource, exc.code, exc.message)
+    if not validate_only:
+        state.set_dynamic_broker_configs(name, new)
+        log.info(
+            "dynamic broker configs of %s now %s (%s)",
+            f"broker {name}" if name else "the cluster default",
+            new,
+            ctx.describe(),
+        )
     return result(resource, ErrorCode.NONE, None)

@@ -6,8 +6,11 @@ INVALID_CONFIG, a null value -> INVALID_REQUEST, a repeated key or resource ->
 INVALID_REQUEST, a missing topic -> UNKNOWN_TOPIC_OR_PARTITION. Changes take effect at once
 (broker.state.set_topic_configs) and persist across restarts. validate_only checks only.
 
-Broker resources: all broker configs are read-only here, answered as Kafka answers a
-non-dynamic one (INVALID_REQUEST "Cannot update these configs dynamically"); another
+Broker resources (this broker's id, or "" for the cluster-wide default): the dynamic
+configs become exactly those given, checked as Kafka's DynamicBrokerConfig.validateConfigs
+(broker.broker_configs.check_dynamic: a non-dynamic config, a bare SSL store config, a value
+of the wrong type, a per-broker config at the default level -> INVALID_REQUEST with Kafka's
+message), stored durably and described; the broker does not act on them yet. Another
 broker id -> INVALID_REQUEST. BROKER_LOGGER and other types -> INVALID_REQUEST, as Kafka.
 """
 
@@ -53,6 +56,11 @@ def handle(ctx: RequestContext, request: Message) -> Message:
             # The legacy API replaces the whole set: unlisted overrides are dropped.
             return dict(given)
 
+        def replace_broker(
+            _current: dict[str, str], given: dict[str, str | None] = given
+        ) -> dict[str, str]:
+            return {k: v for k, v in given.items() if v is not None}
+
         responses.append(
             alter(
                 ctx,
@@ -60,6 +68,7 @@ def handle(ctx: RequestContext, request: Message) -> Message:
                 [c.name for c in resource.configs],
                 change,
                 bool(request.validate_only),
+                replace_broker,
             )
         )
     return Message(throttle_time_ms=0, responses=responses)

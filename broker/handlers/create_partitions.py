@@ -1,10 +1,11 @@
 """CreatePartitions, versions 0-3.
 
 Behaviour (Kafka's ReplicationControlManager.createPartitions): a topic given twice ->
-INVALID_REQUEST; unknown -> UNKNOWN_TOPIC_OR_PARTITION; a count not above the current one
--> INVALID_PARTITIONS with Kafka's wording; assignments, when given, must list one replica
-set per new partition, each exactly this broker (INVALID_REPLICA_ASSIGNMENT). New
-partitions get the topic's configs. validate_only checks only.
+INVALID_REQUEST; unknown -> UNKNOWN_TOPIC_OR_PARTITION (null message); a count not above
+the current one -> INVALID_PARTITIONS with Kafka's wording; assignments, when given, must
+list one replica set per new partition, each exactly this broker
+(INVALID_REPLICA_ASSIGNMENT). New partitions get the topic's configs. validate_only checks
+only.
 """
 
 from __future__ import annotations
@@ -74,7 +75,9 @@ def handle(ctx: RequestContext, request: Message) -> Message:
                 Message(
                     name=name,
                     error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                    error_message=f"The topic '{name}' does not exist.",
+                    # Kafka's ReplicationControlManager.createPartitions answers a bare
+                    # ApiError(UNKNOWN_TOPIC_OR_PARTITION): a null message on the wire.
+                    error_message=None,
                 )
             )
             continue

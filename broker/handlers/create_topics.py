@@ -11,7 +11,8 @@ broker: Kafka's "cannot be reached because only 1 broker(s) are registered"); a 
 assignment must number partitions 0..n-1 with exactly this broker as replica
 (INVALID_REPLICA_ASSIGNMENT) and needs num_partitions and replication_factor -1.
 validate_only runs every check and creates nothing. v5+ answers carry the partition
-count, replication factor and every config with its source; v7 the topic id.
+count, replication factor and every config with its source; v7 the topic id (a random one
+for validate_only, as Kafka).
 
 Deviation: Kafka's default.replication.factor is used for -1; here it is always 1, since a
 single broker keeps one replica (the broker warns at start-up about a larger setting).
@@ -21,6 +22,7 @@ Creation is synchronous: the topic is ready when the answer leaves.
 from __future__ import annotations
 
 import logging
+import uuid
 from collections import Counter
 
 from broker import topic_configs
@@ -174,7 +176,9 @@ def handle(ctx: RequestContext, request: Message) -> Message:
             results.append(_error(name, exc.code, exc.message))
             continue
         valid: dict[str, str] = {k: v for k, v in overrides.items() if v is not None}
-        topic_id = ZERO_UUID
+        # Kafka's ReplicationControlManager.createTopic draws the id before it knows the
+        # request is validate_only, so a dry run answers a (throwaway) id too.
+        topic_id = uuid.uuid4().bytes
         if not request.validate_only:
             info = state.store.create_topic(name, count)
             if valid:

@@ -2,35 +2,41 @@
 
 Behaviour (Kafka's ConfigHelper.describeConfigs): a topic resource lists every topic config
 (broker.topic_configs) with its effective value and source: DYNAMIC_TOPIC_CONFIG for an
-override, STATIC_BROKER_CONFIG when the broker property behind it is set, else
-DEFAULT_CONFIG; synonyms (include_synonyms) list the override, the set broker properties
-and the default, strongest first; documentation is filled in v3+ when asked for.
-configuration_keys null or empty means all. An illegal topic name gets
-INVALID_TOPIC_EXCEPTION, a missing topic UNKNOWN_TOPIC_OR_PARTITION.
+override, else as the broker config behind it (STATIC_BROKER_CONFIG or DEFAULT_CONFIG);
+synonyms (include_synonyms) follow Kafka's chain (broker.config_synonyms); documentation is
+filled in v3+ when asked for. configuration_keys null or empty means all. An illegal topic
+name gets INVALID_TOPIC_EXCEPTION with Topic.validate's text; a missing topic
+UNKNOWN_TOPIC_OR_PARTITION with no text. Kafka sets no message on those results, so the
+field keeps its default: "" (not null), as on every successful result.
 
-A broker resource named by this broker's id lists its properties (broker.config) and the
-broker-level synonyms of topic configs; the empty name (cluster-wide dynamic defaults)
-lists nothing, as there are none; another id gets INVALID_REQUEST. BROKER_LOGGER lists the
-root logger's level. Other resource types get INVALID_REQUEST.
+A broker resource named by this broker's id lists every Kafka 4.0 broker config as Kafka
+does (broker.broker_configs: value, source, synonyms, read_only unless dynamic, config
+type, PASSWORD values hidden); the empty name lists the cluster-wide dynamic configs;
+another id gets INVALID_REQUEST. BROKER_LOGGER lists the root logger's level. A GROUP
+resource lists Kafka 4.0's group configs at their defaults (an empty name:
+INVALID_REQUEST). Other resource types get INVALID_REQUEST.
 
-Deviation: broker configs are all read-only (no dynamic broker configuration).
+Deviations: see broker.broker_configs (dynamic broker configs are described, not acted on;
+documentation texts are minikafka's).
 """
 
 from __future__ import annotations
 
 import logging
 
-from broker import topic_configs
+from broker import broker_configs, topic_configs
+from broker.broker_config_table import ConfigSource, ConfigType
 from broker.dispatch import RequestContext
 from broker.handlers._admin import (
     RESOURCE_BROKER,
     RESOURCE_BROKER_LOGGER,
+    RESOURCE_GROUP,
     RESOURCE_TOPIC,
     config_entries,
     describe_entry,
     topic_name_error,
 )
-from broker.topic_configs import ConfigEntry, ConfigSource, ConfigType
+from broker.topic_configs import ConfigEntry
 from protocol.errors import ErrorCode
 from protocol.messages.describe_configs import DESCRIBE_CONFIGS
 from protocol.schema import Message
@@ -63,14 +69,22 @@ def _entries(ctx: RequestContext, resource: Message) -> list[ConfigEntry]:
             raise _Failed(ErrorCode.INVALID_TOPIC_EXCEPTION, reason)
         info = state.store.topic(name)
         if info is None:
-            raise _Failed(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist.")
+            raise _Failed(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "")
         return topic_configs.describe_topic(state.config, state.topic_overrides(info))
     if kind == RESOURCE_BROKER:
         reason = broker_id_error(name, state.node_id)
         if reason is not None:
             raise _Failed(ErrorCode.INVALID_REQUEST, reason)
-        # The empty name asks for cluster-wide dynamic defaults: there are none.
-        return topic_configs.describe_broker(state.config) if name else []
+        cluster_default = state.dynamic_broker_configs("")
+        if name == "":
+            return broker_configs.describe_cluster_defaults(state.config, cluster_default)
+        return broker_configs.describe_broker(
+            state.config, cluster_default, state.dynamic_broker_configs(name)
+        )
+    if kind == RESOURCE_GROUP:
+        if not name:
+            raise _Failed(ErrorCode.INVALID_REQUEST, "Group name must not be empty")
+        return broker_configs.describe_group(state.config)
     if kind == RESOURCE_BROKER_LOGGER:
         reason = broker_id_error(name, state.node_id)
         if reason is not None or name == "":
@@ -118,7 +132,7 @@ def handle(ctx: RequestContext, request: Message) -> Message:
         results.append(
             Message(
                 error_code=ErrorCode.NONE,
-                error_message=None,
+                error_message="",
                 resource_type=resource.resource_type,
                 resource_name=resource.resource_name,
                 configs=[describe_entry(e, synonyms, documentation) for e in entries],

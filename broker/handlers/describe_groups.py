@@ -3,12 +3,16 @@
 Behaviour: state, protocol type, protocol (Stable groups only) and members; member metadata
 and assignment are filled only when the group is Stable, as Kafka's ClassicGroup.describe.
 A group that does not exist is reported Dead with no error before v6, and with
-GROUP_ID_NOT_FOUND and a message from v6 (KIP-1043). Authorized operations are not
-computed (no ACLs): the "not requested" value is returned.
+GROUP_ID_NOT_FOUND and a message from v6 (KIP-1043). v3+ with include_authorized_operations:
+every group answered without an error gets the operations Kafka allows on a group with no
+authorizer (KafkaApis.handleDescribeGroupsRequest, AuthHelper.authorizedOperations); else
+Kafka's "not requested" value.
 """
 
 from __future__ import annotations
 
+from broker.authorized_operations import GROUP as GROUP_OPERATIONS
+from broker.authorized_operations import NOT_REQUESTED
 from broker.dispatch import RequestContext
 from broker.groups.classic import GroupState
 from broker.handlers._groups import coordinator
@@ -21,7 +25,10 @@ MIN_VERSION = 0
 MAX_VERSION = 6
 
 
-def _describe(ctx: RequestContext, group_id: str) -> Message:
+def _describe(ctx: RequestContext, group_id: str, with_operations: bool) -> Message:
+    # Kafka fills the operations only for groups answered without an error: before v6 that
+    # includes a missing group (answered Dead with no error).
+    operations = GROUP_OPERATIONS if with_operations else NOT_REQUESTED
     group = coordinator(ctx).describe(group_id) if group_id else None
     if group is None:
         missing = ctx.version >= 6
@@ -33,6 +40,7 @@ def _describe(ctx: RequestContext, group_id: str) -> Message:
             protocol_type="",
             protocol_data="",
             members=[],
+            authorized_operations=NOT_REQUESTED if missing else operations,
         )
     stable = group.state is GroupState.STABLE
     return Message(
@@ -53,8 +61,12 @@ def _describe(ctx: RequestContext, group_id: str) -> Message:
             )
             for m in group.members.values()
         ],
+        authorized_operations=operations,
     )
 
 
 def handle(ctx: RequestContext, request: Message) -> Message:
-    return Message(throttle_time_ms=0, groups=[_describe(ctx, g) for g in request.groups])
+    with_operations = ctx.version >= 3 and bool(request.include_authorized_operations)
+    return Message(
+        throttle_time_ms=0, groups=[_describe(ctx, g, with_operations) for g in request.groups]
+    )

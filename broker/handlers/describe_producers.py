@@ -6,7 +6,10 @@ timestamp of its last batch (Kafka's lastTimestamp), coordinator epoch -1 and no
 transaction (-1). A producer that expired (producer.id.expiration.ms, counted from that
 timestamp) is no longer listed; one whose records were all removed (retention,
 DeleteRecords) still is, as in Kafka since KAFKA-7190. Unknown topic or partition ->
-UNKNOWN_TOPIC_OR_PARTITION.
+UNKNOWN_TOPIC_OR_PARTITION; as in Kafka's handleDescribeProducersRequest, only an unknown
+topic carries the error's default message ("This server does not host this
+topic-partition."): an unknown partition of a known topic comes from
+ReplicaManager.activeProducerState, which sets none.
 """
 
 from __future__ import annotations
@@ -20,12 +23,16 @@ API = DESCRIBE_PRODUCERS
 MIN_VERSION = 0
 MAX_VERSION = 0
 
+# Errors.UNKNOWN_TOPIC_OR_PARTITION's default message.
+_NOT_HOSTED = "This server does not host this topic-partition."
+
 
 def handle(ctx: RequestContext, request: Message) -> Message:
     store = ctx.state.store
     topics: list[Message] = []
     for topic in request.topics:
         partitions: list[Message] = []
+        known_topic = store.topic(topic.name) is not None
         for index in topic.partition_indexes:
             plog = store.partition(topic.name, index)
             if plog is None:
@@ -33,7 +40,7 @@ def handle(ctx: RequestContext, request: Message) -> Message:
                     Message(
                         partition_index=index,
                         error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                        error_message=None,
+                        error_message=None if known_topic else _NOT_HOSTED,
                         active_producers=[],
                     )
                 )

@@ -1,144 +1,315 @@
 """Fetch, versions 4-17 (Kafka 4.0's range).
 
 Serves stored batches exactly as they sit in the segment files, sent from the file with
-sendfile when large (broker.zero_copy). Behaviour as Kafka:
-- at least one whole batch for the first partition with data even above max_bytes /
-  partition_max_bytes (KIP-74), so a consumer always makes progress; later partitions stop
-  once the response's max_bytes is used up; a partition's data may end inside a batch
-  (LogSegment.read does not align to batches; clients drop the partial tail);
-- long-poll: with fewer than min_bytes available the answer waits up to max_wait_ms for
-  new appends;
-- offsets outside log_start..log_end get OFFSET_OUT_OF_RANGE; v13+ topic ids that are
-  unknown get UNKNOWN_TOPIC_ID.
-A negative partition_max_bytes gets INVALID_FETCH_SIZE (Kafka fails the read with an
-IllegalArgumentException, which reaches clients as UNKNOWN_SERVER_ERROR); a non-positive
-request max_bytes still returns the first batch, as Kafka's minOneMessage does for v3+.
-Deviation: no incremental fetch sessions (KIP-227). Every answer carries session_id 0,
-which tells clients "no session was created", so they keep sending full fetch requests; a
-broker whose session cache is full answers the same way.
+sendfile when large (broker.zero_copy). Behaviour as Kafka (KafkaApis.handleFetchRequest,
+ReplicaManager.fetchMessages / readFromLog, UnifiedLog.read, LogSegment.read):
+- incremental fetch sessions (KIP-227, broker.fetch_sessions): epoch 0 opens a session,
+  later epochs send only changes and get only partitions with news; session_id 0 with epoch
+  -1, and every request below v7, is a sessionless full fetch;
+- partitions are read in request (or session) order; unknown topics and partitions are
+  answered after them (UNKNOWN_TOPIC_OR_PARTITION; v13+ unknown topic ids UNKNOWN_TOPIC_ID),
+  with aborted_transactions [] as FetchResponse.partitionResponse sets it;
+- byte limits (KIP-74): the request's max_bytes is shared by the partitions in order; the
+  first partition that returns data gets at least one whole batch even above max_bytes /
+  partition_max_bytes (minOneMessage); after it, a partition whose first batch does not fit
+  its remaining budget returns nothing. Data may end inside a batch (LogSegment.read does not
+  align to batches; clients drop the partial tail). Every partition is range-checked, even
+  one with no budget left;
+- a read that fails (OFFSET_OUT_OF_RANGE, UNKNOWN_LEADER_EPOCH for a current_leader_epoch
+  above this broker's 0; negative means "not given") answers high watermark, last stable
+  offset and log start offset -1 and null aborted_transactions (createLogReadResult);
+- aborted_transactions: null for read_uncommitted, and for read_committed where the first
+  batch did not fit; [] for read_committed wherever the log was read (there are no
+  transactions, so never any entry);
+- last_fetched_epoch (v12+, KIP-320): an epoch above 0 is OFFSET_OUT_OF_RANGE; epoch 0 with a
+  fetch offset past the log end answers diverging_epoch (0, log end), as
+  Partition.readRecords does;
+- long-poll: with fewer than min_bytes readable the answer waits up to max_wait_ms for new
+  appends; it is sent at once when a read failed or an epoch diverged.
+Deviation: a negative partition_max_bytes (or request max_bytes) that reaches a read gets
+INVALID_FETCH_SIZE; Kafka's LogSegment.read throws an IllegalArgumentException there, which
+clients see as UNKNOWN_SERVER_ERROR.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
+from collections.abc import Callable
 
 from broker.dispatch import RequestContext
+from broker.fetch_sessions import (
+    ZERO_UUID,
+    Answered,
+    PartitionKey,
+    PartitionRef,
+    PartitionRequest,
+)
+from broker.handlers.list_offsets import LEADER_EPOCH
 from broker.zero_copy import FileRecords
 from protocol.errors import ErrorCode
 from protocol.messages.fetch import FETCH
+from protocol.records import CorruptBatchError
 from protocol.schema import Message
-from storage.partition_log import OffsetOutOfRangeError
+from storage.partition_log import OffsetOutOfRangeError, PartitionLog
+from storage.store import Store, TopicInfo
 
 API = FETCH
 MIN_VERSION = 4
 MAX_VERSION = 17
 
 READ_COMMITTED = 1
+FIRST_TOPIC_ID_VERSION = 13
+# Kafka keeps v5 and older clients retrying on a storage error
+# (KafkaApis.maybeDownConvertStorageError).
+LAST_VERSION_WITHOUT_STORAGE_ERROR = 5
+
+log = logging.getLogger(__name__)
 
 
 async def handle(ctx: RequestContext, request: Message) -> Message:
     state = ctx.state
+    store = state.store
+    by_id: dict[bytes, TopicInfo] = (
+        {t.topic_id: t for t in store.topics()} if ctx.version >= FIRST_TOPIC_ID_VERSION else {}
+    )
+
+    def resolve_name(topic_id: bytes) -> str | None:
+        info = by_id.get(topic_id)
+        return info.name if info is not None else None
+
+    context = state.fetch_sessions.new_context(
+        ctx.version,
+        request.session_id,
+        request.session_epoch,
+        _requested(ctx.version, request, resolve_name),
+        _forgotten(ctx.version, request, resolve_name),
+        resolve_name,
+        int(time.monotonic() * 1000),
+    )
+    # KafkaApis: partitions of unknown topics are answered without a read, after the others.
+    interesting: list[tuple[PartitionRef, PartitionRequest]] = []
+    erroneous: Answered = []
+    for ref, wanted in context.partitions():
+        if ref.topic is None:
+            erroneous.append((ref, _not_read(ref.index, ErrorCode.UNKNOWN_TOPIC_ID)))
+        elif store.partition(ref.topic, ref.index) is None:
+            erroneous.append((ref, _not_read(ref.index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)))
+        else:
+            interesting.append((ref, wanted))
+
     deadline = time.monotonic() + max(request.max_wait_ms, 0) / 1000
     while True:
         # Taken before reading, so an append between the read and the wait is not missed.
         appended = state.append_signal()
-        responses, total = _collect(ctx, request)
+        read, readable, at_once = _read_all(ctx, interesting, request)
         remaining = deadline - time.monotonic()
         if (
-            total >= request.min_bytes
+            not interesting
+            or readable >= request.min_bytes
+            or at_once
             or remaining <= 0
             or state.shutting_down
-            or _has_error(responses)
         ):
             break
         try:
             await asyncio.wait_for(appended.wait(), remaining)
         except TimeoutError:
-            responses, total = _collect(ctx, request)
+            read, _, _ = _read_all(ctx, interesting, request)
             break
-    return Message(throttle_time_ms=0, error_code=ErrorCode.NONE, session_id=0, responses=responses)
 
-
-def _collect(ctx: RequestContext, request: Message) -> tuple[list[Message], int]:
-    store = ctx.state.store
-    by_id = {t.topic_id: t for t in store.topics()} if ctx.version >= 13 else {}
-    budget = request.max_bytes if request.max_bytes > 0 else 0x7FFFFFFF
-    read_committed = request.isolation_level == READ_COMMITTED
-    total = 0
-    responses: list[Message] = []
-    for topic in request.topics:
-        if ctx.version >= 13:
-            info = by_id.get(topic.topic_id)
-            missing = ErrorCode.UNKNOWN_TOPIC_ID
-        else:
-            info = store.topic(topic.topic)
-            missing = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        parts: list[Message] = []
-        for part in topic.partitions:
-            log_ = (
-                info.partitions[part.partition]
-                if info is not None and 0 <= part.partition < len(info.partitions)
-                else None
-            )
-            if log_ is None:
-                parts.append(
-                    _empty(
-                        part.partition,
-                        missing if info is None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                    )
-                )
-                continue
-            if part.partition_max_bytes < 0:
-                # Kafka's log read rejects a negative size with an IllegalArgumentException,
-                # which clients see as UNKNOWN_SERVER_ERROR; INVALID_FETCH_SIZE names it.
-                parts.append(_empty(part.partition, ErrorCode.INVALID_FETCH_SIZE))
-                continue
-            limit = min(part.partition_max_bytes, budget - total)
-            data: bytes | FileRecords = b""
-            error = ErrorCode.NONE
-            if limit > 0 or total == 0:
-                try:
-                    data = FileRecords(log_.read_slice(part.fetch_offset, max(limit, 1)))
-                except OffsetOutOfRangeError:
-                    error = ErrorCode.OFFSET_OUT_OF_RANGE
-            total += len(data)
-            end = log_.log_end_offset
-            parts.append(
-                Message(
-                    partition_index=part.partition,
-                    error_code=error,
-                    high_watermark=end if error == ErrorCode.NONE else -1,
-                    last_stable_offset=end if error == ErrorCode.NONE else -1,
-                    log_start_offset=log_.log_start_offset,
-                    aborted_transactions=[] if read_committed else None,
-                    preferred_read_replica=-1,
-                    records=data,
-                )
-            )
-        responses.append(
-            Message(
-                topic=topic.topic if info is None else info.name,
-                topic_id=topic.topic_id,
-                partitions=parts,
-            )
-        )
-    return responses, total
-
-
-def _has_error(responses: list[Message]) -> bool:
-    # Kafka answers at once when any partition has an error, without waiting for data.
-    return any(p.error_code != ErrorCode.NONE for t in responses for p in t.partitions)
-
-
-def _empty(partition: int, error: ErrorCode) -> Message:
+    outcome = context.respond(read + erroneous)
     return Message(
-        partition_index=partition,
+        throttle_time_ms=0,
+        error_code=outcome.error,
+        session_id=outcome.session_id,
+        responses=_by_topic(outcome.partitions),
+    )
+
+
+def _requested(
+    version: int, request: Message, resolve_name: Callable[[bytes], str | None]
+) -> dict[PartitionKey, tuple[PartitionRef, PartitionRequest]]:
+    """FetchRequest.fetchData: one entry per partition; a partition listed twice keeps its
+    first place and its last parameters (Kafka's LinkedHashMap)."""
+    wanted: dict[PartitionKey, tuple[PartitionRef, PartitionRequest]] = {}
+    for topic in request.topics:
+        for part in topic.partitions:
+            ref = _ref(version, topic, part.partition, resolve_name)
+            wanted[ref.key] = (
+                ref,
+                PartitionRequest(
+                    fetch_offset=part.fetch_offset,
+                    max_bytes=part.partition_max_bytes,
+                    current_leader_epoch=part.current_leader_epoch,
+                    log_start_offset=part.log_start_offset,
+                    last_fetched_epoch=part.last_fetched_epoch,
+                ),
+            )
+    return wanted
+
+
+def _forgotten(
+    version: int, request: Message, resolve_name: Callable[[bytes], str | None]
+) -> list[PartitionRef]:
+    return [
+        _ref(version, topic, index, resolve_name)
+        for topic in request.forgotten_topics_data
+        for index in topic.partitions
+    ]
+
+
+def _ref(
+    version: int, topic: Message, index: int, resolve_name: Callable[[bytes], str | None]
+) -> PartitionRef:
+    if version >= FIRST_TOPIC_ID_VERSION:
+        return PartitionRef(topic.topic_id, resolve_name(topic.topic_id), index)
+    return PartitionRef(ZERO_UUID, topic.topic, index)
+
+
+def _read_all(
+    ctx: RequestContext, wanted: list[tuple[PartitionRef, PartitionRequest]], request: Message
+) -> tuple[Answered, int, bool]:
+    """ReplicaManager.readFromLog: (answers, bytes readable, whether to answer at once)."""
+    limit = request.max_bytes
+    min_one_message = True
+    read_committed = request.isolation_level == READ_COMMITTED
+    answers: Answered = []
+    readable = 0
+    at_once = False
+    for ref, part in wanted:
+        answer = _read(ctx, ref, part, limit, min_one_message, read_committed)
+        size = len(answer.records)
+        if size > 0:
+            # Once a partition returned data, the limits hold for the partitions after it.
+            min_one_message = False
+        limit = max(0, limit - size)
+        readable += size
+        if answer.error_code != ErrorCode.NONE or answer.get("diverging_epoch") is not None:
+            at_once = True
+        answers.append((ref, answer))
+    return answers, readable, at_once
+
+
+def _read(
+    ctx: RequestContext,
+    ref: PartitionRef,
+    part: PartitionRequest,
+    limit: int,
+    min_one_message: bool,
+    read_committed: bool,
+) -> Message:
+    plog, error = _log_for(ctx.state.store, ref)
+    if plog is None:
+        return _failed(ref.index, error)
+    if part.current_leader_epoch > LEADER_EPOCH:
+        return _failed(ref.index, ErrorCode.UNKNOWN_LEADER_EPOCH)
+    if part.last_fetched_epoch >= 0:
+        if part.last_fetched_epoch > LEADER_EPOCH or part.fetch_offset < plog.log_start_offset:
+            return _failed(ref.index, ErrorCode.OFFSET_OUT_OF_RANGE)
+        if part.fetch_offset > plog.log_end_offset:
+            return _answer(
+                ref.index,
+                plog,
+                b"",
+                None,
+                diverging_epoch=Message(epoch=LEADER_EPOCH, end_offset=plog.log_end_offset),
+            )
+    max_bytes = min(part.max_bytes, limit)
+    try:
+        # A negative size is refused only where a batch would be read, as LogSegment.read.
+        where = plog.read_slice(
+            part.fetch_offset, max(max_bytes, 0), min_one_message=min_one_message or max_bytes < 0
+        )
+    except OffsetOutOfRangeError:
+        return _failed(ref.index, ErrorCode.OFFSET_OUT_OF_RANGE)
+    except CorruptBatchError:
+        log.exception("%s: cannot read the batch at offset %d", plog, part.fetch_offset)
+        return _failed(ref.index, ErrorCode.CORRUPT_MESSAGE)
+    except OSError:
+        log.exception("%s: storage error reading offset %d", plog, part.fetch_offset)
+        storage_error = (
+            ErrorCode.NOT_LEADER_OR_FOLLOWER
+            if ctx.version <= LAST_VERSION_WITHOUT_STORAGE_ERROR
+            else ErrorCode.KAFKA_STORAGE_ERROR
+        )
+        return _failed(ref.index, storage_error)
+    if max_bytes < 0 and where.length > 0:
+        return _failed(ref.index, ErrorCode.INVALID_FETCH_SIZE)
+    if where.first_entry_incomplete:
+        # ReplicaManager.readFromLog replaces the cut batch with an empty read that carries
+        # no aborted-transactions list.
+        return _answer(ref.index, plog, b"", None)
+    records: bytes | FileRecords = FileRecords(where) if where.length else b""
+    return _answer(ref.index, plog, records, [] if read_committed else None)
+
+
+def _log_for(store: Store, ref: PartitionRef) -> tuple[PartitionLog | None, ErrorCode]:
+    assert ref.topic is not None
+    info = store.topic(ref.topic)
+    if info is None or not 0 <= ref.index < len(info.partitions):
+        # Deleted while the request waited, or since a session cached it.
+        return None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    if ref.topic_id not in (ZERO_UUID, info.topic_id):
+        # Recreated under the same name since the session cached its id.
+        return None, ErrorCode.INCONSISTENT_TOPIC_ID
+    return info.partitions[ref.index], ErrorCode.NONE
+
+
+def _answer(
+    index: int,
+    plog: PartitionLog,
+    records: bytes | FileRecords,
+    aborted: list[Message] | None,
+    **extra: Message,
+) -> Message:
+    end = plog.high_watermark
+    return Message(
+        partition_index=index,
+        error_code=ErrorCode.NONE,
+        high_watermark=end,
+        # No transactions here: the last stable offset is the high watermark.
+        last_stable_offset=end,
+        log_start_offset=plog.log_start_offset,
+        aborted_transactions=aborted,
+        preferred_read_replica=-1,
+        records=records,
+        **extra,
+    )
+
+
+def _failed(index: int, error: ErrorCode) -> Message:
+    """A read that failed (ReplicaManager.createLogReadResult)."""
+    return _error_answer(index, error, None)
+
+
+def _not_read(index: int, error: ErrorCode) -> Message:
+    """A partition refused before any read (FetchResponse.partitionResponse)."""
+    return _error_answer(index, error, [])
+
+
+def _error_answer(index: int, error: ErrorCode, aborted: list[Message] | None) -> Message:
+    return Message(
+        partition_index=index,
         error_code=error,
         high_watermark=-1,
         last_stable_offset=-1,
         log_start_offset=-1,
-        aborted_transactions=None,
+        aborted_transactions=aborted,
         preferred_read_replica=-1,
         records=b"",
     )
+
+
+def _by_topic(answered: Answered) -> list[Message]:
+    """FetchResponse.toMessage: consecutive partitions of one topic share a topic entry."""
+    topics: list[Message] = []
+    last: tuple[str | None, bytes] | None = None
+    for ref, answer in answered:
+        if last == (ref.topic, ref.topic_id):
+            topics[-1].partitions.append(answer)
+            continue
+        last = (ref.topic, ref.topic_id)
+        topics.append(Message(topic=ref.topic or "", topic_id=ref.topic_id, partitions=[answer]))
+    return topics

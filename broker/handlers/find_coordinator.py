@@ -4,7 +4,11 @@ Behaviour: a single broker coordinates everything, so every key gets this broker
 and the advertised address of the listener the request came in on. Transaction keys
 (key_type 1) get this broker too, so a transactional client learns about missing
 transaction support from InitProducerId's fatal error instead of retrying here forever.
-Deviation: share-group keys (key_type 2) get INVALID_REQUEST (no share groups).
+Share-group keys (key_type 2) get INVALID_REQUEST, as Kafka 4.0 without share groups
+enabled. error_message as Kafka's KafkaApis.handleFindCoordinatorRequest: v1-3 carry
+Errors.message() ("NONE" on success, the error's text otherwise); v4+ leave each
+coordinator's at its default, "". An unknown key type fails the whole request with
+INVALID_REQUEST and its message for every key (CoordinatorType.forId throws).
 """
 
 from __future__ import annotations
@@ -18,24 +22,33 @@ API = FIND_COORDINATOR
 MIN_VERSION = 0
 MAX_VERSION = 6
 
+GROUP_KEY, TRANSACTION_KEY, SHARE_KEY = 0, 1, 2
+# Errors.message() of the codes answered here (Errors.java: the exception's default text).
+MESSAGES = {
+    ErrorCode.NONE: "NONE",
+    ErrorCode.INVALID_REQUEST: (
+        "This most likely occurs because of a request being malformed by the client library "
+        "or the message was sent to an incompatible broker. See the broker logs for more "
+        "details."
+    ),
+}
+
 
 def handle(ctx: RequestContext, request: Message) -> Message:
+    key_type = request.key_type
+    if key_type not in (GROUP_KEY, TRANSACTION_KEY, SHARE_KEY):
+        return _whole_request_error(ctx, request, ErrorCode.INVALID_REQUEST)
     listener = ctx.listener
-    error = ErrorCode.NONE if request.key_type in (0, 1) else ErrorCode.INVALID_REQUEST
+    error = ErrorCode.NONE if key_type != SHARE_KEY else ErrorCode.INVALID_REQUEST
     node, host, port = (ctx.state.node_id, listener.advertised_host, listener.advertised_port)
     if error:
-        node, host, port = -1, "", -1
+        node, host, port = -1, "", -1  # Kafka's Node.noNode()
     if ctx.version >= 4:
         return Message(
             throttle_time_ms=0,
             coordinators=[
                 Message(
-                    key=key,
-                    node_id=node,
-                    host=host,
-                    port=port,
-                    error_code=error,
-                    error_message=None,
+                    key=key, node_id=node, host=host, port=port, error_code=error, error_message=""
                 )
                 for key in request.coordinator_keys
             ],
@@ -43,8 +56,35 @@ def handle(ctx: RequestContext, request: Message) -> Message:
     return Message(
         throttle_time_ms=0,
         error_code=error,
-        error_message=None,
+        error_message=MESSAGES[error],
         node_id=node,
         host=host,
         port=port,
+    )
+
+
+def _whole_request_error(ctx: RequestContext, request: Message, error: ErrorCode) -> Message:
+    """FindCoordinatorRequest.getErrorResponse: the error and its message, no node."""
+    if ctx.version >= 4:
+        return Message(
+            throttle_time_ms=0,
+            coordinators=[
+                Message(
+                    key=key,
+                    node_id=-1,
+                    host="",
+                    port=-1,
+                    error_code=error,
+                    error_message=MESSAGES[error],
+                )
+                for key in request.coordinator_keys
+            ],
+        )
+    return Message(
+        throttle_time_ms=0,
+        error_code=error,
+        error_message=MESSAGES[error],
+        node_id=-1,
+        host="",
+        port=-1,
     )

@@ -7,15 +7,23 @@ The resulting overrides are validated as a whole (unknown name, invalid value ->
 INVALID_CONFIG), applied at once and persisted; validate_only checks only. Repeated
 resources or keys -> INVALID_REQUEST; a missing topic -> UNKNOWN_TOPIC_OR_PARTITION.
 
-Broker resources are read-only (INVALID_REQUEST "Cannot update these configs
-dynamically"), as in AlterConfigs. BROKER_LOGGER: SET/DELETE of a Python logger's level
-(root included), as Kafka sets log4j levels; an unknown logger -> INVALID_CONFIG.
+A non-DELETE operation with a null value -> INVALID_REQUEST "Null value not supported for :
+<names>" for every resource type (ConfigAdminManager.preprocess checks it first).
+
+Broker resources (this broker's id, or "" for the cluster-wide default): the operations
+apply to the stored dynamic configs (APPEND/SUBTRACT on LIST configs only), the result is
+checked as in AlterConfigs (broker.broker_configs) and stored; a DELETE returns a config
+to its static or default value. The broker does not act on dynamic values yet.
+
+BROKER_LOGGER: SET/DELETE of a Python logger's level (root included), as Kafka sets log4j
+levels; an unknown logger -> INVALID_CONFIG.
 """
 
 from __future__ import annotations
 
 import logging
 
+from broker.broker_configs import apply_operations
 from broker.dispatch import RequestContext
 from broker.handlers._admin import RESOURCE_BROKER_LOGGER
 from broker.handlers._alter import alter, duplicate_resources, node_id_error, result
@@ -93,6 +101,16 @@ def handle(ctx: RequestContext, request: Message) -> Message:
                 )
             )
             continue
+        null = [c.name for c in resource.configs if c.config_operation != 1 and c.value is None]
+        if null:
+            responses.append(
+                result(
+                    resource,
+                    ErrorCode.INVALID_REQUEST,
+                    f"Null value not supported for : {', '.join(null)}",
+                )
+            )
+            continue
         if resource.resource_type == RESOURCE_BROKER_LOGGER:
             responses.append(_loggers(ctx, resource, validate_only))
             continue
@@ -105,6 +123,11 @@ def handle(ctx: RequestContext, request: Message) -> Message:
         ) -> dict[str, str | None]:
             return incremental(current, ops)
 
+        def change_broker(
+            current: dict[str, str], ops: list[tuple[str, int, str | None]] = operations
+        ) -> dict[str, str]:
+            return apply_operations(current, ops)
+
         responses.append(
             alter(
                 ctx,
@@ -112,6 +135,7 @@ def handle(ctx: RequestContext, request: Message) -> Message:
                 [c.name for c in resource.configs],
                 change,
                 validate_only,
+                change_broker,
             )
         )
     return Message(throttle_time_ms=0, responses=responses)

@@ -2,9 +2,12 @@
 
 Behaviour: broker.groups.classic, as Kafka's classic group coordinator: v4+ members without
 an id get MEMBER_ID_REQUIRED with their new id first; static membership (v5+
-group.instance.id); the request is parked until the join phase ends. Session timeouts
-outside group.min/max.session.timeout.ms get INVALID_SESSION_TIMEOUT; an empty protocol
-type or list, or no protocol common with the group, INCONSISTENT_GROUP_PROTOCOL.
+group.instance.id: a restarted static member rejoining a Stable group gets the current
+generation back unless the group's selected protocol would change; v9+ tells a static
+leader so with skip_assignment, KIP-814); the request is parked until the join phase ends.
+Session timeouts outside group.min/max.session.timeout.ms get INVALID_SESSION_TIMEOUT; an
+empty protocol type or list, or no protocol common with the group,
+INCONSISTENT_GROUP_PROTOCOL.
 """
 
 from __future__ import annotations

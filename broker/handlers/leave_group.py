@@ -2,7 +2,8 @@
 
 Behaviour: each member leaves at once and the group rebalances (or becomes Empty). Per-member
 errors: UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID (82). v0-2 carry one member and report its error
-at the top level. An unknown group answers UNKNOWN_MEMBER_ID for each member, as Kafka.
+at the top level. An unknown group answers UNKNOWN_MEMBER_ID for each member with no
+top-level error (v0-2: at the top level), as Kafka 4.0's GroupCoordinatorService.leaveGroup.
 """
 
 from __future__ import annotations

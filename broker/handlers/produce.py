@@ -1,32 +1,52 @@
 """Produce, versions 3-12 served, 0-12 advertised.
 
 Kafka 4.0 still advertises v0-2 because librdkafka <= 2.11 disables features otherwise; a
-v0-2 request is answered with UNSUPPORTED_VERSION for every partition, as Kafka 4.0 does
-(KIP-896). Each partition's batch is validated (storage.validation, KAFKA_NOTES §4), then
-appended by PartitionLog.append, which runs the idempotence check, the write and the
-producer-state update as one synchronous step (no await in between).
+v0-2 request closes the connection without an answer, as Kafka 4.0.0 does (KIP-896;
+recorded in kafka-oracle/raw_produce_old_versions).
 
-Topic configs (broker.topic_configs): max.message.bytes per topic; LogAppendTime topics get
-each batch stamped with the broker's clock (attribute bit, max_timestamp, CRC) and answer
-log_append_time_ms; compacted topics refuse keyless records (INVALID_RECORD, record_errors).
+The request is handled as KafkaApis.handleProduceRequest does: each (topic, partition) is
+first checked for existence and by ProduceRequest.validateRecords (storage.validation's
+request-level checks); the batches that pass go into a map keyed by topic-partition, so a
+partition named twice has only its LAST passing batch appended, and the answer has one
+entry per partition, where an existence or request-level error wins over the append's
+result (Kafka merges `responseStatus ++ nonExisting ++ invalidRequest`). Then, for the map
+only (ReplicaManager.appendRecords): acks outside {-1, 0, 1} -> INVALID_REQUIRED_ACKS;
+otherwise each batch is validated as UnifiedLog.append does (storage.validation),
+LogValidator's per-record rules run (storage.record_rules: keys on compacted topics,
+message.timestamp.before/after.max.ms, the LogAppendTime bit; INVALID_RECORD or
+INVALID_TIMESTAMP with record_errors), max_timestamp and the timestamp type are written
+back, a batch above segment.bytes gets RECORD_LIST_TOO_LARGE (Kafka's
+RecordBatchTooLargeException), and PartitionLog.append runs the idempotence check, the
+write and the producer-state update as one synchronous step (no await in between).
+
+Error answers as ReplicaManager.appendToLocalLog builds them: error_message only with
+record errors (the one exception Kafka marks hasCustomErrorMessage); log_start_offset -1
+for request-level errors, UNKNOWN_TOPIC_OR_PARTITION, MESSAGE_TOO_LARGE,
+RECORD_LIST_TOO_LARGE, CORRUPT_MESSAGE and KAFKA_STORAGE_ERROR, the partition's log start
+offset for every other error. min.insync.replicas never refuses a write: Kafka caps it at
+the replication factor (Partition.effectiveMinIsr, KAFKA-15583), which is 1 here.
 
 acks=0: processed normally, no response; if any partition failed the connection is closed
 so the client refreshes its metadata (Kafka's behaviour).
-Transactions are not implemented: a transactional id or a transactional batch is refused.
+
+Deviations: the answer lists partitions in request order (Kafka's follows a hash map);
+transactions are not implemented: a transactional id or a transactional batch is refused.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 
 from broker.dispatch import CloseConnection, RequestContext
-from broker.handlers._topic_policy import keyless_record_errors, stamp_log_append_time
+from broker.topic_configs import TopicSettings
 from protocol.errors import ErrorCode
 from protocol.messages.produce import PRODUCE
 from protocol.schema import Message
 from storage.partition_log import PartitionLog
-from storage.validation import validate_batch
+from storage.record_rules import TopicRules, check_records, rewrite_batch
+from storage.validation import Validation, validate_batch
 
 API = PRODUCE
 MIN_VERSION = 3
@@ -36,168 +56,239 @@ ADVERTISED_MIN_VERSION = 0
 # zstd needs Produce v7+ (KIP-110): older clients could not read it back.
 ZSTD_MIN_VERSION = 7
 
+# ReplicaManager.appendToLocalLog answers these with LogAppendInfo.UNKNOWN_LOG_APPEND_INFO
+# (log_start_offset -1); every other failure goes through processFailedRecord, which
+# reports the partition's log start offset.
+_NO_LOG_START_OFFSET = frozenset(
+    {
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ErrorCode.MESSAGE_TOO_LARGE,
+        ErrorCode.RECORD_LIST_TOO_LARGE,
+        ErrorCode.CORRUPT_MESSAGE,
+        ErrorCode.KAFKA_STORAGE_ERROR,
+    }
+)
+
 log = logging.getLogger(__name__)
 
+_TopicPartition = tuple[str, int]
 
-def _partition(index: int, error: ErrorCode, message: str | None = None) -> Message:
+
+@dataclass(slots=True)
+class _Entry:
+    """One batch that passed the request-level checks (Kafka's authorizedRequestInfo)."""
+
+    records: memoryview | bytes
+    checked: Validation
+
+
+def _partition(
+    index: int,
+    error: ErrorCode,
+    *,
+    log_start_offset: int = -1,
+    record_errors: list[Message] | None = None,
+    message: str | None = None,
+) -> Message:
     return Message(
         index=index,
         error_code=error,
         base_offset=-1,
         log_append_time_ms=-1,
-        log_start_offset=-1,
-        record_errors=[],
+        log_start_offset=log_start_offset,
+        record_errors=record_errors or [],
         error_message=message,
     )
-
-
-def _all_failed(request: Message, error: ErrorCode, message: str | None) -> list[Message]:
-    return [
-        Message(
-            name=topic.name,
-            partition_responses=[_partition(p.index, error, message) for p in topic.partition_data],
-        )
-        for topic in request.topic_data
-    ]
 
 
 async def handle(ctx: RequestContext, request: Message) -> Message | None:
     acks = request.acks
     if ctx.version < MIN_VERSION:
-        responses = _all_failed(
-            request, ErrorCode.UNSUPPORTED_VERSION, "Produce v0-2 is not supported"
-        )
-        log.warning("Produce v%d refused (%s)", ctx.version, ctx.describe())
-    elif acks not in (-1, 0, 1):
+        # KIP-896: Kafka 4.0 closes the connection (kafka-oracle/raw_produce_old_versions).
+        raise CloseConnection(f"Produce v{ctx.version} is not served (KIP-896: v3 and later)")
+    order: list[_TopicPartition] = []
+    early: dict[_TopicPartition, Message] = {}
+    entries: dict[_TopicPartition, _Entry] = {}
+    for topic in request.topic_data:
+        for part in topic.partition_data:
+            tp = (topic.name, part.index)
+            if tp not in early and tp not in entries:
+                order.append(tp)
+            _classify(ctx, tp, part.records, early, entries)
+
+    results: dict[_TopicPartition, Message] = {}
+    if acks not in (-1, 0, 1):
         log.warning("Produce with acks=%d refused (%s)", acks, ctx.describe())
-        responses = _all_failed(request, ErrorCode.INVALID_REQUIRED_ACKS, None)
+        results = {tp: _partition(tp[1], ErrorCode.INVALID_REQUIRED_ACKS) for tp in entries}
     elif request.transactional_id is not None:
         log.warning(
             "transactional Produce refused: transactions are not supported (%s)", ctx.describe()
         )
-        responses = _all_failed(request, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None)
+        results = {
+            tp: _partition(tp[1], ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED) for tp in order
+        }
+        early = {}
     else:
         appended: list[PartitionLog] = []
-        responses = [_produce_topic(ctx, topic, appended) for topic in request.topic_data]
+        now_ms = int(time.time() * 1000)
+        for tp, entry in entries.items():
+            results[tp] = _append(ctx, tp, entry, now_ms, appended)
         if appended:
             ctx.state.notify_appended()
             # Flush policy (flush.messages / flush.ms): answer only once the data is fsynced,
             # as Kafka does when it flushes in the append path; rounds are shared.
-            now_ms = int(time.time() * 1000)
-            due = [plog for plog in appended if plog.needs_flush(now_ms)]
+            flush_ms = int(time.time() * 1000)
+            due = [plog for plog in appended if plog.needs_flush(flush_ms)]
             if due:
                 await ctx.state.flusher.flush(due)
 
+    # Kafka's merge: responseStatus ++ nonExistingTopicResponses ++ invalidRequestResponses.
+    answers = {tp: early[tp] if tp in early else results[tp] for tp in order}
     if acks == 0:
         failed = [
-            (t.name, p.index, ErrorCode(p.error_code).name)
-            for t in responses
-            for p in t.partition_responses
+            (name, index, ErrorCode(p.error_code).name)
+            for (name, index), p in answers.items()
             if p.error_code != ErrorCode.NONE
         ]
         if failed:
             raise CloseConnection(f"acks=0 Produce failed for {failed}")
         return None
+    grouped: dict[str, list[Message]] = {}
+    for (name, _), answer in answers.items():
+        grouped.setdefault(name, []).append(answer)
+    responses = [Message(name=name, partition_responses=parts) for name, parts in grouped.items()]
     return Message(responses=responses, throttle_time_ms=0)
 
 
-def _produce_topic(ctx: RequestContext, topic: Message, appended: list[PartitionLog]) -> Message:
+def _classify(
+    ctx: RequestContext,
+    tp: _TopicPartition,
+    records: memoryview | bytes | None,
+    early: dict[_TopicPartition, Message],
+    entries: dict[_TopicPartition, _Entry],
+) -> None:
+    """KafkaApis' first pass: metadataCache.contains, then ProduceRequest.validateRecords."""
+    name, index = tp
     state = ctx.state
-    config = state.config
-    info = state.store.topic(topic.name)
-    # Topic configs: max.message.bytes, message.timestamp.type, cleanup.policy.
-    settings = state.topic_settings(info) if info is not None else None
-    now_ms = int(time.time() * 1000)
-    allow_zstd = ctx.version >= ZSTD_MIN_VERSION
-    results: list[Message] = []
-    for part in topic.partition_data:
-        log_ = state.store.partition(topic.name, part.index) if info is not None else None
-        if log_ is None or settings is None:
-            results.append(_partition(part.index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
-            continue
-        records = part.records
-        if records is None:
-            results.append(_partition(part.index, ErrorCode.INVALID_RECORD, "no records"))
-            continue
-        checked = validate_batch(
-            records,
-            max_message_bytes=settings.max_message_bytes,
-            allow_zstd=allow_zstd,
-            depth=config.record_validation,
+    info = state.store.topic(name)
+    if info is None or state.store.partition(name, index) is None:
+        early[tp] = _partition(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        return
+    if records is None:
+        early[tp] = _partition(index, ErrorCode.INVALID_RECORD)
+        return
+    checked = validate_batch(
+        records,
+        max_message_bytes=state.topic_settings(info).max_message_bytes,
+        allow_zstd=ctx.version >= ZSTD_MIN_VERSION,
+        depth=state.config.record_validation,
+    )
+    if checked.request_level:
+        _log_refused(ctx, tp, checked.error, checked.message)
+        early[tp] = _partition(index, checked.error)
+        return
+    entries[tp] = _Entry(records, checked)
+
+
+def _log_refused(
+    ctx: RequestContext, tp: _TopicPartition, error: ErrorCode, why: str | None
+) -> None:
+    log.warning(
+        "rejected batch for %s-%d: %s %s (%s)", tp[0], tp[1], error.name, why or "", ctx.describe()
+    )
+
+
+def _failed(
+    tp: _TopicPartition,
+    error: ErrorCode,
+    plog: PartitionLog,
+    *,
+    record_errors: list[Message] | None = None,
+    message: str | None = None,
+) -> Message:
+    start = -1 if error in _NO_LOG_START_OFFSET else plog.log_start_offset
+    return _partition(
+        tp[1], error, log_start_offset=start, record_errors=record_errors, message=message
+    )
+
+
+def _append(
+    ctx: RequestContext,
+    tp: _TopicPartition,
+    entry: _Entry,
+    now_ms: int,
+    appended: list[PartitionLog],
+) -> Message:
+    """UnifiedLog.append for one batch that passed the request-level checks."""
+    state = ctx.state
+    name, index = tp
+    info = state.store.topic(name)
+    plog = state.store.partition(name, index)
+    assert info is not None and plog is not None  # checked by _classify, no await since
+    settings = state.topic_settings(info)
+    checked = entry.checked
+    if checked.error != ErrorCode.NONE or checked.header is None:
+        _log_refused(ctx, tp, checked.error, checked.message)
+        return _failed(tp, checked.error, plog)
+    header = checked.header
+    if header.is_transactional:
+        return _failed(tp, ErrorCode.INVALID_TXN_STATE, plog)
+    rules = _rules(tp, settings)
+    records = entry.records
+    verdict = check_records(records[: checked.size], header, checked.scan, rules, now_ms)
+    if verdict.error != ErrorCode.NONE:
+        _log_refused(ctx, tp, verdict.error, verdict.message)
+        record_errors = [
+            Message(batch_index=i, batch_index_error_message=text)
+            for i, text in verdict.record_errors
+        ]
+        # Only LogValidator's RecordValidationException carries a message to the client.
+        message = verdict.message if record_errors else None
+        return _failed(tp, verdict.error, plog, record_errors=record_errors, message=message)
+    batch, header = rewrite_batch(
+        bytearray(records[: checked.size]), header, checked.scan, verdict, rules, now_ms
+    )
+    if len(batch) > settings.max_message_bytes:
+        # A rebuilt batch is measured again (UnifiedLog.append, messageSizeMaybeChanged).
+        return _failed(tp, ErrorCode.MESSAGE_TOO_LARGE, plog)
+    if len(batch) > settings.log_config.segment_bytes:
+        _log_refused(ctx, tp, ErrorCode.RECORD_LIST_TOO_LARGE, f"{len(batch)} > segment.bytes")
+        return _failed(tp, ErrorCode.RECORD_LIST_TOO_LARGE, plog)
+    result = plog.append(batch, header, now_ms)
+    if result.error != ErrorCode.NONE:
+        log.info(
+            "%s for %s-%d producer_id=%d epoch=%d base_sequence=%d (%s)",
+            result.error.name,
+            name,
+            index,
+            header.producer_id,
+            header.producer_epoch,
+            header.base_sequence,
+            ctx.describe(),
         )
-        if checked.error != ErrorCode.NONE or checked.header is None:
-            log.warning(
-                "rejected batch for %s-%d: %s %s (%s)",
-                topic.name,
-                part.index,
-                checked.error.name,
-                checked.message or "",
-                ctx.describe(),
-            )
-            results.append(_partition(part.index, checked.error, checked.message))
-            continue
-        header = checked.header
-        if header.is_transactional:
-            results.append(
-                _partition(
-                    part.index, ErrorCode.INVALID_TXN_STATE, "transactions are not supported"
-                )
-            )
-            continue
-        if settings.compact:
-            record_errors, message = keyless_record_errors(records, header, topic.name, part.index)
-            if message is not None:
-                log.warning(
-                    "rejected batch for compacted %s-%d: %s (%s)",
-                    topic.name,
-                    part.index,
-                    message,
-                    ctx.describe(),
-                )
-                results.append(
-                    Message(
-                        index=part.index,
-                        error_code=ErrorCode.INVALID_RECORD,
-                        base_offset=-1,
-                        log_append_time_ms=-1,
-                        log_start_offset=-1,
-                        record_errors=record_errors,
-                        error_message=message,
-                    )
-                )
-                continue
-        batch = bytearray(records)
-        if settings.log_append_time:
-            header = stamp_log_append_time(batch, now_ms)
-        result = log_.append(batch, header, now_ms)
-        if result.error == ErrorCode.NONE:
-            appended.append(log_)
-        else:
-            log.info(
-                "%s for %s-%d producer_id=%d epoch=%d base_sequence=%d (%s)",
-                result.error.name,
-                topic.name,
-                part.index,
-                header.producer_id,
-                header.producer_epoch,
-                header.base_sequence,
-                ctx.describe(),
-            )
-        results.append(
-            Message(
-                index=part.index,
-                error_code=result.error,
-                base_offset=result.base_offset,
-                # LogAppendTime topics answer the broker's timestamp (a duplicate: the
-                # original batch's, which storage reports).
-                log_append_time_ms=now_ms
-                if settings.log_append_time
-                and result.error == ErrorCode.NONE
-                and result.log_append_time_ms < 0
-                else result.log_append_time_ms,
-                log_start_offset=result.log_start_offset,
-                record_errors=[],
-                error_message=None,
-            )
-        )
-    return Message(name=topic.name, partition_responses=results)
+        return _failed(tp, result.error, plog)
+    appended.append(plog)
+    return Message(
+        index=index,
+        error_code=ErrorCode.NONE,
+        base_offset=result.base_offset,
+        # LogAppendTime topics answer the broker's timestamp (a duplicate: the original
+        # batch's, which storage reports, as Kafka's duplicate.timestamp).
+        log_append_time_ms=now_ms
+        if settings.log_append_time and result.log_append_time_ms < 0
+        else result.log_append_time_ms,
+        log_start_offset=result.log_start_offset,
+        record_errors=[],
+        error_message=None,
+    )
+
+
+def _rules(tp: _TopicPartition, settings: TopicSettings) -> TopicRules:
+    return TopicRules(
+        topic_partition=f"{tp[0]}-{tp[1]}",
+        compact=settings.compact,
+        log_append_time=settings.log_append_time,
+        timestamp_before_max_ms=settings.timestamp_before_max_ms,
+        timestamp_after_max_ms=settings.timestamp_after_max_ms,
+    )

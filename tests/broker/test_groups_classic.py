@@ -330,3 +330,82 @@ async def test_coordinator_persists_stable_group_and_reloads_it_with_members(
         assert group.generation_id == joined.generation_id + 1 and not group.members
     finally:
         await again.close()
+
+
+def stable_with_static_member(
+    loop: asyncio.AbstractEventLoop, on_change: Callable[[ClassicGroup], None] | None = None
+) -> tuple[ClassicGroup, str, str]:
+    """A Stable generation 1 of a dynamic leader and a static member "b": (group, a, b)."""
+    group = ClassicGroup("g", SETTINGS, on_change=on_change)
+    a = handshake(group, loop, 0)
+    fa = join(group, loop, req(a), 0)
+    fb = join(group, loop, req(instance="b"), 0)
+    group.tick(100)
+    group.tick(200)
+    b = fb.result().member_id
+    assert fa.result().leader == a and fb.result().generation_id == 1
+    follower = sync(group, loop, b, 1, 200)
+    sync(group, loop, a, 1, 200, {a: b"asg-a", b: b"asg-b"})
+    assert follower.result().assignment == b"asg-b" and group.state is GroupState.STABLE
+    return group, a, b
+
+
+def test_static_rejoin_in_stable_keeping_the_selected_protocol_does_not_rebalance(
+    loop: asyncio.AbstractEventLoop,
+) -> None:
+    """GroupMetadataManager.updateStaticMemberThenRebalanceOrCompleteJoin: only a change of
+    the protocol selected for the next generation rebalances; new metadata (a changed
+    subscription) for the same protocol is stored with the new member id, nothing more."""
+    persisted: list[dict[str, bytes]] = []
+    group, a, b = stable_with_static_member(
+        loop,
+        lambda g: persisted.append({m.member_id: m.metadata("range") for m in g.members.values()}),
+    )
+    changed = [("range", b"new-subscription"), ("roundrobin", b"rr")]
+    again = join(group, loop, req(instance="b", protocols=changed), 300).result()
+    assert again.error == 0 and again.member_id != b
+    assert again.generation_id == 1 and again.protocol_name == "range"
+    assert again.leader == a and again.members == []
+    assert group.state is GroupState.STABLE and group.generation_id == 1
+    # The other member is not disturbed: no REBALANCE_IN_PROGRESS on its heartbeat.
+    assert group.heartbeat(a, None, 1, 300) == 0
+    assert group.heartbeat(b, "b", 1, 300) == FENCED_INSTANCE_ID
+    assert persisted[-1] == {a: b"r", again.member_id: b"new-subscription"}
+    assert sync(group, loop, again.member_id, 1, 300).result().assignment == b"asg-b"
+
+
+def test_static_rejoin_in_stable_changing_the_selected_protocol_rebalances(
+    loop: asyncio.AbstractEventLoop,
+) -> None:
+    group, a, _ = stable_with_static_member(loop)
+    pending = join(group, loop, req(instance="b", protocols=[("roundrobin", b"rr2")]), 300)
+    assert not pending.done() and group.state is GroupState.PREPARING_REBALANCE
+    assert group.heartbeat(a, None, 1, 300) == ErrorCode.REBALANCE_IN_PROGRESS
+    rejoined = join(group, loop, req(a), 300).result()
+    assert rejoined.generation_id == pending.result().generation_id == 2
+    assert pending.result().protocol_name == "roundrobin"
+
+
+def test_static_leader_rejoin_in_stable_before_v9_is_told_the_old_leader_id(
+    loop: asyncio.AbstractEventLoop,
+) -> None:
+    """KIP-814: before JoinGroup v9 Kafka answers with the leader id as it was before the
+    replacement, so the restarted leader acts as a follower (its assignment stands); v9+
+    tells it that it leads and hands it the members with skip_assignment."""
+    group = ClassicGroup("g", SETTINGS)
+    first = join(group, loop, req(instance="i1"), 0)
+    group.tick(100)
+    old = first.result().member_id
+    sync(group, loop, old, 1, 100, {old: b"x"}).result()
+
+    v5 = join(group, loop, req(instance="i1"), 200).result()
+    assert v5.error == 0 and v5.member_id != old and v5.generation_id == 1
+    assert v5.leader == old and v5.members == [] and not v5.skip_assignment
+    assert group.leader_id == v5.member_id
+
+    v9_request = req(instance="i1")
+    v9_request.supports_skip_assignment = True
+    v9 = join(group, loop, v9_request, 300).result()
+    assert v9.leader == v9.member_id == group.leader_id and v9.skip_assignment
+    assert v9.members == [(v9.member_id, "i1", b"r")]
+    assert group.state is GroupState.STABLE and group.generation_id == 1

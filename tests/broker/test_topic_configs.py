@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from broker.broker_config_table import ConfigSource
+from broker.broker_configs import describe_broker
 from broker.config import make_config
 from broker.topic_configs import (
     TOPIC_CONFIGS,
-    ConfigSource,
     InvalidConfigError,
-    describe_broker,
     describe_topic,
     incremental,
     settings,
@@ -86,9 +86,13 @@ def test_topic_defaults_follow_the_broker_configuration() -> None:
     entries = {e.name: e for e in describe_topic(config, {})}
     assert len(entries) == len(TOPIC_CONFIGS)
     retention = entries["retention.ms"]
-    assert (retention.value, retention.source) == ("86400000", ConfigSource.STATIC_BROKER_CONFIG)
-    assert [(s.name, s.value, s.source) for s in retention.synonyms] == [
-        ("log.retention.hours", "24", ConfigSource.STATIC_BROKER_CONFIG),
+    # Kafka's chain of log.retention.ms is cut before its first own-name entry: with only
+    # log.retention.hours set, it is empty and the source DEFAULT_CONFIG (ConfigHelper).
+    assert (retention.value, retention.source) == ("86400000", ConfigSource.DEFAULT_CONFIG)
+    assert retention.synonyms == ()
+    explicit = {e.name: e for e in describe_topic(make_config({"log.retention.ms": "5000"}), {})}
+    assert [(s.name, s.value, s.source) for s in explicit["retention.ms"].synonyms] == [
+        ("log.retention.ms", "5000", ConfigSource.STATIC_BROKER_CONFIG),
         ("log.retention.hours", "168", ConfigSource.DEFAULT_CONFIG),
     ]
     assert entries["max.message.bytes"].value == "5000"
@@ -110,14 +114,20 @@ def test_an_override_wins_and_leads_the_synonyms() -> None:
     ]
 
 
-def test_broker_description_is_read_only_and_marks_what_was_set() -> None:
-    entries = {e.name: e for e in describe_broker(make_config({"num.partitions": "3"}))}
+def test_broker_description_marks_what_was_set_and_what_is_dynamic() -> None:
+    config = make_config({"num.partitions": "3", "log.cleaner.threads": "2"})
+    entries = {e.name: e for e in describe_broker(config, {}, {})}
     assert entries["num.partitions"].value == "3"
     assert entries["num.partitions"].source == ConfigSource.STATIC_BROKER_CONFIG
+    assert entries["num.partitions"].read_only
+    # A Kafka config minikafka does not act on is still accepted as set.
+    assert entries["log.cleaner.threads"].value == "2"
+    assert entries["log.cleaner.threads"].source == ConfigSource.STATIC_BROKER_CONFIG
+    assert not entries["log.cleaner.threads"].read_only
     assert entries["log.segment.bytes"].source == ConfigSource.DEFAULT_CONFIG
-    # Broker-level synonyms of topic configs minikafka has no property for.
+    assert not entries["log.segment.bytes"].read_only
     assert entries["log.cleanup.policy"].value == "delete"
-    assert all(e.read_only for e in entries.values())
+    assert entries["ssl.key.password"].sensitive and entries["ssl.key.password"].value is None
 
 
 def test_settings_turn_overrides_into_what_the_broker_acts_on() -> None:

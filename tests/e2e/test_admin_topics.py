@@ -315,8 +315,8 @@ def test_deleted_records_stay_deleted_after_restart_and_whole_segments_go(tmp_pa
     broker = BrokerProcess(data).start()
     try:
         with RawClient(broker.port) as client:
-            # 100-byte segments: each batch gets its own segment.
-            create(client, "trim-restart", configs={"segment.bytes": "100"})
+            # 150-byte segments: each 129-byte batch gets its own segment.
+            create(client, "trim-restart", configs={"segment.bytes": "150"})
             fill(client, "trim-restart", 4)  # offsets 0..7, four segments
             assert len(list((data / "trim-restart-0").glob("*.log"))) == 4
             assert delete_records(client, "trim-restart", 5).low_watermark == 5

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -35,6 +36,7 @@ from protocol.messages.heartbeat import HEARTBEAT
 from protocol.messages.offset_commit import OFFSET_COMMIT
 from protocol.messages.offset_fetch import OFFSET_FETCH
 from protocol.schema import Message
+from storage.committed_offsets import FILE_NAME, CommittedOffsets, GroupRecord
 from tests.support.broker_process import BrokerProcess
 from tests.support.produce import create_topic
 from tests.support.raw_client import RawClient
@@ -52,6 +54,7 @@ CONSUMER = r"""
 import asyncio, json, signal, sys, warnings
 warnings.simplefilter("ignore")
 client, bootstrap, topic, group = sys.argv[1:5]
+instance = sys.argv[5] if len(sys.argv) > 5 else None  # group.instance.id (KIP-345)
 stop = False
 def on_term(*_):
     global stop
@@ -68,8 +71,9 @@ if client == "kafka-python":
             pass
         def on_partitions_assigned(self, assigned):
             emit("assigned", parts=sorted(tp.partition for tp in assigned))
-    c = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, **COMMON)
-    c.subscribe([topic], listener=Listener())
+    c = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, group_instance_id=instance,
+                      **COMMON)
+    c.subscribe(topic.split(","), listener=Listener())
     last = None
     membership = None
     while not stop:
@@ -139,7 +143,9 @@ else:
 
 
 class ConsumerProcess:
-    def __init__(self, client: str, bootstrap: str, topic: str, group: str) -> None:
+    def __init__(
+        self, client: str, bootstrap: str, topic: str, group: str, instance: str | None = None
+    ) -> None:
         self.client = client
         self.assignment: list[int] = []
         self.records: list[tuple[int, int, str]] = []
@@ -148,7 +154,8 @@ class ConsumerProcess:
         self.memberships: list[tuple[int, str]] = []  # (generation, member id), kafka-python
         self.assigned_calls = 0  # on_partitions_assigned, kafka-python
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", CONSUMER, client, bootstrap, topic, group],
+            [sys.executable, "-c", CONSUMER, client, bootstrap, topic, group]
+            + ([instance] if instance is not None else []),
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,
@@ -349,6 +356,69 @@ def test_mixed_kafka_python_and_confluent_group(group_broker: BrokerProcess) -> 
         for c in consumers:
             if c.alive():
                 c.leave()
+
+
+@pytest.mark.timeout(90)
+def test_restarted_static_member_takes_its_place_without_rebalance(
+    group_broker: BrokerProcess, tmp_path: Path
+) -> None:
+    """KIP-345 with kafka-python: a static member that closes (static members send no
+    LeaveGroup) and restarts rejoins under a new member id with its old assignment; the
+    other member is not reassigned and the group record keeps the generation. The restarted
+    member subscribes to one more topic: the protocol the group selects stays "range", so
+    Kafka does not rebalance (updateStaticMemberThenRebalanceOrCompleteJoin)."""
+    topic, group = "static", "g-static"
+    commit_zero(group_broker.port, group, topic)
+    commit_zero(group_broker.port, "g-static-extra", "static-extra")  # creates the topic
+    a = ConsumerProcess("kafka-python", group_broker.bootstrap, topic, group)
+    b = ConsumerProcess("kafka-python", group_broker.bootstrap, topic, group, "static-b")
+    b2: ConsumerProcess | None = None
+    try:
+        wait_until(lambda: balanced([a, b], 3), "a 3/3 split")
+        wait_until(lambda: bool(b.memberships) and b.memberships[-1][0] > 0, "b's membership")
+        a_membership, a_calls = a.memberships[-1], a.assigned_calls
+        generation, b_member = b.memberships[-1]
+        b_parts = b.assignment
+        log_mark = len(group_broker.lines)
+        b.leave()
+        b2 = ConsumerProcess(
+            "kafka-python", group_broker.bootstrap, f"{topic},static-extra", group, "static-b"
+        )
+        wait_until(lambda: b2 is not None and b2.assignment == b_parts, "b2 owning b's partitions")
+        wait_until(lambda: any(m[0] > 0 for m in b2.memberships), "b2's membership")
+        new_generation, b2_member = next(m for m in b2.memberships if m[0] > 0)
+        assert (new_generation, b2_member != b_member) == (generation, True)
+        assert heartbeat(group_broker.port, group, generation, a_membership[1]) == 0
+        assert a.memberships[-1] == a_membership and a.assigned_calls == a_calls
+        described = describe(group_broker.port, group)
+        assert described.group_state == "Stable"
+        assert {m.member_id for m in described.members} == {a_membership[1], b2_member}
+        record = stored_group(group_broker.data_dir, tmp_path, group)
+        assert record is not None and record.generation == generation
+        assert {m.member_id for m in record.members} == {a_membership[1], b2_member}
+        rebalances = [
+            line
+            for line in group_broker.lines[log_mark:]
+            if f"group {group}: preparing to rebalance" in line
+        ]
+        assert rebalances == []
+    finally:
+        for c in (a, b, b2):
+            if c is not None and c.alive():
+                c.leave()
+
+
+def stored_group(data_dir: Path, tmp_path: Path, group: str) -> GroupRecord | None:
+    """The group's record in the broker's committed-offsets log (read from a copy: the
+    broker keeps the original open)."""
+    copy = tmp_path / "copy"
+    copy.mkdir(exist_ok=True)
+    shutil.copy(data_dir / FILE_NAME, copy / FILE_NAME)
+    store = CommittedOffsets.open(copy)
+    try:
+        return store.groups().get(group)
+    finally:
+        store.close()
 
 
 @pytest.mark.timeout(90)

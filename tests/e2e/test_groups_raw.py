@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from protocol.messages.describe_groups import DESCRIBE_GROUPS
+from protocol.messages.find_coordinator import FIND_COORDINATOR
 from protocol.messages.join_group import JOIN_GROUP
+from protocol.messages.leave_group import LEAVE_GROUP
 from protocol.messages.offset_commit import OFFSET_COMMIT
 from protocol.messages.sync_group import SYNC_GROUP
 from protocol.schema import Message
@@ -132,3 +135,129 @@ def test_admin_clients_list_describe_delete(shared_broker: BrokerProcess) -> Non
     ck.delete_consumer_groups(["admin-b"])["admin-b"].result(timeout=10)
     after = {g.group_id for g in ck.list_consumer_groups().result(timeout=10).valid}
     assert "admin-b" not in after
+
+
+INVALID_REQUEST = 42
+# Errors.INVALID_REQUEST.message(): the exception's default message.
+INVALID_REQUEST_MESSAGE = (
+    "This most likely occurs because of a request being malformed by the client library or "
+    "the message was sent to an incompatible broker. See the broker logs for more details."
+)
+
+
+def find_coordinator(client: RawClient, version: int, key_type: int) -> Message:
+    return client.request(
+        FIND_COORDINATOR,
+        version,
+        Message(key="g", key_type=key_type, coordinator_keys=["g", "h"]),
+    )
+
+
+def test_find_coordinator_error_message_is_kafkas_at_each_version(
+    shared_broker: BrokerProcess,
+) -> None:
+    """KafkaApis.handleFindCoordinatorRequestLessThanV4 fills error_message from
+    Errors.message() ("NONE" on success); v4+ answers leave each coordinator's at its
+    default, "" (recorded from Kafka 4.0: kafka-oracle raw_group_protocol, group_*)."""
+    with RawClient(shared_broker.port) as client:
+        assert find_coordinator(client, 0, 0).error_code == 0
+        for version in (1, 2, 3):
+            found = find_coordinator(client, version, 0)
+            assert (found.error_code, found.error_message) == (0, "NONE"), version
+            assert found.node_id == 1 and found.port == shared_broker.port
+            # Share keys: the error's message, as FindCoordinatorResponse.prepareOldResponse.
+            share = find_coordinator(client, version, 2)
+            assert (share.error_code, share.error_message) == (
+                INVALID_REQUEST,
+                INVALID_REQUEST_MESSAGE,
+            )
+            assert (share.node_id, share.host, share.port) == (-1, "", -1)
+        for version in (4, 6):
+            found = find_coordinator(client, version, 0)
+            assert [(c.key, c.error_code, c.error_message) for c in found.coordinators] == [
+                ("g", 0, ""),
+                ("h", 0, ""),
+            ]
+            share = find_coordinator(client, version, 2)
+            assert [(c.error_code, c.error_message, c.node_id) for c in share.coordinators] == [
+                (INVALID_REQUEST, "", -1)
+            ] * 2
+        # An unknown key type fails the whole request (CoordinatorType.forId throws
+        # InvalidRequestException): every key gets the error with its message.
+        unknown = find_coordinator(client, 4, 7)
+        assert [(c.error_code, c.error_message) for c in unknown.coordinators] == [
+            (INVALID_REQUEST, INVALID_REQUEST_MESSAGE)
+        ] * 2
+        old_unknown = find_coordinator(client, 2, 7)
+        assert (old_unknown.error_code, old_unknown.error_message) == (
+            INVALID_REQUEST,
+            INVALID_REQUEST_MESSAGE,
+        )
+
+
+NOT_REQUESTED = -(2**31)
+# READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS (AclOperation codes 3, 6, 8, 10, 11):
+# AclEntry.supportedOperations(GROUP), all allowed with no authorizer, as Utils.to32BitField.
+GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8) | (1 << 10) | (1 << 11)
+
+
+def test_describe_groups_reports_authorized_operations_when_asked(
+    shared_broker: BrokerProcess,
+) -> None:
+    """KafkaApis.handleDescribeGroupsRequest: v3+ with include_authorized_operations fills
+    them for every group answered without an error (recorded from Kafka 4.0: {3,6,8,10,11}
+    in kafka-oracle raw_group_protocol and admin_groups_kafkapython)."""
+    with RawClient(shared_broker.port) as client:
+        create_topic(client, "described")
+        committed = client.request(OFFSET_COMMIT, 8, commit_request("ops", -1, "", "described"))
+        assert committed.topics[0].partitions[0].error_code == 0
+
+        def describe(version: int, group: str, include: bool) -> Message:
+            answer = client.request(
+                DESCRIBE_GROUPS,
+                version,
+                Message(groups=[group], include_authorized_operations=include),
+            )
+            described: Message = answer.groups[0]
+            return described
+
+        for version in (3, 5, 6):
+            group = describe(version, "ops", True)
+            assert (group.error_code, group.group_state) == (0, "Empty")
+            assert group.authorized_operations == GROUP_OPERATIONS, version
+            assert describe(version, "ops", False).authorized_operations == NOT_REQUESTED
+        # Before v6 a missing group is answered Dead without an error, so it gets them too.
+        missing = describe(5, "no-such-group", True)
+        assert (missing.error_code, missing.group_state) == (0, "Dead")
+        assert missing.authorized_operations == GROUP_OPERATIONS
+        missing_v6 = describe(6, "no-such-group", True)
+        assert missing_v6.error_code == GROUP_ID_NOT_FOUND
+        assert missing_v6.authorized_operations == NOT_REQUESTED
+
+
+def test_leave_group_for_an_unknown_group_answers_unknown_member_id(
+    shared_broker: BrokerProcess,
+) -> None:
+    """Kafka 4.0 (GroupMetadataManager.classicGroupLeave throws UnknownMemberIdException,
+    GroupCoordinatorService.leaveGroup turns it into a per-member UNKNOWN_MEMBER_ID and
+    LeaveGroupResponse moves that to the top level before v3): v0-2 answer it at the top
+    level; v3+ per member, with no top-level error."""
+    with RawClient(shared_broker.port) as client:
+        for version in (0, 1, 2):
+            old = client.request(
+                LEAVE_GROUP, version, Message(group_id="never-joined", member_id="m-1")
+            )
+            assert old.error_code == UNKNOWN_MEMBER_ID, version
+        for version in (3, 5):
+            members = [
+                Message(member_id="m-1", group_instance_id=None, reason=None),
+                Message(member_id="", group_instance_id="i-2", reason="bye"),
+            ]
+            new = client.request(
+                LEAVE_GROUP, version, Message(group_id="never-joined", members=members)
+            )
+            assert new.error_code == 0, version
+            assert [(m.member_id, m.group_instance_id, m.error_code) for m in new.members] == [
+                ("m-1", None, UNKNOWN_MEMBER_ID),
+                ("", "i-2", UNKNOWN_MEMBER_ID),
+            ]

@@ -262,3 +262,26 @@ def test_batches_from_offset(tmp_path: Path) -> None:
     for h, data in plog.batches():
         assert parse_header(data) == h and crc_ok(data)
     plog.close()
+
+
+def test_read_slice_without_min_one_message_marks_a_first_batch_that_does_not_fit(
+    tmp_path: Path,
+) -> None:
+    """LogSegment.read: with minOneMessage off, a limit below the first batch's size reads
+    nothing and says the first entry is incomplete; a limit of 0 reads nothing, complete."""
+    path = tmp_path / "t-0"
+    plog = open_log(path)
+    produce(plog, 2)
+    produce(plog, 2)
+    size = len(make_batch(2, value_size=40))
+    whole = plog.read_slice(0, 1)
+    assert (whole.length, whole.first_entry_incomplete) == (size, False)
+    cut = plog.read_slice(0, size - 1, min_one_message=False)
+    assert (cut.length, cut.first_entry_incomplete) == (0, True)
+    empty = plog.read_slice(2, 0, min_one_message=False)
+    assert (empty.length, empty.first_entry_incomplete) == (0, False)
+    # A fitting first batch may be followed by part of the next one, as Kafka sends it.
+    partial = plog.read_slice(0, size + 10, min_one_message=False)
+    assert (partial.length, partial.first_entry_incomplete) == (size + 10, False)
+    assert plog.read_slice(4, 1000, min_one_message=False).length == 0
+    plog.close()
