@@ -43,6 +43,8 @@ class Allowance:
     kafka: str | None = None
     broker: str | None = None
     kind: str | None = None
+    # A race of the replay itself, seen in some runs only: not required to match every run.
+    sometimes: bool = False
     used: int = 0
 
     def matches(self, scenario: str, diff: dict[str, Any]) -> bool:
@@ -133,7 +135,7 @@ def test_replay_matches_kafka(scenario: str, tmp_path: Path) -> None:
 def test_every_allowance_is_still_needed() -> None:
     if set(SCENARIOS) != RAN:
         pytest.skip("only meaningful after replaying every scenario")
-    stale = [a for a in ALLOWANCES if a.used == 0]
+    stale = [a for a in ALLOWANCES if a.used == 0 and not a.sometimes]
     assert not stale, "allowances that match no difference any more (remove them):\n" + "\n".join(
         f"{a.scenario} {a.api} {a.path}: {a.reason}" for a in stale
     )
