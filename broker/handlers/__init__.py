@@ -7,6 +7,8 @@ from types import ModuleType
 from broker.dispatch import Dispatcher
 from broker.handlers import (
     alter_configs,
+    alter_partition_reassignments,
+    alter_replica_log_dirs,
     api_versions,
     create_partitions,
     create_topics,
@@ -18,7 +20,9 @@ from broker.handlers import (
     describe_groups,
     describe_log_dirs,
     describe_producers,
+    describe_quorum,
     describe_topic_partitions,
+    elect_leaders,
     fetch,
     find_coordinator,
     heartbeat,
@@ -28,6 +32,7 @@ from broker.handlers import (
     leave_group,
     list_groups,
     list_offsets,
+    list_partition_reassignments,
     metadata,
     offset_commit,
     offset_delete,
@@ -70,6 +75,12 @@ MODULES: tuple[ModuleType, ...] = (
     describe_log_dirs,
     describe_topic_partitions,
     describe_producers,
+    # Cluster-admin APIs a single node answers (issue 12).
+    elect_leaders,
+    alter_partition_reassignments,
+    list_partition_reassignments,
+    alter_replica_log_dirs,
+    describe_quorum,
 )
 
 
