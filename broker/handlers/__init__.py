@@ -6,15 +6,18 @@ from types import ModuleType
 
 from broker.dispatch import Dispatcher
 from broker.handlers import (
+    alter_client_quotas,
     alter_configs,
     alter_partition_reassignments,
     alter_replica_log_dirs,
+    alter_user_scram_credentials,
     api_versions,
     create_partitions,
     create_topics,
     delete_groups,
     delete_records,
     delete_topics,
+    describe_client_quotas,
     describe_cluster,
     describe_configs,
     describe_groups,
@@ -22,6 +25,7 @@ from broker.handlers import (
     describe_producers,
     describe_quorum,
     describe_topic_partitions,
+    describe_user_scram_credentials,
     elect_leaders,
     fetch,
     find_coordinator,
@@ -81,6 +85,10 @@ MODULES: tuple[ModuleType, ...] = (
     list_partition_reassignments,
     alter_replica_log_dirs,
     describe_quorum,
+    describe_client_quotas,
+    alter_client_quotas,
+    describe_user_scram_credentials,
+    alter_user_scram_credentials,
 )
 
 
