@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from broker import topic_configs
 from broker.fetch_sessions import FetchSessionCache
 from broker.flusher import Flusher
+from broker.log_limiter import LogLimiter
 from broker.topic_configs import TopicSettings
 from storage.broker_config_store import BrokerConfigStore
 from storage.client_quota_store import ClientQuotaStore
@@ -48,6 +49,8 @@ class BrokerState:
         # Zero-copy fetch sends; switched off if the event loop cannot sendfile (uvloop).
         self.sendfile = True
         self._appended = asyncio.Event()
+        # Metadata naming invalid topics: one log line per client and minute.
+        self.invalid_topic_log = LogLimiter(60.0)
         # Incremental fetch sessions (KIP-227), shared by every connection as in Kafka.
         self.fetch_sessions = FetchSessionCache(config.max_incremental_fetch_session_cache_slots)
         # Per-topic config overrides (CreateTopics, AlterConfigs) and what they amount to.
