@@ -9,9 +9,12 @@ from typing import TYPE_CHECKING
 from broker import topic_configs
 from broker.fetch_sessions import FetchSessionCache
 from broker.flusher import Flusher
+from broker.log_limiter import LogLimiter
 from broker.topic_configs import TopicSettings
 from storage.broker_config_store import BrokerConfigStore
+from storage.client_quota_store import ClientQuotaStore
 from storage.producer_ids import ProducerIdAllocator
+from storage.scram_credential_store import ScramCredentialStore
 from storage.store import Store, TopicInfo
 from storage.topic_config_store import TopicConfigStore
 
@@ -46,6 +49,8 @@ class BrokerState:
         # Zero-copy fetch sends; switched off if the event loop cannot sendfile (uvloop).
         self.sendfile = True
         self._appended = asyncio.Event()
+        # Metadata naming invalid topics: one log line per client and minute.
+        self.invalid_topic_log = LogLimiter(60.0)
         # Incremental fetch sessions (KIP-227), shared by every connection as in Kafka.
         self.fetch_sessions = FetchSessionCache(config.max_incremental_fetch_session_cache_slots)
         # Per-topic config overrides (CreateTopics, AlterConfigs) and what they amount to.
@@ -58,6 +63,14 @@ class BrokerState:
         self.broker_configs = BrokerConfigStore.open(store.data_dir)
         for name, reason in self.broker_configs.problems:
             log.warning("broker config file %s ignored: %s", name, reason)
+        # Client quotas (AlterClientQuotas; stored and described, not enforced) and SCRAM
+        # credentials (AlterUserScramCredentials; stored, no SASL listener uses them yet).
+        self.client_quotas = ClientQuotaStore.open(store.data_dir)
+        if self.client_quotas.problem:
+            log.warning("client quota file ignored: %s", self.client_quotas.problem)
+        self.scram_credentials = ScramCredentialStore.open(store.data_dir)
+        if self.scram_credentials.problem:
+            log.warning("SCRAM credential file ignored: %s", self.scram_credentials.problem)
 
     def append_signal(self) -> asyncio.Event:
         """An event set at the next append (long-polling fetches wait on it)."""

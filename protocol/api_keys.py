@@ -2,19 +2,27 @@
 
 from __future__ import annotations
 
+from protocol.messages.alter_client_quotas import ALTER_CLIENT_QUOTAS
 from protocol.messages.alter_configs import ALTER_CONFIGS
+from protocol.messages.alter_partition_reassignments import ALTER_PARTITION_REASSIGNMENTS
+from protocol.messages.alter_replica_log_dirs import ALTER_REPLICA_LOG_DIRS
+from protocol.messages.alter_user_scram_credentials import ALTER_USER_SCRAM_CREDENTIALS
 from protocol.messages.api_versions import API_VERSIONS
 from protocol.messages.create_partitions import CREATE_PARTITIONS
 from protocol.messages.create_topics import CREATE_TOPICS
 from protocol.messages.delete_groups import DELETE_GROUPS
 from protocol.messages.delete_records import DELETE_RECORDS
 from protocol.messages.delete_topics import DELETE_TOPICS
+from protocol.messages.describe_client_quotas import DESCRIBE_CLIENT_QUOTAS
 from protocol.messages.describe_cluster import DESCRIBE_CLUSTER
 from protocol.messages.describe_configs import DESCRIBE_CONFIGS
 from protocol.messages.describe_groups import DESCRIBE_GROUPS
 from protocol.messages.describe_log_dirs import DESCRIBE_LOG_DIRS
 from protocol.messages.describe_producers import DESCRIBE_PRODUCERS
+from protocol.messages.describe_quorum import DESCRIBE_QUORUM
 from protocol.messages.describe_topic_partitions import DESCRIBE_TOPIC_PARTITIONS
+from protocol.messages.describe_user_scram_credentials import DESCRIBE_USER_SCRAM_CREDENTIALS
+from protocol.messages.elect_leaders import ELECT_LEADERS
 from protocol.messages.fetch import FETCH
 from protocol.messages.find_coordinator import FIND_COORDINATOR
 from protocol.messages.heartbeat import HEARTBEAT
@@ -24,6 +32,7 @@ from protocol.messages.join_group import JOIN_GROUP
 from protocol.messages.leave_group import LEAVE_GROUP
 from protocol.messages.list_groups import LIST_GROUPS
 from protocol.messages.list_offsets import LIST_OFFSETS
+from protocol.messages.list_partition_reassignments import LIST_PARTITION_REASSIGNMENTS
 from protocol.messages.metadata import METADATA
 from protocol.messages.offset_commit import OFFSET_COMMIT
 from protocol.messages.offset_delete import OFFSET_DELETE
@@ -68,5 +77,15 @@ ALL_APIS: dict[int, Api] = {
         # Consume path: offsets by time and leader-epoch validation.
         LIST_OFFSETS,
         OFFSET_FOR_LEADER_EPOCH,
+        # Cluster-admin APIs a single node answers (issue 12).
+        ELECT_LEADERS,
+        ALTER_PARTITION_REASSIGNMENTS,
+        LIST_PARTITION_REASSIGNMENTS,
+        ALTER_REPLICA_LOG_DIRS,
+        DESCRIBE_QUORUM,
+        DESCRIBE_CLIENT_QUOTAS,
+        ALTER_CLIENT_QUOTAS,
+        DESCRIBE_USER_SCRAM_CREDENTIALS,
+        ALTER_USER_SCRAM_CREDENTIALS,
     )
 }

@@ -561,6 +561,15 @@ def _load_or_create_meta(data_dir: Path, node_id: int) -> str:
     return cluster_id
 
 
+def read_directory_id(data_dir: Path) -> bytes | None:
+    """The log directory's id from meta.properties (Kafka's directory.id, KIP-858), if any."""
+    try:
+        text = _read_properties(data_dir / META_PROPERTIES).get("directory.id", "")
+        return uuid_from_str(text)
+    except (OSError, ValueError):
+        return None
+
+
 def _read_partition_metadata(path: Path) -> bytes:
     """Parse Kafka's partition.metadata ("version: 0" / "topic_id: <base64url>")."""
     fields: dict[str, str] = {}

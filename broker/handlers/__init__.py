@@ -6,19 +6,27 @@ from types import ModuleType
 
 from broker.dispatch import Dispatcher
 from broker.handlers import (
+    alter_client_quotas,
     alter_configs,
+    alter_partition_reassignments,
+    alter_replica_log_dirs,
+    alter_user_scram_credentials,
     api_versions,
     create_partitions,
     create_topics,
     delete_groups,
     delete_records,
     delete_topics,
+    describe_client_quotas,
     describe_cluster,
     describe_configs,
     describe_groups,
     describe_log_dirs,
     describe_producers,
+    describe_quorum,
     describe_topic_partitions,
+    describe_user_scram_credentials,
+    elect_leaders,
     fetch,
     find_coordinator,
     heartbeat,
@@ -28,6 +36,7 @@ from broker.handlers import (
     leave_group,
     list_groups,
     list_offsets,
+    list_partition_reassignments,
     metadata,
     offset_commit,
     offset_delete,
@@ -70,6 +79,16 @@ MODULES: tuple[ModuleType, ...] = (
     describe_log_dirs,
     describe_topic_partitions,
     describe_producers,
+    # Cluster-admin APIs a single node answers (issue 12).
+    elect_leaders,
+    alter_partition_reassignments,
+    list_partition_reassignments,
+    alter_replica_log_dirs,
+    describe_quorum,
+    describe_client_quotas,
+    alter_client_quotas,
+    describe_user_scram_credentials,
+    alter_user_scram_credentials,
 )
 
 

@@ -10,6 +10,8 @@ the topic with num.partitions. The request that creates it is answered as Kafka 
 it, UNKNOWN_TOPIC_OR_PARTITION with no partitions and a zero topic id (KRaft creates through
 the controller asynchronously; recorded in kafka-oracle/raw_metadata_variants #7 and every
 client's first Metadata for a new topic); clients retry and the next request sees it ready.
+An invalid topic name answers INVALID_TOPIC_EXCEPTION; Kafka logs nothing for it, we log at
+DEBUG at most once a minute per client.
 Authorized operations (v8+), when asked for, are every operation of the resource type, as
 Kafka reports them without an authorizer: on every topic entry, errors included
 (KafkaApis.handleTopicMetadataRequest), and for the cluster up to v10.
@@ -32,6 +34,25 @@ MIN_VERSION = 0
 MAX_VERSION = 13
 
 log = logging.getLogger(__name__)
+
+
+def _log_invalid_topic(ctx: RequestContext, name: str) -> None:
+    # Kafka answers INVALID_TOPIC_EXCEPTION without a line of its own (KafkaApis
+    # getTopicMetadata); only its request log, at DEBUG, shows such requests. A
+    # regex-subscribing client can send thousands a minute, so: DEBUG, once a minute per
+    # client (address and client id), with the count of the ones left out.
+    if not log.isEnabledFor(logging.DEBUG):
+        return
+    host = ctx.peer.rsplit(":", 1)[0]
+    suppressed = ctx.state.invalid_topic_log.allow((host, ctx.client_id))
+    if suppressed is not None:
+        log.debug(
+            "invalid topic name %r in Metadata from %s (%d more from this client in the "
+            "last minute not logged)",
+            name,
+            ctx.describe(),
+            suppressed,
+        )
 
 
 def led_partition(index: int, node: int) -> Message:
@@ -110,7 +131,7 @@ def handle(ctx: RequestContext, request: Message) -> Message:
             info = store.topic(name)
             if info is None:
                 if not valid_topic_name(name):
-                    log.warning("invalid topic name %r in Metadata from %s", name, ctx.describe())
+                    _log_invalid_topic(ctx, name)
                     topics.append(error_entry(name, ErrorCode.INVALID_TOPIC_EXCEPTION))
                     continue
                 if not allow_create:

@@ -172,3 +172,29 @@ def test_a_topic_asked_for_twice_gets_one_entry(shared_broker: BrokerProcess) ->
         )
     assert [t.name for t in answer.topics] == ["twice"]
     assert [t.name for t in by_id.topics] == ["twice"]
+
+
+def test_invalid_topic_names_in_metadata_log_one_debug_line_per_client_per_minute(
+    tmp_path: Path,
+) -> None:
+    # Kafka answers INVALID_TOPIC_EXCEPTION without a log line of its own (KafkaApis
+    # getTopicMetadata); a regex-subscribing client sends thousands a minute, so we log at
+    # DEBUG and at most once a minute per client.
+    broker = BrokerProcess(tmp_path / "data", {"log.level": "DEBUG"}).start()
+    try:
+        for client_id in ("regex-a", "regex-b"):
+            with RawClient(broker.port, client_id=client_id) as client:
+                for _ in range(30):
+                    answer = client.request(
+                        METADATA, 9, Message(topics=[Message(name="bad name!")])
+                    )
+                    assert answer.topics[0].error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
+        with RawClient(broker.port, client_id="marker") as client:
+            client.request(METADATA, 9, Message(topics=[Message(name="marker-topic")]))
+        broker.wait_for_log("auto-created topic 'marker-topic'")
+    finally:
+        broker.stop()
+    lines = [line for line in broker.lines if "bad name!" in line]
+    assert len(lines) == 2, lines
+    assert all(" DEBUG " in line for line in lines), lines
+    assert "regex-a" in lines[0] and "regex-b" in lines[1]
