@@ -192,7 +192,8 @@ def main(argv: list[str]) -> int:
         result = run_suite(tree, broker.port, pytest_args)
     finally:
         still_running = broker.is_running()
-        broker.stop() if still_running else broker.kill()
+        exit_code = broker.stop() if still_running else None
+        broker.kill()  # closes the log pipe; a no-op for a stopped process
         (WORK / "broker.log").write_text(broker.log_text(), encoding="utf-8")
         shutil.rmtree(data_dir, ignore_errors=True)
     outcomes = result["outcomes"]
@@ -209,11 +210,24 @@ def main(argv: list[str]) -> int:
     log(f"  must-pass: {len(must_pass) - len(verdict.must_pass_not_passing)}/{len(must_pass)}")
     for line in report(verdict, excluded):
         log(line)
+    broker_errors = broker_error_lines(broker.log_text())
+    for line in broker_errors:
+        log(f"BROKER LOGGED: {line}")
     log(f"broker log: {WORK / 'broker.log'}; {elapsed:.0f} s")
     if not still_running:
         log("the broker process had exited before the suite finished")
         return 1
-    return 0 if verdict.ok else 1
+    if exit_code != 0:
+        log(f"the broker exited with status {exit_code} on SIGTERM")
+        return 1
+    return 0 if verdict.ok and not broker_errors else 1
+
+
+def broker_error_lines(text: str) -> list[str]:
+    """ERROR/CRITICAL lines and tracebacks: whatever a client does, the broker answers it
+    (an error code or a closed connection with a WARNING naming why) and never crashes."""
+    markers = (" ERROR ", " CRITICAL ", "Traceback (most recent call last)")
+    return [line.rstrip() for line in text.splitlines() if any(m in line for m in markers)]
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.peer.kafka_python_verdict import judge, read_excluded, read_must_pass, summary_line
-from tests.peer.run_kafka_python import KAFKA_4_0_PASSED
+from tests.peer.run_kafka_python import KAFKA_4_0_PASSED, broker_error_lines
 
 PEER_DIR = Path(__file__).parent
 MUST_PASS = PEER_DIR / "kafka-python.must-pass"
@@ -77,3 +77,19 @@ def test_must_pass_plus_excluded_tests_kafka_passes_are_kafkas_count() -> None:
     others = [r for r in excluded.values() if r.startswith("not passed on Kafka 4.0 either: ")]
     assert len(kafka_only) + len(others) == len(excluded)
     assert len(read_must_pass(MUST_PASS)) + len(kafka_only) == KAFKA_4_0_PASSED
+
+
+def test_broker_log_errors_tracebacks_and_criticals_are_picked_out() -> None:
+    error = "2026-01-01 10:00:02,000 ERROR [broker.connection] handler failed"
+    traceback = "Traceback (most recent call last):"
+    critical = "2026-01-01 10:00:03,000 CRITICAL [broker.server] giving up"
+    log = "\n".join(
+        [
+            "2026-01-01 10:00:00,000 INFO [broker.server] minikafka started",
+            "2026-01-01 10:00:01,000 WARNING [broker.cli] unknown property 'x' is ignored",
+            error,
+            traceback,
+            critical,
+        ]
+    )
+    assert broker_error_lines(log) == [error, traceback, critical]
