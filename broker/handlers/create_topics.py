@@ -28,6 +28,7 @@ from collections import Counter
 from broker import topic_configs
 from broker.dispatch import RequestContext
 from broker.handlers._admin import collision, topic_name_error
+from broker.handlers._assignments import manual_assignment_refusal
 from broker.topic_configs import InvalidConfigError
 from protocol.errors import ErrorCode
 from protocol.messages.create_topics import CREATE_TOPICS
@@ -108,23 +109,9 @@ def _partition_count(ctx: RequestContext, topic: Message) -> int:
 
 def _check_replicas(broker_ids: list[int], node: int) -> None:
     """A manual assignment on a one-broker cluster: exactly [this broker]."""
-    if not broker_ids:
-        raise _Refused(
-            ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-            "The manual partition assignment includes an empty replica list.",
-        )
-    for broker in broker_ids:
-        if broker != node:
-            raise _Refused(
-                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                f"The manual partition assignment includes broker {broker}, but no such "
-                "broker is registered.",
-            )
-    if len(broker_ids) > 1:
-        raise _Refused(
-            ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-            f"The manual partition assignment includes the broker {node} more than once.",
-        )
+    refusal = manual_assignment_refusal(broker_ids, node)
+    if refusal is not None:
+        raise _Refused(ErrorCode.INVALID_REPLICA_ASSIGNMENT, refusal)
 
 
 def handle(ctx: RequestContext, request: Message) -> Message:

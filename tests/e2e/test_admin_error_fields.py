@@ -11,6 +11,7 @@ import pytest
 
 from protocol.errors import ErrorCode
 from protocol.messages.create_partitions import CREATE_PARTITIONS
+from protocol.messages.create_topics import CREATE_TOPICS
 from protocol.messages.describe_producers import DESCRIBE_PRODUCERS
 from protocol.schema import Message
 from tests.e2e.test_admin_configs import create, describe
@@ -98,3 +99,89 @@ def test_create_topics_v7_validate_only_answers_a_topic_id(shared_broker: Broker
     assert result.topic_id != bytes(16)
     assert old.error_code == 0
     assert not (shared_broker.data_dir / "dry-run-id-0").exists()
+
+
+# ReplicationControlManager.validateManualPartitionAssignment, on a cluster whose only
+# broker is node 1 (the fixture's default node.id): the broker ids are checked sorted, so
+# the smallest unknown one is named. Found by kafka-python's test_create_partitions run
+# against a broker whose node id is not the one it assigns to.
+MANUAL_ASSIGNMENT_REFUSALS = [
+    ([], "The manual partition assignment includes an empty replica list."),
+    ([7], "The manual partition assignment includes broker 7, but no such broker is registered."),
+    (
+        [9, 2],
+        "The manual partition assignment includes broker 2, but no such broker is registered.",
+    ),
+    (
+        [1, 5],
+        "The manual partition assignment includes broker 5, but no such broker is registered.",
+    ),
+    ([1, 1], "The manual partition assignment includes the broker 1 more than once."),
+]
+
+
+@pytest.mark.parametrize(("broker_ids", "message"), MANUAL_ASSIGNMENT_REFUSALS)
+def test_create_partitions_refuses_a_manual_assignment_in_kafkas_words(
+    shared_broker: BrokerProcess, broker_ids: list[int], message: str
+) -> None:
+    topic = f"grow-manual-{len(broker_ids)}-{'-'.join(map(str, broker_ids))}"
+    with RawClient(shared_broker.port) as client:
+        assert create(client, topic).error_code == 0
+        answer = client.request(
+            CREATE_PARTITIONS,
+            3,
+            Message(
+                # The first new partition's assignment is valid: nothing is created when a
+                # later one is refused.
+                topics=[
+                    Message(
+                        name=topic,
+                        count=3,
+                        assignments=[Message(broker_ids=[1]), Message(broker_ids=broker_ids)],
+                    )
+                ],
+                timeout_ms=1000,
+                validate_only=False,
+            ),
+        )
+    result = answer.results[0]
+    assert (result.error_code, result.error_message) == (
+        ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+        message,
+    )
+    partition_dirs = sorted(p.name for p in shared_broker.data_dir.glob(f"{topic}-*"))
+    assert partition_dirs == [f"{topic}-0"]
+
+
+@pytest.mark.parametrize(("broker_ids", "message"), MANUAL_ASSIGNMENT_REFUSALS)
+def test_create_topics_refuses_a_manual_assignment_in_kafkas_words(
+    shared_broker: BrokerProcess, broker_ids: list[int], message: str
+) -> None:
+    topic = f"new-manual-{len(broker_ids)}-{'-'.join(map(str, broker_ids))}"
+    with RawClient(shared_broker.port) as client:
+        answer = client.request(
+            CREATE_TOPICS,
+            7,
+            Message(
+                topics=[
+                    Message(
+                        name=topic,
+                        num_partitions=-1,
+                        replication_factor=-1,
+                        assignments=[
+                            Message(partition_index=0, broker_ids=[1]),
+                            Message(partition_index=1, broker_ids=broker_ids),
+                        ],
+                        configs=[],
+                    )
+                ],
+                timeout_ms=1000,
+                validate_only=False,
+            ),
+        )
+    result = answer.topics[0]
+    assert (result.error_code, result.error_message) == (
+        ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+        message,
+    )
+    assert list(shared_broker.data_dir.glob(f"{topic}-*")) == []
