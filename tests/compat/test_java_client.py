@@ -117,8 +117,9 @@ def stored_records(data_dir: Path, topic: str, partition: int) -> list[tuple[int
 
 
 def produce_timed(client: RawClient, topic: str, partition: int, base_ms: int) -> None:
-    """Four batches of five records; record n of the partition is stamped base_ms + 10 n."""
-    for b in range(4):
+    """Five batches of five records, one per codec (none, gzip, snappy, lz4, zstd, so Java
+    decompresses each); record n of the partition is stamped base_ms + 10 n."""
+    for b, codec in enumerate(CODECS.values()):
         records = [
             Record(
                 i,
@@ -129,7 +130,7 @@ def produce_timed(client: RawClient, topic: str, partition: int, base_ms: int) -
             )
             for i in range(5)
         ]
-        data = build_batch(records, base_timestamp=base_ms + 50 * b)
+        data = build_batch(records, base_timestamp=base_ms + 50 * b, codec=codec)
         assert produce(client, topic, data, partition=partition).error_code == 0
 
 
@@ -369,7 +370,7 @@ def test_java_admin_client_calls_match_what_the_broker_stored(
         f"list-offsets {timed} {PARTITIONS} {base_ms + 125} read_uncommitted",
         f"list-offsets {timed} {PARTITIONS} {base_ms + 10_000} read_committed",
         f"delete-records {timed} 0:6 2:20",
-        f"delete-records {timed} 1:21",
+        f"delete-records {timed} 1:26",
         f"list-offsets {timed} {PARTITIONS} earliest read_committed",
         f"describe-configs topic {topic}",
         f"describe-configs broker {meta_properties(data)['node.id']}",
