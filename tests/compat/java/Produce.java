@@ -25,6 +25,8 @@ public final class Produce {
         props.put("max.in.flight.requests.per.connection", "5");
         props.put("compression.type", args[3]);
         props.put("linger.ms", "5");
+        // Small batches: every partition gets several, so sequences must run on across them.
+        props.put("batch.size", "4096");
         props.put("key.serializer", ByteArraySerializer.class.getName());
         props.put("value.serializer", ByteArraySerializer.class.getName());
         try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(props)) {
