@@ -169,6 +169,8 @@ def partition_topic_id(data_dir: Path, topic: str, partition: int) -> str:
     return fields["topic_id"]
 
 
+# Five JVM runs, one per codec: more than the default per-test timeout on a busy machine.
+@pytest.mark.timeout(300)
 def test_java_idempotent_producer_stores_every_codec_exactly_once(
     proxied_broker: tuple[BrokerProcess, CaptureProxy], java_client: JavaClient
 ) -> None:
