@@ -111,6 +111,10 @@ class Config:
     record_validation: str
     event_loop: str
     cluster_id: str | None
+    # Fault-injection control plane (broker.control_http): bind host (None = off) and port.
+    control_host: str | None
+    control_port: int
+    control_allow_remote: bool
     # Where the configuration came from, for the start-up log line.
     source_summary: str
     # Properties set explicitly (canonical name, raw value), e.g. for DescribeConfigs.
@@ -528,6 +532,20 @@ PROPERTIES: tuple[Property, ...] = (
         attr="record_validation",
     ),
     Property(
+        "minikafka.control.listener",
+        OPTIONAL_STRING,
+        None,
+        "minikafka: host:port of the HTTP fault-injection control plane (off when unset; "
+        "port 0 = ephemeral). Loopback only unless minikafka.control.allow.remote=true.",
+    ),
+    Property(
+        "minikafka.control.allow.remote",
+        BOOLEAN,
+        "false",
+        "minikafka: let the control plane bind and answer non-loopback addresses.",
+        attr="control_allow_remote",
+    ),
+    Property(
         "minikafka.event.loop",
         _choice("asyncio", "uvloop"),
         "asyncio",
@@ -788,6 +806,37 @@ def _advertisable(bind_host: str) -> str:
     return bind_host
 
 
+def is_loopback(host: str) -> bool:
+    """127.0.0.0/8, ::1 or localhost (what the control plane may bind without opting in)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _control_listener(raw: str | None, allow_remote: bool) -> tuple[str | None, int]:
+    # Fault injection can crash the broker and drop answers: anyone who can reach it can break
+    # every client, so it binds loopback unless explicitly opened.
+    name = "minikafka.control.listener"
+    if raw is None:
+        return None, 0
+    host, sep, port_text = raw.rpartition(":")
+    if not sep or not _INT_RE.fullmatch(port_text) or not 0 <= int(port_text) <= 65535:
+        raise ConfigError(name, f"{raw!r} is not host:port")
+    host = host.strip("[]")
+    if not host:
+        raise ConfigError(name, f"{raw!r} names no host (use 127.0.0.1:{port_text})")
+    if not allow_remote and not is_loopback(host):
+        raise ConfigError(
+            name,
+            f"{host} is not a loopback address; the control plane can crash the broker, so "
+            "set minikafka.control.allow.remote=true to serve it there",
+        )
+    return host, int(port_text)
+
+
 def _build_listeners(values: Mapping[str, Any]) -> tuple[Listener, ...]:
     listeners = _parse_endpoints("listeners", values["listeners"])
     advertised_raw = values["advertised.listeners"]
@@ -909,6 +958,9 @@ def load_config(
 
     attrs = {p.attr: values[p.name] for p in PROPERTIES if p.attr is not None}
     attrs.update(_derived_times(values))
+    attrs["control_host"], attrs["control_port"] = _control_listener(
+        values["minikafka.control.listener"], values["minikafka.control.allow.remote"]
+    )
     config = Config(
         listeners=listeners,
         source_summary=", ".join(summary) or "defaults",

@@ -13,6 +13,7 @@ from broker import __version__
 from broker.background import Background
 from broker.config import Config, Listener
 from broker.connection import KafkaConnection
+from broker.faults import FaultInjector, RefusedConnection
 from broker.groups import GroupCoordinator, GroupSettings
 from broker.handlers import build_dispatcher
 from broker.state import BrokerState
@@ -30,8 +31,9 @@ SHUTDOWN_GRACE_S = 3.0
 
 
 class Broker:
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, faults: FaultInjector | None = None) -> None:
         self.config = config
+        self.faults = faults
         self.state: BrokerState | None = None
         self.servers: list[asyncio.Server] = []
         self.stopped = asyncio.Event()
@@ -45,11 +47,20 @@ class Broker:
         state = BrokerState(config, store, producer_ids, build_dispatcher())
         state.groups = _open_groups(config, state)
         self.state = state
+        faults = self.faults
+        if faults is not None:
+            faults.attach(state)
         loop = asyncio.get_running_loop()
         resolved: dict[str, Listener] = {}
+
+        def connection(name: str) -> asyncio.Protocol:
+            if faults is not None and faults.refusing():
+                return RefusedConnection()
+            return KafkaConnection(state, state.dispatcher, resolved[name])
+
         for listener in config.listeners:
             server = await loop.create_server(
-                lambda name=listener.name: KafkaConnection(state, state.dispatcher, resolved[name]),
+                lambda name=listener.name: connection(name),
                 host=listener.host or None,
                 port=listener.port,
                 reuse_address=True,
@@ -114,6 +125,26 @@ class Broker:
         log.info("minikafka stopped")
         self.stopped.set()
 
+    async def crash(self) -> None:
+        """Stop as SIGKILL would: connections reset, nothing flushed, snapshotted or marked
+        clean, so the next start on this data directory recovers (fault injection)."""
+        state = self.state
+        for server in self.servers:
+            server.close()
+        if state is not None:
+            state.shutting_down = True
+            for conn in list(state.connections):
+                if conn.transport is not None:
+                    conn.transport.abort()
+            if self.background is not None:
+                await self.background.stop()
+            await state.groups.abandon()
+            # A flush round in a worker thread must not find its files closed under it.
+            await state.flusher.settle()
+            state.store.close_unclean()
+        log.warning("minikafka crashed on purpose (fault injection)")
+        self.stopped.set()
+
 
 def _open_groups(config: Config, state: BrokerState) -> GroupCoordinator:
     offsets = CommittedOffsets.open(config.log_dir)
@@ -145,7 +176,10 @@ def log_config(config: Config) -> LogConfig:
 
 
 async def serve(config: Config) -> int:
-    broker = Broker(config)
+    # The host keeps faults, the control plane and the ports across fault-injected crashes.
+    from broker.host import BrokerHost
+
+    broker = BrokerHost(config)
     await broker.start()
     loop = asyncio.get_running_loop()
     stop_requested = asyncio.Event()

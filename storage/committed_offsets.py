@@ -290,6 +290,12 @@ class CommittedOffsets:
         os.close(self._fd)
         self._fd = -1
 
+    def close_unclean(self) -> None:
+        """Close without compacting or fsyncing (a crash)."""
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
     # --- internals -------------------------------------------------------------------------
 
     def _append(self, data: bytes | bytearray, records: int) -> None:

@@ -124,6 +124,17 @@ class GroupCoordinator:
         await asyncio.gather(*set(self._group_flushes.values()), return_exceptions=True)
         self.store.close()
 
+    async def abandon(self) -> None:
+        """Stop without answering or writing anything (a crash, for fault injection)."""
+        self.closed = True
+        if self._timer is not None:
+            self._timer.cancel()
+            await asyncio.gather(self._timer, return_exceptions=True)
+            self._timer = None
+        for task in set(self._group_flushes.values()):
+            task.cancel()
+        self.store.close_unclean()
+
     async def _run_timers(self) -> None:
         while True:
             now = monotonic_ms()
