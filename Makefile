@@ -121,6 +121,12 @@ test unit: $(COMPOSE_PLUGIN)
 docker-check: setup
 	VENV=$(VENV) docker/check.sh
 
+# The pytest plugin as users get it: the built wheel in a fresh virtualenv (build/toolkit)
+# with pytest and the three Python clients, running examples/pytest-suite; prints the run
+# time and the per-test brokers' start-to-ready times.
+toolkit-check:
+	PYTHON=$(PYTHON) examples/pytest-suite/check.sh
+
 bench: setup
 	$(PY) -m bench $(ARGS)
 
