@@ -272,7 +272,13 @@ class KafkaPythonGroupConsumer:
         subscribe(self.consumer, subscription)
 
     def poll(self) -> list[Rec]:
-        batches = self.consumer.poll(timeout_ms=200)
+        # A long timeout (poll returns as soon as records arrive): kafka-python 3.0.12 drops a
+        # rebalance whose JoinGroup/SyncGroup round is still in flight when poll's timeout
+        # expires. It leaves the join task running, and if the leader's assignment snapshot
+        # already matches the metadata, need_rejoin() is False on the next poll, so nobody
+        # applies the SyncGroup answer: the member keeps its old partitions and no heartbeat
+        # (seen on a loaded machine; the broker's JoinGroup and SyncGroup answers were right).
+        batches = self.consumer.poll(timeout_ms=5000)
         return [_rec(tp, m) for tp, ms in batches.items() for m in ms]
 
     def commit(self) -> None:
