@@ -61,5 +61,10 @@ class Flusher:
 
 
 def _fsync_all(logs: list[Flushable]) -> None:
+    # One failing log must not leave the others unflushed: it has taken itself offline
+    # (PartitionLog.go_offline) and its waiters see that; the others carry on.
     for plog in logs:
-        plog.flush()
+        try:
+            plog.flush()
+        except OSError as exc:
+            log.error("flush of %s failed: %s", plog, exc)

@@ -477,6 +477,12 @@ class Store:
             self.close_unclean()
             raise
         self._closed = True
+        offline = [plog.name for plog in self.partition_logs() if plog.offline is not None]
+        if offline:
+            # Their logs may end in a torn write: the next start recovers as after a crash,
+            # as Kafka does for a log dir that went offline.
+            log.warning("no clean-shutdown marker: partition(s) offline: %s", ", ".join(offline))
+            return
         write_atomic(self.data_dir / CLEAN_SHUTDOWN_MARKER, b"")
 
     def close_unclean(self) -> None:

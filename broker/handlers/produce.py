@@ -38,7 +38,16 @@ appends only once every earlier request's turn on that partition is over (Kafka 
 order of appends to one partition with the log's lock). The append itself (PartitionLog.
 append: idempotence check, offsets, write) stays one synchronous step on the loop.
 
-Deviations: the answer lists partitions in request order (Kafka's follows a hash map);
+Storage errors: once a write or fsync of a partition failed, it is offline (PartitionLog.
+go_offline, Kafka's LogDirFailureChannel): every produce to it answers KAFKA_STORAGE_ERROR
+until a restart, which recovers its log as after a crash (Kafka also needs a restart to
+bring a failed log dir back). A failed fsync in the flush policy's wait answers the same.
+
+Deviations: an offline partition keeps serving Fetch of what it stored (Kafka answers
+KAFKA_STORAGE_ERROR there too; the bytes up to the last acknowledged batch are intact and
+readable, so consumers carry on); only the partition goes offline, not the whole log dir
+(the other partitions fail on their own first failed write);
+the answer lists partitions in request order (Kafka's follows a hash map);
 transactions are not implemented: a transactional id or a transactional batch is refused.
 """
 
@@ -226,6 +235,10 @@ async def _validate_and_append(
             due = [plog for plog in appended if plog.needs_flush(flush_ms)]
             if due:
                 await ctx.state.flusher.flush(due)
+                for tp, plog in logs.items():
+                    if plog in due and plog.offline is not None and tp in results:
+                        # The fsync failed: Kafka answers KafkaStorageException.
+                        results[tp] = _failed(tp, ErrorCode.KAFKA_STORAGE_ERROR, plog)
 
     # Kafka's merge: responseStatus ++ nonExistingTopicResponses ++ invalidRequestResponses.
     answers = {tp: early[tp] if tp in early else results[tp] for tp in order}
