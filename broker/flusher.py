@@ -61,10 +61,13 @@ class Flusher:
 
 
 def _fsync_all(logs: list[Flushable]) -> None:
-    # One failing log must not leave the others unflushed: it has taken itself offline
-    # (PartitionLog.go_offline) and its waiters see that; the others carry on.
+    # One failing log must not leave the others unflushed (a PartitionLog takes itself
+    # offline when its fsync fails); the first error then reaches every waiter.
+    failed: OSError | None = None
     for plog in logs:
         try:
             plog.flush()
         except OSError as exc:
-            log.error("flush of %s failed: %s", plog, exc)
+            failed = failed or exc
+    if failed is not None:
+        raise failed

@@ -54,6 +54,7 @@ transactions are not implemented: a transactional id or a transactional batch is
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 import weakref
@@ -234,7 +235,9 @@ async def _validate_and_append(
             flush_ms = int(time.time() * 1000)
             due = [plog for plog in appended if plog.needs_flush(flush_ms)]
             if due:
-                await ctx.state.flusher.flush(due)
+                # The partitions whose fsync failed went offline: answered below.
+                with contextlib.suppress(OSError):
+                    await ctx.state.flusher.flush(due)
                 for tp, plog in logs.items():
                     if plog in due and plog.offline is not None and tp in results:
                         # The fsync failed: Kafka answers KafkaStorageException.
