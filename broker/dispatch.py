@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from broker import offload
 from protocol import codec
 from protocol.codec import Deferred
 from protocol.header import RequestHeader
@@ -25,6 +26,16 @@ if TYPE_CHECKING:
     from broker.state import BrokerState
 
 log = logging.getLogger(__name__)
+
+# Array elements one request may hold, all arrays together (beyond: DecodeError, and the
+# connection is closed with a log line). Deviation: Kafka has no such limit, but no client
+# comes near it (the largest requests list thousands of partitions), while a 100 MiB frame
+# of one-byte elements would take this codec minutes and gigabytes; Kafka itself parses it
+# into some 100 million Java objects, past its default heap.
+MAX_DECODED_ELEMENTS = 1_000_000
+# Bodies from this size on are decoded on a worker thread (broker.offload): decoding costs
+# up to a few microseconds per byte, so a body this large may hold the loop for tens of ms.
+OFFLOAD_DECODE_BYTES = 16 * 1024
 
 
 class CloseConnection(Exception):
@@ -109,10 +120,12 @@ class Dispatcher:
         """Decode, run the handler, encode. Returns the response body as parts (records the
         connection sends itself stay Deferred), or None (no response)."""
         api = handler.api
-        reader = Reader(body)
-        request = codec.decode(
-            api.request, ctx.version, api.is_flexible(ctx.version), reader, exact=False
-        )
+        reader = Reader(body, max_elements=MAX_DECODED_ELEMENTS)
+        flexible = api.is_flexible(ctx.version)
+        if len(body) >= OFFLOAD_DECODE_BYTES:
+            request = await offload.run(_decode, api, ctx.version, flexible, reader)
+        else:
+            request = _decode(api, ctx.version, flexible, reader)
         if reader.remaining:
             # Kafka's AbstractRequest.parseRequest reads the fields it knows and never checks
             # that the body was consumed: librdkafka's all-topics Metadata v13 carries 3 bytes
@@ -138,4 +151,8 @@ class Dispatcher:
                 result = await result
         if result is None:
             return None
-        return codec.encode_parts(api.response, ctx.version, api.is_flexible(ctx.version), result)
+        return codec.encode_parts(api.response, ctx.version, flexible, result)
+
+
+def _decode(api: Api, version: int, flexible: bool, reader: Reader) -> Message:
+    return codec.decode(api.request, version, flexible, reader, exact=False)

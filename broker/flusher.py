@@ -69,5 +69,13 @@ class Flusher:
 
 
 def _fsync_all(logs: list[Flushable]) -> None:
+    # One failing log must not leave the others unflushed (a PartitionLog takes itself
+    # offline when its fsync fails); the first error then reaches every waiter.
+    failed: OSError | None = None
     for plog in logs:
-        plog.flush()
+        try:
+            plog.flush()
+        except OSError as exc:
+            failed = failed or exc
+    if failed is not None:
+        raise failed

@@ -274,6 +274,7 @@ def _array(
         # caught before building a huge list.
         if n > r.remaining:
             raise DecodeError(f"{name}: array of {n} in {r.remaining} bytes")
+        r.spend_elements(n, name)
         return [dec_item(r) for _ in range(n)]
 
     return enc, dec

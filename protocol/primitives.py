@@ -26,14 +26,38 @@ class DecodeError(ValueError):
 
 
 class Reader:
-    """A cursor over one immutable buffer."""
+    """A cursor over one immutable buffer.
 
-    __slots__ = ("buf", "end", "pos")
+    ``max_elements`` bounds the array elements decoded through this reader in all (the
+    codec spends it): every element costs at least one byte on the wire but a Python object
+    and a few microseconds to decode, so a frame of millions of one-byte elements would
+    take seconds and hundreds of MB to decode although each length is honest.
+    """
 
-    def __init__(self, buf: bytes | memoryview, pos: int = 0, end: int | None = None) -> None:
+    __slots__ = ("buf", "elements_left", "end", "max_elements", "pos")
+
+    def __init__(
+        self,
+        buf: bytes | memoryview,
+        pos: int = 0,
+        end: int | None = None,
+        *,
+        max_elements: int | None = None,
+    ) -> None:
         self.buf = memoryview(buf) if not isinstance(buf, memoryview) else buf
         self.pos = pos
         self.end = len(self.buf) if end is None else end
+        self.max_elements = max_elements
+        self.elements_left = (1 << 62) if max_elements is None else max_elements
+
+    def spend_elements(self, n: int, name: str) -> None:
+        """Account for an array of ``n`` elements; DecodeError beyond ``max_elements``."""
+        left = self.elements_left - n
+        if left < 0:
+            raise DecodeError(
+                f"{name}: more than {self.max_elements} array elements in one message"
+            )
+        self.elements_left = left
 
     @property
     def remaining(self) -> int:

@@ -141,6 +141,8 @@ class PartitionLog:
         # (log end, producer changes, recovery point) the newest snapshot file describes.
         self._snapshot_state: tuple[int, int, int] | None = None
         self._closed = False
+        # Why the partition is offline (a write or fsync failed), None while it is online.
+        self.offline: str | None = None
 
     @property
     def name(self) -> str:
@@ -322,6 +324,11 @@ class PartitionLog:
         leader_epoch: int = 0,
     ) -> AppendResult:
         """Append one validated batch; ``batch`` is patched in place (base offset, epoch)."""
+        if self.offline is not None:
+            # Kafka: a partition in an offline log dir answers KAFKA_STORAGE_ERROR.
+            return AppendResult(
+                ErrorCode.KAFKA_STORAGE_ERROR, -1, NO_TIMESTAMP, self._log_start_offset
+            )
         pid = header.producer_id
         if pid >= 0:
             check = self._producers.check(
@@ -348,10 +355,12 @@ class PartitionLog:
                 len(batch), last_offset, header.max_timestamp, now_ms
             )
             segment.append(batch, base_offset, last_offset, header.max_timestamp)
-        except OSError:
-            # Kafka answers KAFKA_STORAGE_ERROR (and takes the log dir offline); nothing was
-            # recorded as appended, so a retry lands at the same offset.
-            log.exception("%s: append failed", self.name)
+        except OSError as exc:
+            # Kafka answers KAFKA_STORAGE_ERROR and takes the log dir offline
+            # (LogDirFailureChannel.maybeAddOfflineLogDir): whatever part of the batch reached
+            # the file is unacknowledged, and the index may not match it any more, so no
+            # further append is accepted until a restart has recovered the log.
+            self.go_offline(f"append failed: {exc}")
             return AppendResult(
                 ErrorCode.KAFKA_STORAGE_ERROR, -1, NO_TIMESTAMP, self._log_start_offset
             )
@@ -694,6 +703,23 @@ class PartitionLog:
         """Forget producers idle for ``expiration_ms`` (producer.id.expiration.ms)."""
         return self._producers.remove_expired(now_ms, expiration_ms)
 
+    # -- storage errors ------------------------------------------------------------------
+
+    def go_offline(self, reason: str) -> None:
+        """Refuse appends from now on (KAFKA_STORAGE_ERROR); reads keep being served.
+
+        Kafka needs a restart to bring a failed log dir back; so does this partition: the
+        store then recovers it as after a crash (no clean-shutdown marker is written).
+        """
+        if self.offline is None:
+            self.offline = reason
+            log.error(
+                "%s: partition offline until a restart (%s); log end offset %d",
+                self.name,
+                reason,
+                self.log_end_offset,
+            )
+
     # -- flush policy --------------------------------------------------------------------
 
     @property
@@ -745,6 +771,11 @@ class PartitionLog:
             for _, (fds, _) in work:
                 for fd in fds:
                     os.fsync(fd)
+        except OSError as exc:
+            # After a failed fsync the page cache may have dropped the dirty pages: what was
+            # written is of unknown durability (Kafka: the log dir goes offline).
+            self.go_offline(f"fsync failed: {exc}")
+            raise
         finally:
             _close_handles(work)
         with self._lock:
@@ -759,8 +790,9 @@ class PartitionLog:
         """Clean close: flush, final snapshot (at the log end, fully flushed), close files."""
         if self._closed:
             return
-        self.flush()
-        self.take_snapshot()
+        if self.offline is None:
+            self.flush()
+            self.take_snapshot()
         self.close_unclean()
 
     def close_unclean(self) -> None:

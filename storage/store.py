@@ -160,6 +160,9 @@ class Store:
         self.clean_start = False
         self.recovery_summary = ""
         self._topics: dict[str, TopicInfo] = {}
+        # Names whose partitions a worker thread is preparing (prepare_topic); they count as
+        # taken, so nothing else creates them meanwhile.
+        self.preparing: set[str] = set()
         self._by_id: dict[bytes, TopicInfo] = {}
         self._closed = False
         # Files of deleted segments and topics, waiting file.delete.delay.ms (the owner runs
@@ -329,6 +332,20 @@ class Store:
 
     def create_topic(self, name: str, num_partitions: int) -> TopicInfo:
         """Create a topic with a fresh topic id; raises on a bad name, count or duplicate."""
+        if name in self.preparing:
+            raise TopicAlreadyExistsError(f"topic {name!r} is being created")
+        info = self.prepare_topic(name, num_partitions)
+        self.add_prepared_topic(info)
+        return info
+
+    def prepare_topic(self, name: str, num_partitions: int) -> TopicInfo:
+        """The disk half of create_topic: directories, metadata files, empty logs.
+
+        Touches only the new topic's own directories, so it may run on a worker thread
+        (creating thousands of partitions takes seconds of fsyncs); the topic exists once
+        ``add_prepared_topic`` (on the owner's thread) has added it. The caller puts the
+        name in ``preparing`` for the time being, which keeps other creations of it away.
+        """
         if not valid_topic_name(name):
             raise InvalidTopicError(f"invalid topic name {name!r}")
         if name in self._topics:
@@ -351,8 +368,13 @@ class Store:
             for plog in info.partitions:
                 plog.close()
             raise
-        self._add(info)
         return info
+
+    def add_prepared_topic(self, info: TopicInfo) -> None:
+        """Make a topic from ``prepare_topic`` visible (one step on the owner's thread)."""
+        if info.name in self._topics:
+            raise TopicAlreadyExistsError(f"topic {info.name!r} already exists")
+        self._add(info)
 
     def add_partitions(self, name: str, count: int) -> TopicInfo:
         """Grow a topic to ``count`` partitions (CreatePartitions); never shrinks one."""
@@ -519,6 +541,12 @@ class Store:
             self.close_unclean()
             raise
         self._closed = True
+        offline = [plog.name for plog in self.partition_logs() if plog.offline is not None]
+        if offline:
+            # Their logs may end in a torn write: the next start recovers as after a crash,
+            # as Kafka does for a log dir that went offline.
+            log.warning("no clean-shutdown marker: partition(s) offline: %s", ", ".join(offline))
+            return
         write_atomic(self.data_dir / CLEAN_SHUTDOWN_MARKER, b"")
 
     def close_unclean(self) -> None:

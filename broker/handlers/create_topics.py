@@ -14,9 +14,24 @@ validate_only runs every check and creates nothing. v5+ answers carry the partit
 count, replication factor and every config with its source; v7 the topic id (a random one
 for validate_only, as Kafka).
 
+Limits of Kafka's controller, checked for the whole request (CreateTopicsRequest.
+getErrorResponse then gives every topic named, duplicates included, the same answer):
+more than 10,000 partitions requested over the distinct names (num_partitions -1 counts
+num.partitions) -> POLICY_VIOLATION "Excessively large number of partitions per request."
+(ReplicationControlManager.validateTotalNumberOfPartitions, before any other check); the
+topics that pass every check needing more than 10,000 metadata records (one per topic, one
+per config, one per partition; QuorumController.MAX_RECORDS_PER_USER_OP, a BoundedList
+that EventHandlerExceptionInfo turns into) -> POLICY_VIOLATION "Unable to perform
+excessively large batch operation.", validate_only included. So one topic gets at most
+9,999 partitions.
+
+The directories and files of new partitions are made on a worker thread (broker.offload):
+thousands of them take seconds of fsyncs, during which the loop serves others. A name
+being created meanwhile counts as existing.
+
 Deviation: Kafka's default.replication.factor is used for -1; here it is always 1, since a
 single broker keeps one replica (the broker warns at start-up about a larger setting).
-Creation is synchronous: the topic is ready when the answer leaves.
+Creation completes before the answer: the topic is ready when the answer leaves.
 """
 
 from __future__ import annotations
@@ -24,8 +39,9 @@ from __future__ import annotations
 import logging
 import uuid
 from collections import Counter
+from dataclasses import dataclass
 
-from broker import topic_configs
+from broker import offload, topic_configs
 from broker.dispatch import RequestContext
 from broker.handlers._admin import collision, topic_name_error
 from broker.handlers._assignments import manual_assignment_refusal
@@ -40,6 +56,27 @@ MIN_VERSION = 2
 MAX_VERSION = 7
 
 log = logging.getLogger(__name__)
+
+# ReplicationControlManager.MAX_PARTITIONS_PER_BATCH and QuorumController.
+# MAX_RECORDS_PER_USER_OP.
+MAX_PARTITIONS_PER_BATCH = 10_000
+MAX_RECORDS_PER_USER_OP = 10_000
+TOO_MANY_PARTITIONS = "Excessively large number of partitions per request."
+TOO_MANY_RECORDS = "Unable to perform excessively large batch operation."
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """A topic that passed every check: what to create."""
+
+    name: str
+    count: int
+    configs: dict[str, str]
+
+    @property
+    def records(self) -> int:
+        """The controller records it takes: TopicRecord, ConfigRecords, PartitionRecords."""
+        return 1 + len(self.configs) + self.count
 
 
 class _Refused(Exception):
@@ -114,90 +151,123 @@ def _check_replicas(broker_ids: list[int], node: int) -> None:
         raise _Refused(ErrorCode.INVALID_REPLICA_ASSIGNMENT, refusal)
 
 
-def handle(ctx: RequestContext, request: Message) -> Message:
-    state = ctx.state
-    counts = Counter(t.name for t in request.topics)
-    results: list[Message] = []
+def _requested_partitions(ctx: RequestContext, request: Message, counts: Counter[str]) -> int:
+    """ReplicationControlManager.validateTotalNumberOfPartitions' upper bound."""
+    total = 0
     for topic in request.topics:
-        name = topic.name
-        if counts[name] > 1:
-            results.append(_error(name, ErrorCode.INVALID_REQUEST, "Duplicate topic name."))
-            continue
-        reason = topic_name_error(name)
-        if reason is not None:
-            log.info("CreateTopics %r refused: %s (%s)", name, reason, ctx.describe())
-            results.append(_error(name, ErrorCode.INVALID_TOPIC_EXCEPTION, reason))
-            continue
-        if state.store.topic(name) is not None:
-            results.append(
-                _error(name, ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
-            )
-            continue
-        other = collision(name, state.store.topics())
-        if other is not None:
-            results.append(
-                _error(
-                    name,
-                    ErrorCode.INVALID_TOPIC_EXCEPTION,
-                    f"Topic '{name}' collides with existing topic: {other}",
-                )
-            )
-            continue
-        overrides = {c.name: c.value for c in topic.configs}
-        try:
-            null = [c.name for c in topic.configs if c.value is None]
-            if null:
-                raise InvalidConfigError(
-                    f"Null value not supported for topic configs: {','.join(null)}"
-                )
-            if len(overrides) != len(topic.configs):
-                raise InvalidConfigError("Duplicate config name.", ErrorCode.INVALID_REQUEST)
-            topic_configs.validate(overrides)
-            count = _partition_count(ctx, topic)
-        except InvalidConfigError as exc:
-            log.info("CreateTopics %r refused: %s (%s)", name, exc.message, ctx.describe())
-            results.append(_error(name, exc.code, exc.message))
-            continue
-        except _Refused as exc:
-            log.info("CreateTopics %r refused: %s (%s)", name, exc.message, ctx.describe())
-            results.append(_error(name, exc.code, exc.message))
-            continue
-        valid: dict[str, str] = {k: v for k, v in overrides.items() if v is not None}
-        # Kafka's ReplicationControlManager.createTopic draws the id before it knows the
-        # request is validate_only, so a dry run answers a (throwaway) id too.
-        topic_id = uuid.uuid4().bytes
-        if not request.validate_only:
-            info = state.store.create_topic(name, count)
-            if valid:
-                state.set_topic_configs(info, valid)
-            topic_id = info.topic_id
-            log.info(
-                "created topic %r with %d partition(s)%s (%s)",
-                name,
-                count,
-                f", configs {valid}" if valid else "",
-                ctx.describe(),
-            )
-        entries = topic_configs.describe_topic(state.config, valid)
-        results.append(
-            Message(
-                name=name,
-                topic_id=topic_id,
-                error_code=ErrorCode.NONE,
-                error_message=None,
-                topic_config_error_code=0,
-                num_partitions=count,
-                replication_factor=1,
-                configs=[
-                    Message(
-                        name=e.name,
-                        value=e.value,
-                        read_only=e.read_only,
-                        config_source=int(e.source),
-                        is_sensitive=False,
-                    )
-                    for e in entries
-                ],
-            )
-        )
+        if counts[topic.name] > 1:
+            continue  # ControllerApis drops duplicated names before the controller sees them
+        if topic.assignments:
+            total += len(topic.assignments)
+        elif topic.num_partitions == -1:
+            total += ctx.state.config.num_partitions
+        elif topic.num_partitions > 0:
+            total += topic.num_partitions
+    return int(total)
+
+
+def _refuse_all(request: Message, message: str) -> Message:
+    return Message(
+        throttle_time_ms=0,
+        topics=[_error(t.name, ErrorCode.POLICY_VIOLATION, message) for t in request.topics],
+    )
+
+
+async def handle(ctx: RequestContext, request: Message) -> Message:
+    counts = Counter(t.name for t in request.topics)
+    if _requested_partitions(ctx, request, counts) > MAX_PARTITIONS_PER_BATCH:
+        log.info("CreateTopics refused: %s (%s)", TOO_MANY_PARTITIONS, ctx.describe())
+        return _refuse_all(request, TOO_MANY_PARTITIONS)
+    checked = [_check(ctx, topic, counts) for topic in request.topics]
+    if sum(p.records for p in checked if isinstance(p, _Plan)) > MAX_RECORDS_PER_USER_OP:
+        log.info("CreateTopics refused: %s (%s)", TOO_MANY_RECORDS, ctx.describe())
+        return _refuse_all(request, TOO_MANY_RECORDS)
+    results: list[Message] = []
+    for item in checked:
+        results.append(item if isinstance(item, Message) else await _create(ctx, request, item))
     return Message(throttle_time_ms=0, topics=results)
+
+
+def _check(ctx: RequestContext, topic: Message, counts: Counter[str]) -> Message | _Plan:
+    """Every check of one topic: its error answer, or what to create."""
+    state = ctx.state
+    name = topic.name
+    if counts[name] > 1:
+        return _error(name, ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
+    reason = topic_name_error(name)
+    if reason is not None:
+        log.info("CreateTopics %r refused: %s (%s)", name, reason, ctx.describe())
+        return _error(name, ErrorCode.INVALID_TOPIC_EXCEPTION, reason)
+    if state.store.topic(name) is not None or name in state.store.preparing:
+        return _error(name, ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+    other = collision(name, state.store.topics())
+    if other is not None:
+        return _error(
+            name,
+            ErrorCode.INVALID_TOPIC_EXCEPTION,
+            f"Topic '{name}' collides with existing topic: {other}",
+        )
+    overrides = {c.name: c.value for c in topic.configs}
+    try:
+        null = [c.name for c in topic.configs if c.value is None]
+        if null:
+            raise InvalidConfigError(
+                f"Null value not supported for topic configs: {','.join(null)}"
+            )
+        if len(overrides) != len(topic.configs):
+            raise InvalidConfigError("Duplicate config name.", ErrorCode.INVALID_REQUEST)
+        topic_configs.validate(overrides)
+        count = _partition_count(ctx, topic)
+    except (InvalidConfigError, _Refused) as exc:
+        log.info("CreateTopics %r refused: %s (%s)", name, exc.message, ctx.describe())
+        return _error(name, exc.code, exc.message)
+    return _Plan(name, count, {k: v for k, v in overrides.items() if v is not None})
+
+
+async def _create(ctx: RequestContext, request: Message, plan: _Plan) -> Message:
+    state = ctx.state
+    name, count, valid = plan.name, plan.count, plan.configs
+    # Kafka's ReplicationControlManager.createTopic draws the id before it knows the
+    # request is validate_only, so a dry run answers a (throwaway) id too.
+    topic_id = uuid.uuid4().bytes
+    if not request.validate_only:
+        preparing = state.store.preparing
+        if state.store.topic(name) is not None or name in preparing:
+            # Created by another request while this one waited for an earlier topic.
+            return _error(name, ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+        preparing.add(name)
+        try:
+            info = await offload.run(state.store.prepare_topic, name, count)
+        finally:
+            preparing.discard(name)
+        state.store.add_prepared_topic(info)
+        if valid:
+            state.set_topic_configs(info, valid)
+        topic_id = info.topic_id
+        log.info(
+            "created topic %r with %d partition(s)%s (%s)",
+            name,
+            count,
+            f", configs {valid}" if valid else "",
+            ctx.describe(),
+        )
+    entries = topic_configs.describe_topic(state.config, valid)
+    return Message(
+        name=name,
+        topic_id=topic_id,
+        error_code=ErrorCode.NONE,
+        error_message=None,
+        topic_config_error_code=0,
+        num_partitions=count,
+        replication_factor=1,
+        configs=[
+            Message(
+                name=e.name,
+                value=e.value,
+                read_only=e.read_only,
+                config_source=int(e.source),
+                is_sensitive=False,
+            )
+            for e in entries
+        ],
+    )

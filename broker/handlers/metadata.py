@@ -137,7 +137,8 @@ def handle(ctx: RequestContext, request: Message) -> Message:
                 if not allow_create:
                     topics.append(error_entry(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                     continue
-                state.auto_create_topic(name)
+                if name not in store.preparing:  # else CreateTopics is making it right now
+                    state.auto_create_topic(name)
                 topics.append(error_entry(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                 continue
             topics.append(topic_entry(info))

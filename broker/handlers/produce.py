@@ -29,23 +29,46 @@ the replication factor (Partition.effectiveMinIsr, KAFKA-15583), which is 1 here
 acks=0: processed normally, no response; if any partition failed the connection is closed
 so the client refreshes its metadata (Kafka's behaviour).
 
-Deviations: the answer lists partitions in request order (Kafka's follows a hash map);
+Heavy batches (issue 13): the checks and rewrites above are pure functions of the batch
+bytes and the topic's settings, so for a request with large or compressed batches they run
+on a worker thread (broker.offload: decompression and CRC release the GIL, the record walk
+does not) while the loop serves others. Appends stay in arrival order per partition: each
+request takes its turn on every partition it names before anything is awaited, and
+appends only once every earlier request's turn on that partition is over (Kafka keeps the
+order of appends to one partition with the log's lock). The append itself (PartitionLog.
+append: idempotence check, offsets, write) stays one synchronous step on the loop.
+
+Storage errors: once a write or fsync of a partition failed, it is offline (PartitionLog.
+go_offline, Kafka's LogDirFailureChannel): every produce to it answers KAFKA_STORAGE_ERROR
+until a restart, which recovers its log as after a crash (Kafka also needs a restart to
+bring a failed log dir back). A failed fsync in the flush policy's wait answers the same.
+
+Deviations: an offline partition keeps serving Fetch of what it stored (Kafka answers
+KAFKA_STORAGE_ERROR there too; the bytes up to the last acknowledged batch are intact and
+readable, so consumers carry on); only the partition goes offline, not the whole log dir
+(the other partitions fail on their own first failed write);
+the answer lists partitions in request order (Kafka's follows a hash map);
 transactions are not implemented: a transactional id or a transactional batch is refused.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import time
+import weakref
 from dataclasses import dataclass
 
+from broker import offload
 from broker.dispatch import CloseConnection, RequestContext
 from broker.topic_configs import TopicSettings
 from protocol.errors import ErrorCode
 from protocol.messages.produce import PRODUCE
+from protocol.records import BatchHeader
 from protocol.schema import Message
 from storage.partition_log import PartitionLog
-from storage.record_rules import TopicRules, check_records, rewrite_batch
+from storage.record_rules import RecordsVerdict, TopicRules, check_records, rewrite_batch
 from storage.validation import Validation, validate_batch
 
 API = PRODUCE
@@ -81,6 +104,31 @@ class _Entry:
 
     records: memoryview | bytes
     checked: Validation
+    # What LogValidator decided (None when the batch failed earlier or is transactional).
+    verdict: RecordsVerdict | None = None
+    # The batch to append (rewritten as LogValidator rewrites it) and its header.
+    batch: bytearray | None = None
+    header: BatchHeader | None = None
+
+
+@dataclass(slots=True)
+class _Work:
+    """One partition's batch before validation: what _prepare needs, no broker state."""
+
+    records: memoryview | bytes
+    max_message_bytes: int
+    allow_zstd: bool
+    depth: str
+    rules: TopicRules
+    now_ms: int
+
+
+# A request runs its validation on a worker thread when its batches hold this many bytes,
+# or hold a compressed batch of this many (compressed bytes can stand for 100x as many
+# records, each walked in Python).
+OFFLOAD_BYTES = 64 * 1024
+OFFLOAD_COMPRESSED_BYTES = 1024
+_ATTRIBUTES_LOW_BYTE = 22
 
 
 def _partition(
@@ -107,15 +155,60 @@ async def handle(ctx: RequestContext, request: Message) -> Message | None:
     if ctx.version < MIN_VERSION:
         # KIP-896: Kafka 4.0 closes the connection (kafka-oracle/raw_produce_old_versions).
         raise CloseConnection(f"Produce v{ctx.version} is not served (KIP-896: v3 and later)")
+    now_ms = int(time.time() * 1000)
     order: list[_TopicPartition] = []
-    early: dict[_TopicPartition, Message] = {}
-    entries: dict[_TopicPartition, _Entry] = {}
+    # Every (topic, partition) named, in request order, with its early answer or its work.
+    named: list[tuple[_TopicPartition, Message | _Work]] = []
+    logs: dict[_TopicPartition, PartitionLog] = {}
+    seen: set[_TopicPartition] = set()
     for topic in request.topic_data:
         for part in topic.partition_data:
             tp = (topic.name, part.index)
-            if tp not in early and tp not in entries:
+            if tp not in seen:
+                seen.add(tp)
                 order.append(tp)
-            _classify(ctx, tp, part.records, early, entries)
+            named.append((tp, _locate(ctx, tp, part.records, now_ms, logs)))
+    # Turns are taken before the first await: appends keep the order requests arrived in.
+    turns = {tp: _TURNS.take(plog) for tp, plog in logs.items()}
+    try:
+        return await _validate_and_append(ctx, request, acks, now_ms, order, named, logs, turns)
+    finally:
+        for tp, (_, mine) in turns.items():
+            _TURNS.release(logs[tp], mine)
+
+
+async def _validate_and_append(
+    ctx: RequestContext,
+    request: Message,
+    acks: int,
+    now_ms: int,
+    order: list[_TopicPartition],
+    named: list[tuple[_TopicPartition, Message | _Work]],
+    logs: dict[_TopicPartition, PartitionLog],
+    turns: dict[_TopicPartition, tuple[asyncio.Future[None] | None, asyncio.Future[None]]],
+) -> Message | None:
+    jobs = [w for _, w in named if isinstance(w, _Work)]
+    if _heavy(jobs):
+        prepared = iter(await offload.run(_prepare_all, jobs))
+    else:
+        prepared = iter(_prepare_all(jobs))
+    # KafkaApis' maps: a later batch for a partition replaces an earlier one, and an early
+    # answer (unknown partition, request-level error) wins over the append's result.
+    early: dict[_TopicPartition, Message] = {}
+    entries: dict[_TopicPartition, _Entry] = {}
+    for tp, item in named:
+        if isinstance(item, Message):
+            early[tp] = item
+            continue
+        entry = next(prepared)
+        if entry.checked.request_level:
+            _log_refused(ctx, tp, entry.checked.error, entry.checked.message)
+            early[tp] = _partition(tp[1], entry.checked.error)
+        else:
+            entries[tp] = entry
+    for previous, _ in turns.values():
+        if previous is not None and not previous.done():
+            await asyncio.shield(previous)
 
     results: dict[_TopicPartition, Message] = {}
     if acks not in (-1, 0, 1):
@@ -131,9 +224,10 @@ async def handle(ctx: RequestContext, request: Message) -> Message | None:
         early = {}
     else:
         appended: list[PartitionLog] = []
-        now_ms = int(time.time() * 1000)
         for tp, entry in entries.items():
-            results[tp] = _append(ctx, tp, entry, now_ms, appended)
+            results[tp] = _append(ctx, tp, logs[tp], entry, now_ms, appended)
+        for tp, (_, mine) in turns.items():
+            _TURNS.release(logs[tp], mine)
         if appended:
             ctx.state.notify_appended()
             # Flush policy (flush.messages / flush.ms): answer only once the data is fsynced,
@@ -141,7 +235,13 @@ async def handle(ctx: RequestContext, request: Message) -> Message | None:
             flush_ms = int(time.time() * 1000)
             due = [plog for plog in appended if plog.needs_flush(flush_ms)]
             if due:
-                await ctx.state.flusher.flush(due)
+                # The partitions whose fsync failed went offline: answered below.
+                with contextlib.suppress(OSError):
+                    await ctx.state.flusher.flush(due)
+                for tp, plog in logs.items():
+                    if plog in due and plog.offline is not None and tp in results:
+                        # The fsync failed: Kafka answers KafkaStorageException.
+                        results[tp] = _failed(tp, ErrorCode.KAFKA_STORAGE_ERROR, plog)
 
     # Kafka's merge: responseStatus ++ nonExistingTopicResponses ++ invalidRequestResponses.
     answers = {tp: early[tp] if tp in early else results[tp] for tp in order}
@@ -161,34 +261,103 @@ async def handle(ctx: RequestContext, request: Message) -> Message | None:
     return Message(responses=responses, throttle_time_ms=0)
 
 
-def _classify(
+class _Turns:
+    """Per partition, the turn of the latest request that will append to it.
+
+    A request waits for the turn taken before its own (``previous``) and ends its own
+    (``mine``) once its append is done or abandoned; the last turn is forgotten when it ends.
+    """
+
+    def __init__(self) -> None:
+        self._last: weakref.WeakKeyDictionary[PartitionLog, asyncio.Future[None]] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def take(self, plog: PartitionLog) -> tuple[asyncio.Future[None] | None, asyncio.Future[None]]:
+        previous = self._last.get(plog)
+        mine: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._last[plog] = mine
+        return previous, mine
+
+    def release(self, plog: PartitionLog, mine: asyncio.Future[None]) -> None:
+        if not mine.done():
+            mine.set_result(None)
+        if self._last.get(plog) is mine:
+            del self._last[plog]
+
+
+_TURNS = _Turns()
+
+
+def _locate(
     ctx: RequestContext,
     tp: _TopicPartition,
     records: memoryview | bytes | None,
-    early: dict[_TopicPartition, Message],
-    entries: dict[_TopicPartition, _Entry],
-) -> None:
-    """KafkaApis' first pass: metadataCache.contains, then ProduceRequest.validateRecords."""
+    now_ms: int,
+    logs: dict[_TopicPartition, PartitionLog],
+) -> Message | _Work:
+    """KafkaApis' first pass: metadataCache.contains (validateRecords follows in _prepare)."""
     name, index = tp
     state = ctx.state
     info = state.store.topic(name)
-    if info is None or state.store.partition(name, index) is None:
-        early[tp] = _partition(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-        return
+    plog = state.store.partition(name, index)
+    if info is None or plog is None:
+        return _partition(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     if records is None:
-        early[tp] = _partition(index, ErrorCode.INVALID_RECORD)
-        return
-    checked = validate_batch(
+        return _partition(index, ErrorCode.INVALID_RECORD)
+    logs[tp] = plog
+    settings = state.topic_settings(info)
+    return _Work(
         records,
-        max_message_bytes=state.topic_settings(info).max_message_bytes,
-        allow_zstd=ctx.version >= ZSTD_MIN_VERSION,
-        depth=state.config.record_validation,
+        settings.max_message_bytes,
+        ctx.version >= ZSTD_MIN_VERSION,
+        state.config.record_validation,
+        _rules(tp, settings),
+        now_ms,
     )
-    if checked.request_level:
-        _log_refused(ctx, tp, checked.error, checked.message)
-        early[tp] = _partition(index, checked.error)
-        return
-    entries[tp] = _Entry(records, checked)
+
+
+def _heavy(jobs: list[_Work]) -> bool:
+    total = 0
+    for job in jobs:
+        size = len(job.records)
+        total += size
+        if (
+            size >= OFFLOAD_COMPRESSED_BYTES
+            and size > _ATTRIBUTES_LOW_BYTE
+            and job.records[_ATTRIBUTES_LOW_BYTE] & 0x07
+        ):
+            return True
+    return total >= OFFLOAD_BYTES
+
+
+def _prepare_all(jobs: list[_Work]) -> list[_Entry]:
+    return [_prepare(job) for job in jobs]
+
+
+def _prepare(job: _Work) -> _Entry:
+    """ProduceRequest.validateRecords, UnifiedLog's checks and LogValidator, on one batch.
+
+    Pure (no broker state), so it may run on a worker thread.
+    """
+    checked = validate_batch(
+        job.records,
+        max_message_bytes=job.max_message_bytes,
+        allow_zstd=job.allow_zstd,
+        depth=job.depth,
+    )
+    entry = _Entry(job.records, checked)
+    header = checked.header
+    if checked.error != ErrorCode.NONE or header is None or header.is_transactional:
+        return entry
+    records = job.records[: checked.size]
+    verdict = check_records(records, header, checked.scan, job.rules, job.now_ms)
+    entry.verdict = verdict
+    if verdict.error == ErrorCode.NONE:
+        entry.batch, entry.header = rewrite_batch(
+            bytearray(records), header, checked.scan, verdict, job.rules, job.now_ms
+        )
+    return entry
 
 
 def _log_refused(
@@ -216,6 +385,7 @@ def _failed(
 def _append(
     ctx: RequestContext,
     tp: _TopicPartition,
+    plog: PartitionLog,
     entry: _Entry,
     now_ms: int,
     appended: list[PartitionLog],
@@ -224,19 +394,18 @@ def _append(
     state = ctx.state
     name, index = tp
     info = state.store.topic(name)
-    plog = state.store.partition(name, index)
-    assert info is not None and plog is not None  # checked by _classify, no await since
+    if info is None or state.store.partition(name, index) is not plog:
+        # Deleted (or deleted and created again) while the batch was being validated.
+        return _partition(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     settings = state.topic_settings(info)
     checked = entry.checked
     if checked.error != ErrorCode.NONE or checked.header is None:
         _log_refused(ctx, tp, checked.error, checked.message)
         return _failed(tp, checked.error, plog)
-    header = checked.header
-    if header.is_transactional:
+    if checked.header.is_transactional:
         return _failed(tp, ErrorCode.INVALID_TXN_STATE, plog)
-    rules = _rules(tp, settings)
-    records = entry.records
-    verdict = check_records(records[: checked.size], header, checked.scan, rules, now_ms)
+    verdict = entry.verdict
+    assert verdict is not None
     if verdict.error != ErrorCode.NONE:
         _log_refused(ctx, tp, verdict.error, verdict.message)
         record_errors = [
@@ -246,9 +415,8 @@ def _append(
         # Only LogValidator's RecordValidationException carries a message to the client.
         message = verdict.message if record_errors else None
         return _failed(tp, verdict.error, plog, record_errors=record_errors, message=message)
-    batch, header = rewrite_batch(
-        bytearray(records[: checked.size]), header, checked.scan, verdict, rules, now_ms
-    )
+    batch, header = entry.batch, entry.header
+    assert batch is not None and header is not None
     if len(batch) > settings.max_message_bytes:
         # A rebuilt batch is measured again (UnifiedLog.append, messageSizeMaybeChanged).
         return _failed(tp, ErrorCode.MESSAGE_TOO_LARGE, plog)
