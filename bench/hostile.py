@@ -286,12 +286,20 @@ def parked_fetches(fetches: int = 500, requests: int = 4000) -> dict[str, float]
 
 def run_all(quick: bool = False) -> dict[str, Any]:
     scale = 0.25 if quick else 1.0
+    workloads: dict[str, Any] = {
+        "idle_1000": lambda: idle_connections(1000, 3.0 * scale + 1),
+        "pipelining_200x1mib": lambda: pipelining_large_frames(200, 4, MIB),
+        "pipelining_200x4mib_pool64mib": lambda: pipelining_large_frames(
+            200, 2, 4 * MIB, {"queued.max.request.bytes": str(64 * MIB)}
+        ),
+        "long_poll_31x4mb_rss_growth_mb": long_poll_with_pipelined_frames,
+        "parked_500": lambda: parked_fetches(500, int(4000 * scale)),
+    }
     figures: dict[str, Any] = {}
-    figures["idle_1000"] = idle_connections(1000, 3.0 * scale + 1)
-    figures["pipelining_200x1mib"] = pipelining_large_frames(200, 4, MIB)
-    figures["pipelining_200x4mib_pool64mib"] = pipelining_large_frames(
-        200, 2, 4 * MIB, {"queued.max.request.bytes": str(64 * MIB)}
-    )
-    figures["long_poll_31x4mb_rss_growth_mb"] = long_poll_with_pipelined_frames()
-    figures["parked_500"] = parked_fetches(500, int(4000 * scale))
+    for name, workload in workloads.items():
+        try:
+            figures[name] = workload()
+        except Exception as exc:  # a failed workload is a figure too
+            figures[name] = f"failed: {exc!r}"
+        print(name, figures[name], flush=True)
     return figures
