@@ -95,7 +95,7 @@ class Broker:
             # Parked JoinGroup/SyncGroup answers go out now (NOT_COORDINATOR), not at timeout.
             state.groups.shutdown()
             # Long-polling fetches wake up and answer with what they have.
-            state.notify_appended()
+            state.complete_parked_fetches()
             waits = [conn.idle.wait() for conn in list(state.connections)]
             if waits:
                 try:

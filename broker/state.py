@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from broker import topic_configs
+from broker.fetch_purgatory import FetchPurgatory
 from broker.fetch_sessions import FetchSessionCache
 from broker.flusher import Flusher
 from broker.topic_configs import TopicSettings
 from storage.broker_config_store import BrokerConfigStore
+from storage.partition_log import PartitionLog
 from storage.producer_ids import ProducerIdAllocator
 from storage.store import Store, TopicInfo
 from storage.topic_config_store import TopicConfigStore
@@ -45,7 +47,8 @@ class BrokerState:
         self.shutting_down = False
         # Zero-copy fetch sends; switched off if the event loop cannot sendfile (uvloop).
         self.sendfile = True
-        self._appended = asyncio.Event()
+        # Long-polling fetches, parked per partition (Kafka's delayed-fetch purgatory).
+        self.fetch_purgatory = FetchPurgatory()
         # Incremental fetch sessions (KIP-227), shared by every connection as in Kafka.
         self.fetch_sessions = FetchSessionCache(config.max_incremental_fetch_session_cache_slots)
         # Per-topic config overrides (CreateTopics, AlterConfigs) and what they amount to.
@@ -59,14 +62,15 @@ class BrokerState:
         for name, reason in self.broker_configs.problems:
             log.warning("broker config file %s ignored: %s", name, reason)
 
-    def append_signal(self) -> asyncio.Event:
-        """An event set at the next append (long-polling fetches wait on it)."""
-        return self._appended
+    def notify_appended(self, logs: Iterable[PartitionLog]) -> None:
+        """Data was appended to these partitions: wake the fetches parked on them, and only
+        those (ReplicaManager's checkAndComplete per TopicPartitionOperationKey)."""
+        for plog in logs:
+            self.fetch_purgatory.check_and_complete((plog.topic, plog.partition))
 
-    def notify_appended(self) -> None:
-        # Wake every waiter once, then start a fresh event for the next round.
-        self._appended.set()
-        self._appended = asyncio.Event()
+    def complete_parked_fetches(self) -> None:
+        """Answer every parked fetch now (shutdown, topic deletion)."""
+        self.fetch_purgatory.complete_all()
 
     @property
     def cluster_id(self) -> str:

@@ -135,7 +135,7 @@ async def handle(ctx: RequestContext, request: Message) -> Message | None:
         for tp, entry in entries.items():
             results[tp] = _append(ctx, tp, entry, now_ms, appended)
         if appended:
-            ctx.state.notify_appended()
+            ctx.state.notify_appended(appended)
             # Flush policy (flush.messages / flush.ms): answer only once the data is fsynced,
             # as Kafka does when it flushes in the append path; rounds are shared.
             flush_ms = int(time.time() * 1000)
