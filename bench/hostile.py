@@ -20,9 +20,11 @@ from typing import Any
 
 from bench.process import BenchBroker
 from protocol.messages.api_versions import API_VERSIONS
+from protocol.messages.create_topics import CREATE_TOPICS
 from protocol.messages.fetch import FETCH
 from protocol.messages.produce import PRODUCE
 from protocol.records import build_batch
+from protocol.schema import Message
 from tests.support.produce import create_topic, fetch_request, produce_request
 from tests.support.raw_client import SOFTWARE, RawClient
 
@@ -117,23 +119,33 @@ def produce_frame(
     return client.encode(PRODUCE, 9, produce_request(topic, data, acks=acks), correlation_id)
 
 
+class FrameReader:
+    """Size-prefixed frames from a socket, keeping what arrived beyond them."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.buf = bytearray()
+
+    def read(self, count: int) -> list[bytes]:
+        frames: list[bytes] = []
+        buf = self.buf
+        while True:
+            while len(frames) < count and len(buf) >= 4:
+                (length,) = struct.unpack_from(">i", buf)
+                if len(buf) < 4 + length:
+                    break
+                frames.append(bytes(buf[4 : 4 + length]))
+                del buf[: 4 + length]
+            if len(frames) >= count:
+                return frames
+            chunk = self.sock.recv(1 << 20)
+            if not chunk:
+                raise ConnectionError(f"closed after {len(frames)} of {count} answers")
+            buf += chunk
+
+
 def read_frames(sock: socket.socket, count: int) -> list[bytes]:
-    frames = []
-    buf = bytearray()
-    while len(frames) < count:
-        while len(buf) >= 4:
-            (length,) = struct.unpack_from(">i", buf)
-            if len(buf) < 4 + length:
-                break
-            frames.append(bytes(buf[4 : 4 + length]))
-            del buf[: 4 + length]
-        if len(frames) >= count:
-            break
-        chunk = sock.recv(1 << 20)
-        if not chunk:
-            raise ConnectionError(f"closed after {len(frames)} of {count} answers")
-        buf += chunk
-    return frames
+    return FrameReader(sock).read(count)
 
 
 # --- workloads ---------------------------------------------------------------------------
@@ -238,19 +250,32 @@ def long_poll_with_pipelined_frames(frames: int = 31, frame_bytes: int = 4_000_0
     return peak - base
 
 
+def create_topics(client: RawClient, name: str, partitions: int) -> None:
+    client.sock.settimeout(300)
+    topic = Message(
+        name=name, num_partitions=partitions, replication_factor=1, assignments=[], configs=[]
+    )
+    answer = client.request(
+        CREATE_TOPICS, 7, Message(topics=[topic], timeout_ms=300_000, validate_only=False)
+    )
+    assert answer.topics[0].error_code == 0, answer
+
+
 def produce_rate(port: int, topic: str, requests: int, in_flight: int = 5) -> float:
     """Records/s of one raw producer pipelining ``in_flight`` acks=1 Produce requests."""
     data = build_batch([(None, b"p" * 100)] * 50)
     with RawClient(port) as client:
         frame = client.encode(PRODUCE, 9, produce_request(topic, data, acks=1), 1)
         sock = client.sock
+        sock.settimeout(300)
+        answers = FrameReader(sock)
         started = time.perf_counter()
         for _ in range(min(in_flight, requests)):
             sock.sendall(frame)
         sent = min(in_flight, requests)
         answered = 0
         while answered < requests:
-            read_frames(sock, 1)
+            answers.read(1)
             answered += 1
             if sent < requests:
                 sock.sendall(frame)
@@ -261,10 +286,10 @@ def produce_rate(port: int, topic: str, requests: int, in_flight: int = 5) -> fl
 def parked_fetches(fetches: int = 500, requests: int = 4000) -> dict[str, float]:
     """Produce throughput alone, then with ``fetches`` long-poll fetches parked on other
     partitions (each on its own connection)."""
-    with BenchBroker(overrides={"num.partitions": str(fetches)}) as broker:
+    with BenchBroker() as broker:
         with RawClient(broker.port) as admin:
             create_topic(admin, "stream")
-            create_topic(admin, "parked")
+            create_topics(admin, "parked", fetches)
         produce_rate(broker.port, "stream", 500)  # warm-up
         alone = produce_rate(broker.port, "stream", requests)
         parked = []
