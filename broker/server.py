@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
 import os
 import signal
 import time
 
 from broker import __version__
+from broker.acceptor import Acceptor, bind
 from broker.background import Background
 from broker.config import Config, Listener
 from broker.connection import KafkaConnection
@@ -33,7 +35,7 @@ class Broker:
     def __init__(self, config: Config) -> None:
         self.config = config
         self.state: BrokerState | None = None
-        self.servers: list[asyncio.Server] = []
+        self.servers: list[Acceptor] = []
         self.stopped = asyncio.Event()
         self.background: Background | None = None
 
@@ -45,18 +47,15 @@ class Broker:
         state = BrokerState(config, store, producer_ids, build_dispatcher())
         state.groups = _open_groups(config, state)
         self.state = state
-        loop = asyncio.get_running_loop()
         resolved: dict[str, Listener] = {}
         for listener in config.listeners:
-            server = await loop.create_server(
-                lambda name=listener.name: KafkaConnection(state, state.dispatcher, resolved[name]),
-                host=listener.host or None,
-                port=listener.port,
-                reuse_address=True,
-                start_serving=False,
+            server = Acceptor(
+                bind(listener.host, listener.port),
+                functools.partial(_connection, state, resolved, listener.name),
+                state.connection_quotas,
             )
             self.servers.append(server)
-            port = server.sockets[0].getsockname()[1]
+            port = server.port
             # Port 0 binds an ephemeral port; advertise the real one.
             resolved[listener.name] = dataclasses.replace(
                 listener, port=port, advertised_port=listener.advertised_port or port
@@ -66,7 +65,7 @@ class Broker:
         self.config = config
         state.config = config
         for server in self.servers:
-            await server.start_serving()
+            server.start()
         self.background = Background(state)
         self.background.start()
         state.groups.start()
@@ -113,6 +112,12 @@ class Broker:
             log.info("store closed cleanly in %.0f ms", (time.monotonic() - started) * 1000)
         log.info("minikafka stopped")
         self.stopped.set()
+
+
+def _connection(
+    state: BrokerState, listeners: dict[str, Listener], name: str, address: str
+) -> KafkaConnection:
+    return KafkaConnection(state, state.dispatcher, listeners[name], address)
 
 
 def _open_groups(config: Config, state: BrokerState) -> GroupCoordinator:

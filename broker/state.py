@@ -7,9 +7,11 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from broker import topic_configs
+from broker.connection_quotas import ConnectionQuotas
 from broker.fetch_purgatory import FetchPurgatory
 from broker.fetch_sessions import FetchSessionCache
 from broker.flusher import Flusher
+from broker.request_budget import RequestBudget
 from broker.topic_configs import TopicSettings
 from storage.broker_config_store import BrokerConfigStore
 from storage.partition_log import PartitionLog
@@ -43,6 +45,15 @@ class BrokerState:
         self.producer_ids = producer_ids
         self.node_id = config.node_id
         self.connections: set[KafkaConnection] = set()
+        self.connection_quotas = ConnectionQuotas(
+            config.max_connections,
+            config.max_connections_per_ip,
+            config.max_connections_per_ip_overrides,
+        )
+        # queued.max.requests / queued.max.request.bytes over every connection.
+        self.request_budget = RequestBudget(
+            config.queued_max_requests, config.queued_max_request_bytes
+        )
         self.flusher = Flusher()
         self.shutting_down = False
         # Zero-copy fetch sends; switched off if the event loop cannot sendfile (uvloop).
