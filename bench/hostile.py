@@ -313,9 +313,15 @@ def run_all(quick: bool = False) -> dict[str, Any]:
     scale = 0.25 if quick else 1.0
     workloads: dict[str, Any] = {
         "idle_1000": lambda: idle_connections(1000, 3.0 * scale + 1),
-        "pipelining_200x1mib": lambda: pipelining_large_frames(200, 4, MIB),
+        "pipelining_200x1mib": lambda: pipelining_large_frames(200, 20, MIB),
         "pipelining_200x4mib_pool64mib": lambda: pipelining_large_frames(
-            200, 2, 4 * MIB, {"queued.max.request.bytes": str(64 * MIB)}
+            200,
+            5,
+            4 * MIB,
+            {
+                "socket.request.max.bytes": str(8 * MIB),
+                "queued.max.request.bytes": str(64 * MIB),
+            },
         ),
         "long_poll_31x4mb_rss_growth_mb": long_poll_with_pipelined_frames,
         "parked_500": lambda: parked_fetches(500, int(4000 * scale)),
