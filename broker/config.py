@@ -90,6 +90,13 @@ class Config:
     message_timestamp_before_max_ms: int
     message_timestamp_after_max_ms: int
     socket_request_max_bytes: int
+    # Connection limits and request queueing (Kafka's SocketServer, ConnectionQuotas).
+    max_connections: int
+    max_connections_per_ip: int
+    max_connections_per_ip_overrides: tuple[tuple[str, int], ...]
+    connections_max_idle_ms: int
+    queued_max_requests: int
+    queued_max_request_bytes: int
     index_interval_bytes: int
     producer_id_expiration_ms: int
     producer_id_expiration_check_interval_ms: int
@@ -213,6 +220,20 @@ def _log_dirs(raw: str) -> str:
             f"minikafka supports a single log directory, got {len(dirs)}: {', '.join(dirs)}"
         )
     return dirs[0]
+
+
+def _parse_ip_overrides(raw: str) -> tuple[tuple[str, int], ...]:
+    """Kafka's getMap: 'host:count' pairs, comma-separated (the count after the last ':')."""
+    pairs: list[tuple[str, int]] = []
+    for item in raw.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        host, sep, count = item.rpartition(":")
+        if not sep or not host.strip():
+            raise ValueError(f"{item!r} is not host:count")
+        pairs.append((host.strip(), _parse_int(count)))
+    return tuple(pairs)
 
 
 INT = Kind("int", _parse_int)
@@ -356,6 +377,52 @@ PROPERTIES: tuple[Property, ...] = (
         "Largest request frame; a larger one closes the connection.",
         attr="socket_request_max_bytes",
         validator=_at_least(1),
+    ),
+    Property(
+        "max.connections",
+        INT,
+        "2147483647",
+        "Connections served at once; a new one waits (unread) until another closes.",
+        attr="max_connections",
+        validator=_at_least(0),
+    ),
+    Property(
+        "max.connections.per.ip",
+        INT,
+        "2147483647",
+        "Connections allowed from one address; a new one beyond it is closed at once.",
+        attr="max_connections_per_ip",
+        validator=_at_least(0),
+    ),
+    Property(
+        "max.connections.per.ip.overrides",
+        Kind("list of host:count", _parse_ip_overrides),
+        "",
+        "Per-address (or host name) exceptions to max.connections.per.ip, e.g. "
+        "'hostName:100,127.0.0.1:200'.",
+        attr="max_connections_per_ip_overrides",
+    ),
+    Property(
+        "connections.max.idle.ms",
+        LONG,
+        "600000",
+        "Close a connection with no bytes read or written for this long; -1 = never.",
+        attr="connections_max_idle_ms",
+    ),
+    Property(
+        "queued.max.requests",
+        INT,
+        "500",
+        "Requests read and not yet started, over all connections, before reading stops.",
+        attr="queued_max_requests",
+        validator=_at_least(1),
+    ),
+    Property(
+        "queued.max.request.bytes",
+        LONG,
+        "-1",
+        "Bytes of requests held (read, not yet answered) before no more are read; -1 = no limit.",
+        attr="queued_max_request_bytes",
     ),
     Property(
         "log.index.interval.bytes",
@@ -950,6 +1017,7 @@ def load_config(
         values[prop.name] = value
 
     listeners = _build_listeners(values)
+    _check_socket_server(values)
     if values["default.replication.factor"] > 1:
         warnings.append(
             f"default.replication.factor={values['default.replication.factor']}: "
@@ -971,6 +1039,30 @@ def load_config(
 
 
 _NEVER = 2**63 - 1
+# Kafka's failed.authentication.delay.ms default: connections.max.idle.ms must exceed it.
+_FAILED_AUTHENTICATION_DELAY_MS = 100
+
+
+def _check_socket_server(values: Mapping[str, Any]) -> None:
+    """KafkaConfig.validateValues' checks on the socket server settings."""
+    queued = values["queued.max.request.bytes"]
+    if 0 < queued < values["socket.request.max.bytes"]:
+        raise ConfigError(
+            "queued.max.request.bytes",
+            "must be larger or equal to socket.request.max.bytes",
+        )
+    if values["max.connections.per.ip"] == 0 and not values["max.connections.per.ip.overrides"]:
+        raise ConfigError(
+            "max.connections.per.ip",
+            "can be set to zero only if max.connections.per.ip.overrides property is set",
+        )
+    idle = values["connections.max.idle.ms"]
+    if 0 <= idle <= _FAILED_AUTHENTICATION_DELAY_MS:
+        raise ConfigError(
+            "connections.max.idle.ms",
+            f"failed.authentication.delay.ms={_FAILED_AUTHENTICATION_DELAY_MS} should always "
+            f"be less than connections.max.idle.ms={idle}",
+        )
 
 
 def _derived_times(values: Mapping[str, Any]) -> dict[str, int]:

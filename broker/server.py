@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
 import os
 import signal
 import time
 
 from broker import __version__
+from broker.acceptor import Acceptor, bind
 from broker.background import Background
 from broker.config import Config, Listener
 from broker.connection import KafkaConnection
@@ -35,7 +37,7 @@ class Broker:
         self.config = config
         self.faults = faults
         self.state: BrokerState | None = None
-        self.servers: list[asyncio.Server] = []
+        self.servers: list[Acceptor] = []
         self.stopped = asyncio.Event()
         self.background: Background | None = None
 
@@ -50,24 +52,23 @@ class Broker:
         faults = self.faults
         if faults is not None:
             faults.attach(state)
-        loop = asyncio.get_running_loop()
         resolved: dict[str, Listener] = {}
 
-        def connection(name: str) -> asyncio.Protocol:
+        def connection(name: str, address: str) -> asyncio.Protocol:
             if faults is not None and faults.refusing():
+                # Refused on purpose (fault injection): it never counts against the quotas.
+                state.connection_quotas.dec(address)
                 return RefusedConnection()
-            return KafkaConnection(state, state.dispatcher, resolved[name])
+            return KafkaConnection(state, state.dispatcher, resolved[name], address)
 
         for listener in config.listeners:
-            server = await loop.create_server(
-                lambda name=listener.name: connection(name),
-                host=listener.host or None,
-                port=listener.port,
-                reuse_address=True,
-                start_serving=False,
+            server = Acceptor(
+                bind(listener.host, listener.port),
+                functools.partial(connection, listener.name),
+                state.connection_quotas,
             )
             self.servers.append(server)
-            port = server.sockets[0].getsockname()[1]
+            port = server.port
             # Port 0 binds an ephemeral port; advertise the real one.
             resolved[listener.name] = dataclasses.replace(
                 listener, port=port, advertised_port=listener.advertised_port or port
@@ -77,7 +78,7 @@ class Broker:
         self.config = config
         state.config = config
         for server in self.servers:
-            await server.start_serving()
+            server.start()
         self.background = Background(state)
         self.background.start()
         state.groups.start()
@@ -106,7 +107,7 @@ class Broker:
             # Parked JoinGroup/SyncGroup answers go out now (NOT_COORDINATOR), not at timeout.
             state.groups.shutdown()
             # Long-polling fetches wake up and answer with what they have.
-            state.notify_appended()
+            state.complete_parked_fetches()
             waits = [conn.idle.wait() for conn in list(state.connections)]
             if waits:
                 try:

@@ -24,8 +24,11 @@ ReplicaManager.fetchMessages / readFromLog, UnifiedLog.read, LogSegment.read):
 - last_fetched_epoch (v12+, KIP-320): an epoch above 0 is OFFSET_OUT_OF_RANGE; epoch 0 with a
   fetch offset past the log end answers diverging_epoch (0, log end), as
   Partition.readRecords does;
-- long-poll: with fewer than min_bytes readable the answer waits up to max_wait_ms for new
-  appends; it is sent at once when a read failed or an epoch diverged.
+- long-poll: with fewer than min_bytes readable (counted over all its partitions) the answer
+  waits up to max_wait_ms, parked per partition (broker.fetch_purgatory, Kafka's DelayedFetch
+  purgatory): only an append to one of its partitions wakes it to read again, a topic
+  deletion or shutdown answers it; it is sent at once when a read failed or an epoch
+  diverged.
 Deviation: a negative partition_max_bytes (or request max_bytes) that reaches a read gets
 INVALID_FETCH_SIZE; Kafka's LogSegment.read throws an IllegalArgumentException there, which
 clients see as UNKNOWN_SERVER_ERROR.
@@ -33,12 +36,12 @@ clients see as UNKNOWN_SERVER_ERROR.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Callable
 
 from broker.dispatch import RequestContext
+from broker.fetch_purgatory import Watch
 from broker.fetch_sessions import (
     ZERO_UUID,
     Answered,
@@ -100,24 +103,36 @@ async def handle(ctx: RequestContext, request: Message) -> Message:
             interesting.append((ref, wanted))
 
     deadline = time.monotonic() + max(request.max_wait_ms, 0) / 1000
-    while True:
-        # Taken before reading, so an append between the read and the wait is not missed.
-        appended = state.append_signal()
-        read, readable, at_once = _read_all(ctx, interesting, request)
-        remaining = deadline - time.monotonic()
-        if (
+
+    def answerable(readable: int, at_once: bool) -> bool:
+        return (
             not interesting
             or readable >= request.min_bytes
             or at_once
-            or remaining <= 0
+            or deadline <= time.monotonic()
             or state.shutting_down
-        ):
-            break
-        try:
-            await asyncio.wait_for(appended.wait(), remaining)
-        except TimeoutError:
-            read, _, _ = _read_all(ctx, interesting, request)
-            break
+        )
+
+    read, readable, at_once = _read_all(ctx, interesting, request)
+    # Parked under each partition it reads (DelayedFetch watched per
+    # TopicPartitionOperationKey): only an append to one of those wakes it.
+    keys = [(ref.topic, ref.index) for ref, _ in interesting if ref.topic is not None]
+    watch: Watch | None = None
+    try:
+        while not answerable(readable, at_once):
+            if watch is not None:
+                watch.cancel()
+            watch = state.fetch_purgatory.watch(keys)
+            # Read again once watched, so an append just before the watch is not missed.
+            read, readable, at_once = _read_all(ctx, interesting, request)
+            if answerable(readable, at_once):
+                break
+            if not await watch.wait(deadline - time.monotonic()):
+                read, _, _ = _read_all(ctx, interesting, request)
+                break
+    finally:
+        if watch is not None:
+            watch.cancel()
 
     outcome = context.respond(read + erroneous)
     return Message(

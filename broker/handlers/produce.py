@@ -229,7 +229,7 @@ async def _validate_and_append(
         for tp, (_, mine) in turns.items():
             _TURNS.release(logs[tp], mine)
         if appended:
-            ctx.state.notify_appended()
+            ctx.state.notify_appended(appended)
             # Flush policy (flush.messages / flush.ms): answer only once the data is fsynced,
             # as Kafka does when it flushes in the append path; rounds are shared.
             flush_ms = int(time.time() * 1000)

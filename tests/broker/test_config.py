@@ -562,3 +562,51 @@ def test_flush_policy_defaults_to_never_and_flush_ms_alone_is_enough() -> None:
     assert make_config({"flush.messages": "1"}).flush_messages == 1
     with pytest.raises(ConfigError, match=r"log\.flush\.interval\.messages"):
         make_config({"log.flush.interval.messages": "0"})
+
+
+# --- socket server limits (SocketServerConfigs, KafkaConfig.validateValues) ---------------
+
+
+def test_connection_and_request_queue_limits_default_as_kafka() -> None:
+    config = make_config()
+    assert config.max_connections == 2**31 - 1
+    assert config.max_connections_per_ip == 2**31 - 1
+    assert config.max_connections_per_ip_overrides == ()
+    assert config.connections_max_idle_ms == 600_000
+    assert config.queued_max_requests == 500
+    assert config.queued_max_request_bytes == -1
+
+
+def test_per_ip_overrides_parse_as_host_count_pairs() -> None:
+    config = make_config({"max.connections.per.ip.overrides": "broker-a:100, 127.0.0.1:200"})
+    assert config.max_connections_per_ip_overrides == (("broker-a", 100), ("127.0.0.1", 200))
+    assert error_for({"max.connections.per.ip.overrides": "no-count"}).property == (
+        "max.connections.per.ip.overrides"
+    )
+
+
+@pytest.mark.parametrize(
+    ("props", "name"),
+    [
+        ({"queued.max.request.bytes": "1000"}, "queued.max.request.bytes"),
+        ({"max.connections.per.ip": "0"}, "max.connections.per.ip"),
+        ({"connections.max.idle.ms": "100"}, "connections.max.idle.ms"),
+        ({"queued.max.requests": "0"}, "queued.max.requests"),
+        ({"max.connections": "-1"}, "max.connections"),
+    ],
+)
+def test_socket_server_settings_kafka_refuses_are_refused(props: dict[str, str], name: str) -> None:
+    assert error_for(props).property == name
+
+
+def test_socket_server_settings_kafka_accepts_are_accepted() -> None:
+    config = make_config(
+        {
+            "queued.max.request.bytes": str(200 * 1024 * 1024),
+            "max.connections.per.ip": "0",
+            "max.connections.per.ip.overrides": "127.0.0.1:5",
+            "connections.max.idle.ms": "-1",
+        }
+    )
+    assert config.queued_max_request_bytes == 200 * 1024 * 1024
+    assert config.connections_max_idle_ms == -1
