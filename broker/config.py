@@ -100,6 +100,10 @@ class Config:
     index_interval_bytes: int
     producer_id_expiration_ms: int
     producer_id_expiration_check_interval_ms: int
+    transaction_max_timeout_ms: int
+    transactional_id_expiration_ms: int
+    transaction_abort_timed_out_transaction_cleanup_interval_ms: int
+    transaction_remove_expired_transaction_cleanup_interval_ms: int
     # Derived from log.retention.{ms,minutes,hours} / log.roll.{ms,hours} as Kafka does.
     retention_ms: int
     retention_bytes: int
@@ -446,6 +450,39 @@ PROPERTIES: tuple[Property, ...] = (
         "600000",
         "How often expired producer ids are looked for.",
         attr="producer_id_expiration_check_interval_ms",
+        validator=_at_least(1),
+    ),
+    Property(
+        "transaction.max.timeout.ms",
+        INT,
+        "900000",
+        "Largest transaction.timeout.ms a transactional producer may ask for in "
+        "InitProducerId (above it: INVALID_TRANSACTION_TIMEOUT).",
+        attr="transaction_max_timeout_ms",
+        validator=_at_least(1),
+    ),
+    Property(
+        "transactional.id.expiration.ms",
+        INT,
+        "604800000",
+        "Idle time after which a transactional id with no open transaction is forgotten.",
+        attr="transactional_id_expiration_ms",
+        validator=_at_least(1),
+    ),
+    Property(
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+        INT,
+        "10000",
+        "How often transactions open longer than their timeout are looked for and aborted.",
+        attr="transaction_abort_timed_out_transaction_cleanup_interval_ms",
+        validator=_at_least(1),
+    ),
+    Property(
+        "transaction.remove.expired.transaction.cleanup.interval.ms",
+        INT,
+        "3600000",
+        "How often expired transactional ids are looked for.",
+        attr="transaction_remove_expired_transaction_cleanup_interval_ms",
         validator=_at_least(1),
     ),
     Property(

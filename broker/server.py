@@ -19,10 +19,13 @@ from broker.faults import FaultInjector, RefusedConnection
 from broker.groups import GroupCoordinator, GroupSettings
 from broker.handlers import build_dispatcher
 from broker.state import BrokerState
+from broker.transactions import Settings as TransactionSettings
+from broker.transactions import TransactionCoordinator
 from storage.committed_offsets import CommittedOffsets
 from storage.log_config import LogConfig
 from storage.producer_ids import ProducerIdAllocator
 from storage.store import Store
+from storage.txn_state_log import TxnStateLog
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +51,8 @@ class Broker:
         producer_ids = ProducerIdAllocator(config.log_dir)
         state = BrokerState(config, store, producer_ids, build_dispatcher())
         state.groups = _open_groups(config, state)
+        state.transactions = _open_transactions(config, state)
+        state.transactions.on_markers = state.notify_appended
         self.state = state
         faults = self.faults
         if faults is not None:
@@ -82,6 +87,7 @@ class Broker:
         self.background = Background(state)
         self.background.start()
         state.groups.start()
+        state.transactions.start()
         log.info(
             "%s version=%s node.id=%d cluster.id=%s log.dirs=%s listeners=%s startup_ms=%.0f",
             READY_MARKER,
@@ -118,6 +124,7 @@ class Broker:
                 conn.close()
             if self.background is not None:
                 await self.background.stop()
+            await state.transactions.close()
             await state.groups.close()
             started = time.monotonic()
             # Final snapshots, fsync, close files, then the clean-shutdown marker.
@@ -145,6 +152,23 @@ class Broker:
             state.store.close_unclean()
         log.warning("minikafka crashed on purpose (fault injection)")
         self.stopped.set()
+
+
+def _open_transactions(config: Config, state: BrokerState) -> TransactionCoordinator:
+    settings = TransactionSettings(
+        max_timeout_ms=config.transaction_max_timeout_ms,
+        id_expiration_ms=config.transactional_id_expiration_ms,
+        abort_interval_ms=config.transaction_abort_timed_out_transaction_cleanup_interval_ms,
+        expire_interval_ms=config.transaction_remove_expired_transaction_cleanup_interval_ms,
+    )
+    return TransactionCoordinator(
+        settings,
+        state.store,
+        TxnStateLog.open(config.log_dir),
+        state.producer_ids,
+        state.flusher,
+        state.groups,
+    )
 
 
 def _open_groups(config: Config, state: BrokerState) -> GroupCoordinator:

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from broker.connection import KafkaConnection
     from broker.dispatch import Dispatcher
     from broker.groups import GroupCoordinator
+    from broker.transactions import TransactionCoordinator
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +35,8 @@ log = logging.getLogger(__name__)
 class BrokerState:
     # Consumer groups and committed offsets; set by the server once the store is open.
     groups: GroupCoordinator
+    # Transactional ids and their transactions; set by the server once the store is open.
+    transactions: TransactionCoordinator
 
     def __init__(
         self,

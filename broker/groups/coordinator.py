@@ -380,6 +380,33 @@ class GroupCoordinator:
             return ErrorCode.REBALANCE_IN_PROGRESS
         return ErrorCode.NONE
 
+    def validate_txn_commit(
+        self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int
+    ) -> int:
+        """TxnOffsetCommit: OffsetMetadataManager.validateTransactionalOffsetCommit and
+        ClassicGroup.validateOffsetCommit(isTransactional=true): no member information (v0-2)
+        is accepted in any state and the rebalance state is not checked."""
+        refused = self._refusal(group_id)
+        if refused is not None:
+            return refused
+        group = self.groups.get(group_id)
+        if group is None:
+            if generation_id < 0:
+                self.groups[group_id] = self._new_group(group_id, None)
+                return ErrorCode.NONE
+            return ErrorCode.ILLEGAL_GENERATION
+        if group.state is GroupState.DEAD:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if generation_id < 0 and group.is_empty():
+            return ErrorCode.NONE
+        if generation_id >= 0 or member_id != "" or group_instance_id is not None:
+            error = group.validate_member(member_id, group_instance_id)
+            if error:
+                return error
+            if generation_id != group.generation_id:
+                return ErrorCode.ILLEGAL_GENERATION
+        return ErrorCode.NONE
+
     async def commit(self, group_id: str, offsets: list[OffsetToCommit]) -> list[int]:
         """Store validated offsets; returns once they are on disk. Per-offset errors."""
         now = wall_ms()
