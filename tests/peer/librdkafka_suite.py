@@ -106,7 +106,10 @@ def _run_suite(tests_dir: Path, run_dir: Path, tests: str | None, parallel: int)
         log_path = run_dir / "suite.log"
         try:
             done = subprocess.run(
-                ["./run-test.sh", f"-p{parallel}", *RUNNER_FLAGS, "bare"],
+                # Line-buffered stdout: a runner that aborts after its summary (test.c
+                # asserts when librdkafka threads outlive a failed test) would otherwise
+                # lose the table still in its stdio buffer.
+                ["stdbuf", "-oL", "./run-test.sh", f"-p{parallel}", *RUNNER_FLAGS, "bare"],
                 cwd=tests_dir,
                 env=env,
                 stdout=subprocess.PIPE,
