@@ -6,9 +6,9 @@ Builds librdkafka and its test-runner once (tests/peer/librdkafka_build.py), sta
 broker from this tree on a free port with the settings of the suite's "default" scenario
 (tests/scenarios/default.json: auto-created topics with 4 partitions), writes the suite's
 test.conf and runs the suite with its own runner as librdkafka's `make broker` target
-does through trivup: `run-test.sh -p1 -K -L -Q -E` (one test at a time, no known-issue
-tests, broker tests only, quick mode, no sockem network emulation), telling it the broker
-is Kafka 4.0.0. Prints pass/fail/skip counts and exits non-zero when a test of
+does through trivup: `run-test.sh -K -L -Q -E` (no known-issue tests, broker tests only,
+quick mode, no sockem network emulation; trivup runs one test at a time, we run PARALLEL),
+telling it the broker is Kafka 4.0.0. Prints pass/fail/skip counts and exits non-zero when a test of
 tests/peer/librdkafka-<version>.must-pass fails or a failure is on no list.
 """
 
@@ -147,7 +147,7 @@ def _report(
     for name in verdict.unlisted_failed:
         print(f"FAILED and on no list (fix it, or exclude it with the reason): {name}")
     for name in verdict.newly_passing:
-        print(f"passes now, move it from the excluded list to the must-pass list: {name}")
+        print(f"passes but is not on the must-pass list, add it there: {name}")
     for error in verdict.list_errors:
         print(f"LIST ERROR: {error}")
     counts = verdict.counts

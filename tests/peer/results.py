@@ -117,6 +117,6 @@ def judge(
             continue
         if result.state == "FAILED" and name not in excluded:
             verdict.unlisted_failed.append(name)
-        elif result.state == "PASSED" and name in excluded:
-            verdict.newly_passing.append(name)
+        elif result.state == "PASSED":
+            verdict.newly_passing.append(name)  # excluded, or on no list yet
     return verdict
