@@ -290,7 +290,10 @@ class ClassicGroup:
         to the time its retention counts from, or None when no offset may expire now.
 
         - no protocol type (only standalone consumers committed): from each commit;
-        - Empty: from when the group became Empty (from each commit if that is unknown);
+        - Empty: from when the group became Empty (from each commit if that is unknown).
+          Commits do not move that time, so as in Kafka an offset committed to a group that
+          has been Empty longer than the retention (an admin tool's reset) goes at the next
+          check;
         - Stable consumer group with readable subscriptions: from each commit (the caller
           spares the topics it subscribes to);
         - anything else (rebalancing, or members of another protocol type): never."""

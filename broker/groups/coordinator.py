@@ -5,7 +5,8 @@ each operation checks and changes state without awaiting in between (the only aw
 parked JoinGroup/SyncGroup answer and the fsync of committed offsets, both after the change).
 
 - ``groups`` maps group id -> ``ClassicGroup`` (the state machine in ``classic``). A group
-  exists once a member joined or an offset was committed for it, and until DeleteGroups.
+  exists once a member joined or an offset was committed for it, and until DeleteGroups or
+  the periodic cleanup deletes it (Empty, with no offsets left).
 - Committed offsets live in ``storage.committed_offsets``; an OffsetCommit is answered only
   after its records are fsynced, through the broker's grouped flusher (one fsync serves all
   commits waiting at that moment).
@@ -502,9 +503,9 @@ class GroupCoordinator:
                     ", ".join(f"{t}-{p}" for t, p in expired),
                 )
             if none_left and group.is_empty():
+                self.store.delete_group(group_id)  # first: a failed write keeps the group
                 group.mark_dead()
                 del self.groups[group_id]
-                self.store.delete_group(group_id)
                 deleted += 1
                 log.info("group %s: Empty without committed offsets: deleted", group_id)
         if tombstones or deleted:
