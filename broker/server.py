@@ -181,6 +181,7 @@ def _open_groups(config: Config, state: BrokerState) -> GroupCoordinator:
         initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,
         min_session_timeout_ms=config.group_min_session_timeout_ms,
         max_session_timeout_ms=config.group_max_session_timeout_ms,
+        offsets_retention_ms=config.offsets_retention_ms,
     )
     return GroupCoordinator(settings, offsets, state.flusher)
 
