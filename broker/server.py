@@ -146,6 +146,9 @@ class Broker:
                     conn.transport.abort()
             if self.background is not None:
                 await self.background.stop()
+            # The coordinator's log is fsynced at every change: closing it loses nothing a
+            # SIGKILL would keep, and stops its timers.
+            await state.transactions.close()
             await state.groups.abandon()
             # A flush round in a worker thread must not find its files closed under it.
             await state.flusher.settle()
