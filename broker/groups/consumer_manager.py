@@ -482,6 +482,14 @@ class ConsumerGroupManager:
             # group protocol" (Kafka answers UNSUPPORTED_VERSION).
             return ErrorCode.UNSUPPORTED_VERSION
         if member_epoch != member.member_epoch:
+            log.info(
+                "group %s: commit from %s refused: the received member epoch %d does not match "
+                "the expected member epoch %d",
+                group.group_id,
+                member_id,
+                member_epoch,
+                member.member_epoch,
+            )
             return ErrorCode.STALE_MEMBER_EPOCH
         return ErrorCode.NONE
 
