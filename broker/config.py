@@ -122,6 +122,9 @@ class Config:
     group_consumer_heartbeat_interval_ms: int
     group_consumer_max_size: int
     group_consumer_assignors: str
+    # offsets.retention.minutes in ms (or minikafka.offsets.retention.ms when set).
+    offsets_retention_ms: int
+    offsets_retention_check_interval_ms: int
     max_incremental_fetch_session_cache_slots: int
     log_level: str
     record_validation: str
@@ -663,6 +666,32 @@ PROPERTIES: tuple[Property, ...] = (
         validator=_check_assignors,
     ),
     Property(
+        "offsets.retention.minutes",
+        INT,
+        "10080",
+        "Committed offsets expire this long after the group became Empty (or, for a group "
+        "that never had members, after their commit; a Stable consumer group keeps the "
+        "offsets of the topics it subscribes to); an Empty group is deleted with its last "
+        "offset (Kafka's default: 7 days).",
+        validator=_at_least(1),
+    ),
+    Property(
+        "offsets.retention.check.interval.ms",
+        LONG,
+        "600000",
+        "How often expired offsets and Empty groups without offsets are removed.",
+        attr="offsets_retention_check_interval_ms",
+        validator=_at_least(1),
+    ),
+    Property(
+        "minikafka.offsets.retention.ms",
+        LONG,
+        None,
+        "minikafka: offsets retention in ms, replacing offsets.retention.minutes when set "
+        "(Kafka's minimum of one minute is too long for tests).",
+        validator=_at_least(1),
+    ),
+    Property(
         "max.incremental.fetch.session.cache.slots",
         INT,
         "1000",
@@ -1186,8 +1215,13 @@ def _derived_times(values: Mapping[str, Any]) -> dict[str, int]:
     # checked every second unless the scheduler interval says otherwise.
     if scheduler is None:
         scheduler = 1000 if flush_ms is not None else _NEVER
+    offsets_retention_ms = values["minikafka.offsets.retention.ms"]
+    if offsets_retention_ms is None:
+        # GroupCoordinatorConfig.offsetsRetentionMs: minutes * 60 * 1000.
+        offsets_retention_ms = values["offsets.retention.minutes"] * 60_000
     return {
         "retention_ms": retention_ms,
+        "offsets_retention_ms": offsets_retention_ms,
         "segment_ms": segment_ms,
         "flush_ms": _NEVER if flush_ms is None else flush_ms,
         "flush_scheduler_interval_ms": scheduler,

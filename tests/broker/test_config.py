@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from broker.broker_config_table import ConfigSource, ConfigType
+from broker.broker_configs import describe_broker
 from broker.config import (
     ACCEPTED_IGNORED,
     PROPERTIES,
@@ -610,3 +612,35 @@ def test_socket_server_settings_kafka_accepts_are_accepted() -> None:
     )
     assert config.queued_max_request_bytes == 200 * 1024 * 1024
     assert config.connections_max_idle_ms == -1
+
+
+def test_offsets_retention_has_kafkas_names_defaults_and_minimums() -> None:
+    default = make_config()
+    assert default.offsets_retention_ms == 10080 * 60_000  # 7 days
+    assert default.offsets_retention_check_interval_ms == 600_000
+    assert make_config({"offsets.retention.minutes": "1"}).offsets_retention_ms == 60_000
+    quick = {"offsets.retention.minutes": "1", "minikafka.offsets.retention.ms": "1500"}
+    assert make_config(quick).offsets_retention_ms == 1500
+    checks = make_config({"offsets.retention.check.interval.ms": "250"})
+    assert checks.offsets_retention_check_interval_ms == 250
+    for name in (
+        "offsets.retention.minutes",
+        "offsets.retention.check.interval.ms",
+        "minikafka.offsets.retention.ms",
+    ):
+        with pytest.raises(ConfigError, match=name.replace(".", r"\.")):
+            make_config({name: "0"})
+
+
+def test_describe_configs_shows_the_offsets_retention_the_broker_acts_on() -> None:
+    by_name = {e.name: e for e in describe_broker(make_config(), {}, {})}
+    minutes = by_name["offsets.retention.minutes"]
+    assert (minutes.value, minutes.type, minutes.read_only) == ("10080", ConfigType.INT, True)
+    assert minutes.source == ConfigSource.DEFAULT_CONFIG
+    assert "does not act on it" not in minutes.doc
+    interval = by_name["offsets.retention.check.interval.ms"]
+    assert (interval.value, interval.type) == ("600000", ConfigType.LONG)
+    assert "does not act on it" not in interval.doc
+    overridden = make_config({"offsets.retention.minutes": "5"})
+    entry = {e.name: e for e in describe_broker(overridden, {}, {})}["offsets.retention.minutes"]
+    assert (entry.value, entry.source) == ("5", ConfigSource.STATIC_BROKER_CONFIG)
