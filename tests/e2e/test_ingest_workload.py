@@ -31,10 +31,9 @@ def test_ingest_run_stores_every_record_once_in_sequence(broker: BrokerProcess) 
 def test_ingest_check_refuses_a_run_the_broker_answered_with_errors(
     broker: BrokerProcess,
 ) -> None:
-    ingest.create_topic(broker.port, "ingest-dup")
-    frames, _ = ingest.build_requests(broker.port, "ingest-dup", 3)
-    # A new producer's first batch at sequence 128: OUT_OF_ORDER_SEQUENCE_NUMBER.
-    _, responses = ingest.send_pipelined(broker.port, [frames[2]], in_flight=1)
-    with pytest.raises(AssertionError, match="answered error 45"):
-        ingest.check_responses(responses, 3)
-    assert stored(broker.data_dir, "ingest-dup") == []
+    # Produce never creates a topic: every request answers UNKNOWN_TOPIC_OR_PARTITION.
+    frames, _ = ingest.build_requests(broker.port, "never-created", 3)
+    _, responses = ingest.send_pipelined(broker.port, frames, in_flight=5)
+    with pytest.raises(AssertionError, match="request 0 answered error 3"):
+        ingest.check_responses(responses, 1)
+    assert stored(broker.data_dir, "never-created") == []
