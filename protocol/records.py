@@ -357,6 +357,10 @@ def _walk_records(
         if b < 0x80:
             length = (b >> 1) ^ -(b & 1)
             pos += 1
+        elif pos + 1 < end and data[pos + 1] < 0x80:  # two bytes: records of 64 B-8 KiB
+            b = (b & 0x7F) | (data[pos + 1] << 7)
+            length = (b >> 1) ^ -(b & 1)
+            pos += 2
         else:
             length, pos = rv(data, pos, 5)
         rec_end = pos + length
@@ -403,6 +407,10 @@ def _walk_records(
         if b < 0x80:
             vlen = (b >> 1) ^ -(b & 1)
             pos += 1
+        elif pos + 1 < rec_end and data[pos + 1] < 0x80:  # two bytes: values of 64 B-8 KiB
+            b = (b & 0x7F) | (data[pos + 1] << 7)
+            vlen = (b >> 1) ^ -(b & 1)
+            pos += 2
         else:
             vlen, pos = rv(data, pos, 5)
         value: bytes | None = None
