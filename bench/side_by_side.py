@@ -2,7 +2,9 @@
 for minikafka and, with --vs-tansu, for Tansu 0.6 in the same run, reported as ratios.
 
 Runs alternate between the brokers so that load from elsewhere on the machine falls on both
-alike; each figure is the median of the runs with its spread. Writes
+alike; each figure is the median of the runs with its spread. Next to MB/s, each broker's
+CPU time over the same runs (MB per CPU-second, CPU per request): on a machine shared with
+other work the wall-clock figures move with that work, the CPU cost far less. Writes
 bench/results/ingest.json and bench/results/ingest.md.
 """
 
@@ -26,6 +28,8 @@ RESULTS = Path(__file__).parent / "results"
 # better minikafka is" (above 1 means minikafka wins).
 FIGURES = {
     "ingest_mb_s": ("ingest, 64 x 1 KiB idempotent acks=all, 5 in flight", "MB/s", True),
+    "ingest_mb_per_cpu_s": ("ingest per broker CPU-second (same runs)", "MB", True),
+    "cpu_us_per_request": ("broker CPU per Produce request (same runs)", "us", False),
     "latency_p50_ms": ("confluent-kafka produce latency p50, linger 0, acks=all", "ms", False),
     "latency_p99_ms": ("confluent-kafka produce latency p99", "ms", False),
 }
@@ -38,18 +42,24 @@ def summarize(samples: list[float]) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     samples: dict[str, dict[str, list[float]]] = {}
     with ExitStack() as stack:
-        brokers: dict[str, int] = {}
+        brokers: dict[str, tuple[int, int]] = {}
         overrides = {"minikafka.record.validation": "records", "log.level": "WARNING"}
-        brokers["minikafka"] = stack.enter_context(BenchBroker(overrides=overrides)).port
+        ours = stack.enter_context(BenchBroker(overrides=overrides))
+        assert ours.proc is not None
+        brokers["minikafka"] = (ours.port, ours.proc.pid)
         if args.vs_tansu:
-            brokers["tansu"] = stack.enter_context(TansuBroker()).port
+            tansu = stack.enter_context(TansuBroker())
+            assert tansu.proc is not None
+            brokers["tansu"] = (tansu.port, tansu.proc.pid)
         for name in brokers:
             samples[name] = {key: [] for key in FIGURES}
         for _ in range(args.runs):
-            for name, port in brokers.items():
-                figure = ingest.ingest_mb_s(port, args.requests, args.in_flight)
+            for name, (port, pid) in brokers.items():
+                figure = ingest.ingest_mb_s(port, args.requests, args.in_flight, pid)
                 samples[name]["ingest_mb_s"].append(figure["mb_s"])
-            for name, port in brokers.items():
+                samples[name]["ingest_mb_per_cpu_s"].append(figure["mb_per_cpu_s"])
+                samples[name]["cpu_us_per_request"].append(figure["cpu_us_per_request"])
+            for name, (port, _) in brokers.items():
                 lat = ingest.confluent_latency(port, args.latency_count)
                 samples[name]["latency_p50_ms"].append(lat["p50"])
                 samples[name]["latency_p99_ms"].append(lat["p99"])
