@@ -50,8 +50,8 @@ validation (issue 19; a 64 x 1 KiB batch takes about 130 us). Appends stay in ar
 order per partition: each request takes its turn on every partition it names before
 anything is awaited, and appends only once every earlier request's turn on that
 partition is over (Kafka keeps the order of appends to one partition with the log's
-lock). The append itself (PartitionLog.
-append: idempotence check, offsets, write) stays one synchronous step on the loop.
+lock). The append itself (PartitionLog.append: idempotence check, offsets, write) stays
+one synchronous step on the loop.
 
 Storage errors: once a write or fsync of a partition failed, it is offline (PartitionLog.
 go_offline, Kafka's LogDirFailureChannel): every produce to it answers KAFKA_STORAGE_ERROR
