@@ -373,6 +373,28 @@ class TransactionCoordinator:
             if o.group_id == group_id
         }
 
+    async def offsets_marker(self, producer_id: int, partition: int, commit: bool) -> ErrorCode:
+        """A WriteTxnMarkers marker for __consumer_offsets-<partition> (an admin tool's, e.g.
+        `kafka-transactions.sh abort`): the producer's pending offsets of the groups that
+        partition holds are committed or dropped (GroupCoordinator.onTransactionCompleted),
+        the transaction's state is otherwise left alone, as Kafka's coordinator never hears
+        of such markers."""
+        for txn_id, meta in list(self.txns.items()):
+            if meta.producer_id != producer_id:
+                continue
+            mine = [o for o in meta.pending_offsets if offsets_partition(o.group_id) == partition]
+            if not mine:
+                continue
+            if txn_id in self.pending:
+                return ErrorCode.CONCURRENT_TRANSACTIONS
+            if commit:
+                await self._commit_offsets(mine)
+            kept = [o for o in meta.pending_offsets if o not in mine]
+            return await self._persist(
+                replace(meta, pending_offsets=kept, last_update_ms=wall_ms())
+            )
+        return ErrorCode.NONE
+
     # --- EndTxn ----------------------------------------------------------------------------
 
     async def end_txn(
