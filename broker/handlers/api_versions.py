@@ -4,8 +4,11 @@ The list is derived from the handler registry in ascending key order. v3+ answer
 the tagged fields Kafka 4.0 sends: supported_features (tag 0), finalized_features_epoch
 (tag 1) and finalized_features (tag 2); zk_migration_ready (tag 3) is omitted, as Kafka
 omits it. Old librdkafka fails to parse a v3 response whose tagged section differs.
-Only metadata.version is announced: transaction.version and group.version are promises
-(transactions v2, KIP-848 groups) that this broker does not make yet.
+metadata.version and transaction.version are announced (transaction.version 2 is finalized,
+as on a fresh Kafka 4.0 cluster: Produce v12, EndTxn v5 and TxnOffsetCommit v5 work, so Java
+4.x uses transactions v2); group.version (KIP-848 groups) is a promise this broker does not
+make yet. Below v4 supported features whose minimum is 0 are left out (KAFKA-17492: older
+clients fail to parse them), as Kafka does.
 An unknown version is answered by broker.connection with a v0 body and UNSUPPORTED_VERSION.
 v3+ requests name the client software (KIP-511): a name or version that does not match
 Kafka's pattern (ApiVersionsRequest.isValid, empty strings included) gets INVALID_REQUEST
@@ -30,6 +33,10 @@ MAX_VERSION = 4
 METADATA_VERSION_MIN = 7
 METADATA_VERSION_MAX = 25
 FINALIZED_FEATURES_EPOCH = 1
+# TransactionVersion: supported 0-2, finalized 2 (TV_2, the 4.0 default for new clusters).
+TRANSACTION_VERSION_MAX = 2
+# ApiVersionsResponse.maybeFilterSupportedFeatureKeys: below v4 no feature with minimum 0.
+FEATURE_LEVEL_0_SINCE = 4
 
 # ApiVersionsRequest.SOFTWARE_NAME_VERSION_PATTERN.
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
@@ -55,7 +62,18 @@ def handle(ctx: RequestContext, request: Message) -> Message:
                 name="metadata.version",
                 min_version=METADATA_VERSION_MIN,
                 max_version=METADATA_VERSION_MAX,
-            )
+            ),
+            *(
+                [
+                    Message(
+                        name="transaction.version",
+                        min_version=0,
+                        max_version=TRANSACTION_VERSION_MAX,
+                    )
+                ]
+                if ctx.version >= FEATURE_LEVEL_0_SINCE
+                else []
+            ),
         ],
         finalized_features_epoch=FINALIZED_FEATURES_EPOCH,
         finalized_features=[
@@ -63,6 +81,11 @@ def handle(ctx: RequestContext, request: Message) -> Message:
                 name="metadata.version",
                 max_version_level=METADATA_VERSION_MAX,
                 min_version_level=METADATA_VERSION_MAX,
-            )
+            ),
+            Message(
+                name="transaction.version",
+                max_version_level=TRANSACTION_VERSION_MAX,
+                min_version_level=TRANSACTION_VERSION_MAX,
+            ),
         ],
     )
