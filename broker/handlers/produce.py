@@ -245,8 +245,8 @@ async def _validate_and_append(
             refused = await _add_implicitly(ctx, request.transactional_id, entries, logs)
         for tp, entry in entries.items():
             if tp in refused:
-                error = _verification_error(refused[tp], ctx.version)
-                results[tp] = _failed(tp, error, logs[tp])
+                # Pre-append errors carry no log start offset (as verification's, below).
+                results[tp] = _partition(tp[1], _verification_error(refused[tp], ctx.version))
                 continue
             results[tp] = _append(
                 ctx, tp, logs[tp], entry, now_ms, appended, request.transactional_id
@@ -444,7 +444,9 @@ def _append(
                 error.name,
                 ctx.describe(),
             )
-            return _failed(tp, _verification_error(error, ctx.version), plog)
+            # A pre-append error (ReplicaManager.handleProduceAppend): LogAppendInfo's
+            # UNKNOWN_LOG_APPEND_INFO, so no log start offset.
+            return _partition(index, _verification_error(error, ctx.version))
         verified = True
     verdict = entry.verdict
     assert verdict is not None
