@@ -47,12 +47,16 @@ API_NAMES = {
     24: "AddPartitionsToTxn",
     25: "AddOffsetsToTxn",
     26: "EndTxn",
+    27: "WriteTxnMarkers",
     28: "TxnOffsetCommit",
     32: "DescribeConfigs",
     33: "AlterConfigs",
     37: "CreatePartitions",
     42: "DeleteGroups",
     60: "DescribeCluster",
+    61: "DescribeProducers",
+    65: "DescribeTransactions",
+    66: "ListTransactions",
     75: "DescribeTopicPartitions",
 }
 

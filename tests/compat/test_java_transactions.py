@@ -7,6 +7,10 @@ Checked on the wire (the API versions the client sent, through a CaptureProxy) a
 the broker stored: data batches and COMMIT/ABORT markers with their producer epochs and
 sequences in the segment files, the aborted transaction in .txnindex, the group's committed
 offset (OffsetFetch with require_stable) and a read_committed Fetch's view.
+
+TxnAdmin.java makes kafka-transactions.sh's calls (TransactionsCommand: list, describe,
+describe-producers, abort by start offset) through Java's Admin against a transaction left
+hanging over raw sockets; the abort's marker, .txnindex entry and released LSO are checked.
 """
 
 from __future__ import annotations
@@ -24,10 +28,11 @@ from protocol.schema import Message
 from storage.txn_index import read_entries
 from tests.compat.conftest import record_versions, require_tool
 from tests.compat.test_java_client import LOG4J_CONFIG, JavaClient, built
-from tests.e2e.test_transactions_raw import lso_and_aborted
+from tests.e2e.test_transactions_admin import describe
+from tests.e2e.test_transactions_raw import TXN, add_partition, init, lso_and_aborted, txn_produce
 from tests.support.broker_process import BrokerProcess
 from tests.support.capture_proxy import CapturedFrame, CaptureProxy
-from tests.support.produce import create_topic, stored
+from tests.support.produce import batch, create_topic, stored
 from tests.support.raw_client import RawClient
 
 PRODUCE, OFFSET_FETCH_KEY, ADD_PARTITIONS, ADD_OFFSETS, END_TXN, TXN_OFFSET_COMMIT = (
@@ -39,12 +44,13 @@ PRODUCE, OFFSET_FETCH_KEY, ADD_PARTITIONS, ADD_OFFSETS, END_TXN, TXN_OFFSET_COMM
     28,
 )
 COMMIT, ABORT = 1, 0
+WRITE_TXN_MARKERS = 27
 
 
 def run_capturing(
-    client: JavaClient, proxy: CaptureProxy, *args: str
+    client: JavaClient, proxy: CaptureProxy, main: str, *args: str
 ) -> tuple[list[dict[str, Any]], list[CapturedFrame]]:
-    """Run TxnProduce through the proxy; its JSON lines and every request it sent."""
+    """Run a compat program through the proxy; its JSON lines and every request it sent."""
     classpath = f"{client.home / 'classes'}:{client.home / 'lib'}/*"
     command = [
         require_tool("java"),
@@ -54,14 +60,14 @@ def run_capturing(
         f"-Dlog4j2.configurationFile={LOG4J_CONFIG}",
         "-cp",
         classpath,
-        "TxnProduce",
+        main,
         proxy.bootstrap,
         *args,
     ]
     done = subprocess.run(command, capture_output=True, text=True, timeout=100)
     frames = proxy.take()
     record_versions(f"Java kafka-clients {client.version}", frames)
-    assert done.returncode == 0, f"TxnProduce exited {done.returncode}:\n{done.stderr}"
+    assert done.returncode == 0, f"{main} exited {done.returncode}:\n{done.stderr}"
     return [json.loads(line) for line in done.stdout.splitlines()], frames
 
 
@@ -82,7 +88,9 @@ def test_java_transactional_producer_commits_aborts_and_sends_offsets(
     with RawClient(broker.port) as c:
         create_topic(c, "jt-out")
         create_topic(c, "jt-in")
-    lines, frames = run_capturing(client, proxy, "jt-out", "jt-in", "jt-group", "jt-txn")
+    lines, frames = run_capturing(
+        client, proxy, "TxnProduce", "jt-out", "jt-in", "jt-group", "jt-txn"
+    )
     acks = [(line["value"], line["offset"]) for line in lines if "value" in line]
     assert acks == [("c1-0", 0), ("c1-1", 1), ("c1-2", 2), ("a2-0", 4), ("a2-1", 5), ("c3-0", 7)]
 
@@ -144,3 +152,40 @@ def test_java_transactional_producer_commits_aborts_and_sends_offsets(
         # read_committed: everything is stable; the aborted transaction is announced.
         pid = batches[0][0].producer_id
         assert lso_and_aborted(c, "jt-out") == (9, 9, [(pid, 4)])
+
+
+@pytest.mark.timeout(200)
+@pytest.mark.parametrize("version", ["4.1.1", "3.9.0"], ids=lambda v: f"kafka-clients-{v}")
+def test_java_admin_lists_describes_and_aborts_a_hanging_transaction(
+    proxied_broker: tuple[BrokerProcess, CaptureProxy], version: str
+) -> None:
+    """kafka-transactions.sh's calls (Admin listTransactions, describeTransactions,
+    describeProducers, abortTransaction) against a transaction left open over raw sockets."""
+    broker, proxy = proxied_broker
+    with RawClient(broker.port) as c:
+        create_topic(c, "jt-hang")
+        answer = init(c)
+        pid, epoch = answer.producer_id, answer.producer_epoch
+        assert add_partition(c, pid, epoch, "jt-hang") == 0
+        assert txn_produce(c, "jt-hang", batch(pid, epoch, 0, transactional=True)) == 0
+        assert lso_and_aborted(c, "jt-hang") == (2, 0, [])
+    lines, frames = run_capturing(built(version), proxy, "TxnAdmin", "jt-hang", TXN)
+    assert {"listed": TXN, "state": "Ongoing"} in lines
+    assert {
+        "described": TXN,
+        "state": "Ongoing",
+        "producerId": pid,
+        "epoch": epoch,
+        "partitions": 1,
+    } in lines
+    assert {"producer": pid, "epoch": epoch, "startOffset": 0, "coordinatorEpoch": -1} in lines
+    assert {"aborted": pid} in lines
+    assert WRITE_TXN_MARKERS in versions_sent(frames)
+    with RawClient(broker.port) as c:
+        # The LSO is released and read_committed is told the transaction was aborted; the
+        # coordinator still holds it (Kafka's abort leaves the coordinator alone).
+        assert lso_and_aborted(c, "jt-hang") == (3, 3, [(pid, 0)])
+        (state,) = describe(c, TXN)
+        assert state.transaction_state == "Ongoing"
+    (entry,) = read_entries(broker.data_dir / "jt-hang-0" / f"{0:020d}.txnindex")
+    assert (entry.producer_id, entry.first_offset, entry.last_offset) == (pid, 0, 2)
