@@ -1,7 +1,7 @@
 """`make bench`: measure a freshly started broker process like a broker is measured.
 
 Writes bench/results/latest.json and bench/results/latest.md and prints the table.
-    python -m bench [--runs N] [--quick]
+    python -m bench [--runs N] [--quick] [--transactions]
     python -m bench --ingest [--vs-tansu] [--runs N]   (bench/side_by_side.py)
 Figures are medians of several runs with their spread (min-max); nothing here is asserted.
 """
@@ -69,6 +69,11 @@ def main() -> int:
     parser.add_argument("--skip-recovery", action="store_true")
     parser.add_argument("--loop", choices=("asyncio", "uvloop"), default="asyncio")
     parser.add_argument(
+        "--transactions",
+        action="store_true",
+        help="only the transaction workloads (EndTxn round trip, transactional producer)",
+    )
+    parser.add_argument(
         "--hostile",
         action="store_true",
         help="only the hostile/heavy-client workloads (bench/hostile.py, issue 13)",
@@ -84,6 +89,11 @@ def main() -> int:
         "when": time.strftime("%Y-%m-%d %H:%M"),
     }
     figures: dict[str, Any] = {}
+    if args.transactions:
+        with BenchBroker() as broker:
+            transaction_figures(figures, broker.port, runs, scale)
+        results["figures"] = figures
+        return write_results(results, "transactions")
 
     figures["startup_s"] = repeat(1 if args.quick else 5, workloads.startup_once)
     with BenchBroker() as broker:
@@ -105,6 +115,7 @@ def main() -> int:
             runs, lambda: workloads.confluent_consume(broker.port, int(200 * scale) * 1024 * 1024)
         )
         figures["rss_after_load_mb"] = summarize([broker.rss_mb()])
+        transaction_figures(figures, broker.port, runs, scale)
     many = [workloads.many_producers(50, 10, int(4000 * scale)) for _ in range(runs)]
     figures["producers_50_msg_s"] = summarize([m["msg_s"] for m in many])
     figures["producers_50_errors"] = summarize([float(m["errors"]) for m in many])
@@ -113,8 +124,21 @@ def main() -> int:
             1, lambda: workloads.recovery_after_sigkill(int(1024 * scale))
         )
     results["figures"] = figures
+    return write_results(results, "latest" if args.loop == "asyncio" else f"latest-{args.loop}")
+
+
+def transaction_figures(figures: dict[str, Any], port: int, runs: int, scale: float) -> None:
+    """Issue 14: the cost of a commit and a transactional producer's throughput."""
+    rtt = [workloads.end_txn_round_trips(port, int(1000 * scale)) for _ in range(runs)]
+    for key in ("p50", "p99"):
+        figures[f"end_txn_{key}_ms"] = summarize([x[key] for x in rtt])
+    figures["txn_produce_msg_s"] = repeat(
+        runs, lambda: workloads.transactional_produce(port, int(200 * scale), 100, 1024)
+    )
+
+
+def write_results(results: dict[str, Any], stem: str) -> int:
     RESULTS.mkdir(exist_ok=True)
-    stem = "latest" if args.loop == "asyncio" else f"latest-{args.loop}"
     (RESULTS / f"{stem}.json").write_text(json.dumps(results, indent=2) + "\n")
     table = markdown(results)
     (RESULTS / f"{stem}.md").write_text(table)
@@ -146,6 +170,13 @@ LABELS = {
     "latency_p99_ms": ("produce latency p99", "ms", 3),
     "latency_p999_ms": ("produce latency p99.9", "ms", 3),
     "consume_mb_s": ("confluent-kafka consume, 1 KiB records", "MB/s", 0),
+    "end_txn_p50_ms": ("EndTxn(commit) round trip p50, 1 partition, raw socket", "ms", 3),
+    "end_txn_p99_ms": ("EndTxn(commit) round trip p99", "ms", 3),
+    "txn_produce_msg_s": (
+        "confluent-kafka transactional producer, 100 x 1 KiB per transaction",
+        "msg/s",
+        0,
+    ),
     "rss_after_load_mb": ("resident memory after produce + consume load", "MB", 1),
     "producers_50_msg_s": ("50 idempotent producers, 10 partitions, aggregate", "msg/s", 0),
     "producers_50_errors": ("50 producers: delivery errors", "", 0),

@@ -150,6 +150,101 @@ def latency(port: int, count: int) -> dict[str, float]:
     return {"p50": pct(0.5), "p99": pct(0.99), "p999": pct(0.999)}
 
 
+def end_txn_round_trips(port: int, transactions: int) -> dict[str, float]:
+    """The cost of a commit: EndTxn(commit) round trips over a raw socket, ms, for
+    transactions of one partition holding one 10-record batch (AddPartitionsToTxn and
+    Produce before each, not timed). The answer comes after the COMMIT marker is written and
+    the coordinator's state is fsynced twice (PrepareCommit, CompleteCommit)."""
+    from protocol.messages.add_partitions_to_txn import ADD_PARTITIONS_TO_TXN
+    from protocol.messages.end_txn import END_TXN
+    from protocol.messages.init_producer_id import INIT_PRODUCER_ID
+    from protocol.messages.produce import PRODUCE
+    from protocol.schema import Message
+
+    name = topic("endtxn")
+    txn_id = f"{name}-txn"
+    samples: list[float] = []
+    with RawClient(port) as client:
+        create_topic(client, name)
+        init = client.request(
+            INIT_PRODUCER_ID, 4, Message(transactional_id=txn_id, transaction_timeout_ms=60000)
+        )
+        pid, epoch = init.producer_id, init.producer_epoch
+        for n in range(transactions):
+            added = client.request(
+                ADD_PARTITIONS_TO_TXN,
+                3,
+                Message(
+                    v3_and_below_transactional_id=txn_id,
+                    v3_and_below_producer_id=pid,
+                    v3_and_below_producer_epoch=epoch,
+                    v3_and_below_topics=[Message(name=name, partitions=[0])],
+                ),
+            )
+            assert (
+                added.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code
+                == 0
+            )
+            data = batch(pid, epoch, n * 10, count=10, transactional=True)
+            answer = client.request(
+                PRODUCE,
+                9,
+                Message(
+                    transactional_id=txn_id,
+                    acks=-1,
+                    timeout_ms=30000,
+                    topic_data=[
+                        Message(name=name, partition_data=[Message(index=0, records=data)])
+                    ],
+                ),
+            )
+            assert answer.responses[0].partition_responses[0].error_code == 0
+            t0 = time.perf_counter()
+            ended = client.request(
+                END_TXN,
+                3,
+                Message(
+                    transactional_id=txn_id, producer_id=pid, producer_epoch=epoch, committed=True
+                ),
+            )
+            samples.append((time.perf_counter() - t0) * 1000)
+            assert ended.error_code == 0, ended
+    samples.sort()
+    return {
+        "p50": samples[len(samples) // 2],
+        "p99": samples[min(int(len(samples) * 0.99), len(samples) - 1)],
+    }
+
+
+def transactional_produce(port: int, transactions: int, per_txn: int, size: int) -> float:
+    """confluent-kafka transactional producer: begin, `per_txn` records of `size` bytes,
+    commit, repeated; committed records per second."""
+    from confluent_kafka import Producer
+
+    name = topic("txn")
+    producer = Producer(
+        {
+            "bootstrap.servers": f"127.0.0.1:{port}",
+            "transactional.id": f"{name}-producer",
+            "linger.ms": 5,
+        }
+    )
+    producer.init_transactions(30)
+    payload = b"x" * size
+    started = time.perf_counter()
+    for _ in range(transactions):
+        producer.begin_transaction()
+        for _ in range(per_txn):
+            while True:
+                try:
+                    producer.produce(name, payload, partition=0)
+                    break
+                except BufferError:
+                    producer.poll(0.005)
+        producer.commit_transaction(60)
+    return transactions * per_txn / (time.perf_counter() - started)
+
+
 def confluent_consume(port: int, total_bytes: int) -> float:
     """MB/s reading ``total_bytes`` of 1 KiB records written beforehand by a raw client."""
     from confluent_kafka import Consumer, TopicPartition

@@ -8,6 +8,11 @@ directories. Segment files are plain RecordBatch v2 wire bytes, so this tool rea
 directly instead of through storage/: it must work on a directory storage refuses to open
 (after a crash, a torn write, a bug), and it reports damage instead of repairing it.
 
+Control batches are named (COMMIT/ABORT with the producer id, epoch and coordinator
+epoch), and after the segments each partition lists its open transactions: producers whose
+transactional batches no marker has closed yet, with the first offset that pins the last
+stable offset (what `kafka-transactions.sh find-hanging` looks for).
+
 Exit status: 0 when everything read back cleanly, 1 when something was wrong (bad CRC,
 corrupt header, trailing partial batch, undecodable records, no partitions), 2 on a bad
 path.
@@ -138,6 +143,37 @@ def _batch_line(h: BatchHeader, good_crc: bool) -> str:
     )
 
 
+# ControlRecordType: key int16 version + int16 type; EndTransactionMarker value: int16
+# version + int32 coordinator epoch.
+_CONTROL_TYPES = {0: "ABORT", 1: "COMMIT"}
+
+
+def _control_line(batch: _Batch) -> str:
+    h = batch.header
+    try:
+        (record,) = decode_records(batch.data, h)
+        assert record.key is not None and record.value is not None
+        kind = int.from_bytes(record.key[2:4], "big", signed=True)
+        coordinator_epoch = int.from_bytes(record.value[2:6], "big", signed=True)
+    except (CorruptBatchError, ValueError, AssertionError):
+        return "control record not decodable"
+    name = _CONTROL_TYPES.get(kind, f"control type {kind}")
+    return (
+        f"{name} pid {h.producer_id} epoch {h.producer_epoch} coordinator epoch {coordinator_epoch}"
+    )
+
+
+def _track_txn(open_txns: dict[int, int], h: BatchHeader) -> None:
+    """ProducerAppendInfo: a transactional batch opens the producer's transaction (first
+    offset kept), a marker closes it."""
+    if not h.is_transactional:
+        return
+    if h.is_control:
+        open_txns.pop(h.producer_id, None)
+    else:
+        open_txns.setdefault(h.producer_id, h.base_offset)
+
+
 def _print_records(batch: _Batch, out: TextIO) -> bool:
     h = batch.header
     try:
@@ -158,6 +194,7 @@ def _print_records(batch: _Batch, out: TextIO) -> bool:
 def dump_partition(partition_dir: Path, *, records: bool, out: TextIO) -> bool:
     """Print one partition; return True when everything read back cleanly."""
     clean = True
+    open_txns: dict[int, int] = {}
     print(f"partition {partition_dir.name} ({partition_dir})", file=out)
     for path in segment_files(partition_dir):
         data = path.read_bytes()
@@ -170,8 +207,14 @@ def dump_partition(partition_dir: Path, *, records: bool, out: TextIO) -> bool:
             good = crc_ok(item.data, item.header)
             clean = clean and good
             print(f"    {_batch_line(item.header, good)}", file=out)
-            if records:
+            _track_txn(open_txns, item.header)
+            if item.header.is_control:
+                print(f"      {_control_line(item)}", file=out)
+            elif records:
                 clean = _print_records(item, out) and clean
+    if open_txns:
+        listed = ", ".join(f"pid {p} since offset {o}" for p, o in sorted(open_txns.items()))
+        print(f"  open transactions: {listed}", file=out)
     return clean
 
 

@@ -18,8 +18,11 @@ At start-up a transaction found in PrepareCommit/PrepareAbort gets its markers a
 (duplicates are harmless: a marker with no open transaction changes nothing but the
 producer's entry); an Ongoing one waits for its timeout, as in Kafka.
 
-Transactions v1 only here (AddPartitionsToTxn/AddOffsetsToTxn before produce, EndTxn up
-to v4, the producer epoch kept across transactions).
+Both generations side by side, chosen per request as Kafka does: transactions v1
+(AddPartitionsToTxn/AddOffsetsToTxn before produce, EndTxn up to v4, the producer epoch kept
+across transactions) and v2 (KIP-890 part 2: Produce v12 and TxnOffsetCommit v5 add their
+partition implicitly, EndTxn v5 bumps the epoch at every end and answers the producer id and
+epoch to use next; an exhausted epoch moves to a new producer id).
 
 Deviations: the coordinator epoch is always 0 (one node never moves the coordinator);
 pending transactional offsets are kept with the transaction's record instead of as
@@ -68,6 +71,13 @@ OFFSETS_TOPIC_PARTITIONS = 50
 EPOCH_EXHAUSTED = 32766
 NO_PRODUCER_ID = -1
 NO_EPOCH = -1
+# TransactionVersion: 0/1 keep the epoch across transactions; 2 (KIP-890 part 2) bumps it at
+# every end and adds partitions implicitly.
+TV1 = 0
+TV2 = 2
+# AddPartitionsToTxnManager's retry of CONCURRENT_TRANSACTIONS for an implicit add.
+IMPLICIT_ADD_ATTEMPTS = 6
+IMPLICIT_ADD_BACKOFF_S = 0.02
 
 _PREPARE = {True: PREPARE_COMMIT, False: PREPARE_ABORT}
 _COMPLETE = {True: COMPLETE_COMMIT, False: COMPLETE_ABORT}
@@ -301,8 +311,11 @@ class TransactionCoordinator:
         producer_epoch: int,
         partitions: list[tuple[str, int]],
         groups: tuple[str, ...] = (),
+        client_tv: int = TV1,
     ) -> ErrorCode:
-        """TransactionCoordinator.handleAddPartitionsToTransaction (one error for all)."""
+        """TransactionCoordinator.handleAddPartitionsToTransaction (one error for all).
+        ``client_tv`` 2: an implicit add by Produce v12 / TxnOffsetCommit v5, which marks
+        the transaction as a transactions-v2 one (TransactionMetadata.clientTransactionVersion)."""
         error = self._check_producer(txn_id, producer_id, producer_epoch)
         if error:
             return error
@@ -317,6 +330,7 @@ class TransactionCoordinator:
         now = wall_ms()
         new = replace(
             meta,
+            client_transaction_version=client_tv,
             state=ONGOING,
             partitions=meta.partitions + [p for p in dict.fromkeys(partitions) if p not in have],
             groups=meta.groups + [g for g in dict.fromkeys(groups) if g not in meta.groups],
@@ -327,12 +341,38 @@ class TransactionCoordinator:
         return await self._persist(new)
 
     async def add_offsets(
-        self, txn_id: str, producer_id: int, producer_epoch: int, group_id: str
+        self,
+        txn_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        group_id: str,
+        client_tv: int = TV1,
     ) -> ErrorCode:
         partition = (GROUP_OFFSETS_TOPIC, offsets_partition(group_id))
         return await self.add_partitions(
-            txn_id, producer_id, producer_epoch, [partition], (group_id,)
+            txn_id, producer_id, producer_epoch, [partition], (group_id,), client_tv
         )
+
+    async def add_implicitly(
+        self,
+        txn_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: list[tuple[str, int]],
+        groups: tuple[str, ...] = (),
+    ) -> ErrorCode:
+        """Transactions v2's implicit add (Produce v12, TxnOffsetCommit v5): Kafka's
+        AddPartitionsToTxnManager sends AddPartitionsToTxn v5 and retries
+        CONCURRENT_TRANSACTIONS every 20 ms for up to 100 ms (a previous transaction's
+        completion in flight) before answering it."""
+        for attempt in range(IMPLICIT_ADD_ATTEMPTS):
+            error = await self.add_partitions(
+                txn_id, producer_id, producer_epoch, partitions, groups, TV2
+            )
+            if error != ErrorCode.CONCURRENT_TRANSACTIONS or attempt == IMPLICIT_ADD_ATTEMPTS - 1:
+                return error
+            await asyncio.sleep(IMPLICIT_ADD_BACKOFF_S)
+        return ErrorCode.CONCURRENT_TRANSACTIONS
 
     def verify(
         self, txn_id: str, producer_id: int, producer_epoch: int, partition: tuple[str, int]
@@ -373,6 +413,28 @@ class TransactionCoordinator:
             if o.group_id == group_id
         }
 
+    async def offsets_marker(self, producer_id: int, partition: int, commit: bool) -> ErrorCode:
+        """A WriteTxnMarkers marker for __consumer_offsets-<partition> (an admin tool's, e.g.
+        `kafka-transactions.sh abort`): the producer's pending offsets of the groups that
+        partition holds are committed or dropped (GroupCoordinator.onTransactionCompleted),
+        the transaction's state is otherwise left alone, as Kafka's coordinator never hears
+        of such markers."""
+        for txn_id, meta in list(self.txns.items()):
+            if meta.producer_id != producer_id:
+                continue
+            mine = [o for o in meta.pending_offsets if offsets_partition(o.group_id) == partition]
+            if not mine:
+                continue
+            if txn_id in self.pending:
+                return ErrorCode.CONCURRENT_TRANSACTIONS
+            if commit:
+                await self._commit_offsets(mine)
+            kept = [o for o in meta.pending_offsets if o not in mine]
+            return await self._persist(
+                replace(meta, pending_offsets=kept, last_update_ms=wall_ms())
+            )
+        return ErrorCode.NONE
+
     # --- EndTxn ----------------------------------------------------------------------------
 
     async def end_txn(
@@ -395,6 +457,90 @@ class TransactionCoordinator:
         if meta.state == _PREPARE[commit]:
             return ErrorCode.CONCURRENT_TRANSACTIONS
         return ErrorCode.INVALID_TXN_STATE
+
+    async def end_txn_v2(
+        self, txn_id: str, producer_id: int, producer_epoch: int, commit: bool
+    ) -> InitResult:
+        """TransactionCoordinator.endTransaction for transactions v2 (EndTxn v5): every end
+        bumps the epoch, a retry is recognised by the stored epoch being the request's + 1,
+        and the answer carries the producer id and epoch to use next."""
+        if txn_id == "":
+            return InitResult(ErrorCode.INVALID_REQUEST)
+        meta = self.txns.get(txn_id)
+        if meta is None:
+            return InitResult(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
+        if txn_id in self.pending:
+            # First, so a pending change (maybe to a new producer id) completes before the rest.
+            return InitResult(ErrorCode.CONCURRENT_TRANSACTIONS)
+        retry_on_overflow = (
+            meta.previous_producer_id == producer_id
+            and producer_epoch == EPOCH_EXHAUSTED
+            and meta.producer_epoch == 0
+        )
+        retry_on_bump = meta.producer_epoch == producer_epoch + 1
+        if meta.producer_id != producer_id and not retry_on_overflow:
+            return InitResult(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
+        current = producer_epoch == meta.producer_epoch
+        if meta.state in (ONGOING, EMPTY):
+            valid = current
+        elif meta.state in (PREPARE_COMMIT, PREPARE_ABORT):
+            valid = retry_on_bump
+        else:
+            valid = retry_on_bump or retry_on_overflow or current
+        if not valid:
+            return InitResult(ErrorCode.PRODUCER_FENCED)
+        retry = retry_on_bump or retry_on_overflow
+        stored = InitResult(ErrorCode.NONE, meta.producer_id, meta.producer_epoch)
+        invalid = InitResult(ErrorCode.INVALID_TXN_STATE)
+        if meta.state == ONGOING:
+            return await self._end_v2(txn_id, meta, commit, no_partitions=False)
+        if meta.state == _PREPARE[commit]:
+            return InitResult(ErrorCode.CONCURRENT_TRANSACTIONS)
+        if meta.state in (PREPARE_COMMIT, PREPARE_ABORT):
+            return invalid
+        if meta.state == _COMPLETE[commit]:
+            if retry:
+                return stored
+            # CompleteAbort + abort at the current epoch: an abort with nothing added.
+            return invalid if commit else await self._end_v2(txn_id, meta, False, True)
+        if commit or retry:
+            # Commit after CompleteAbort or from Empty; an abort "retry" after CompleteCommit.
+            return invalid
+        # Abort from Empty or after CompleteCommit (Java TV2 sends EndTxn even when its
+        # sends failed): an epoch bump, no markers.
+        return await self._end_v2(txn_id, meta, False, no_partitions=True)
+
+    async def _end_v2(
+        self, txn_id: str, meta: TxnRecord, commit: bool, no_partitions: bool
+    ) -> InitResult:
+        """TransactionMetadata.prepareAbortOrCommit with the TV2 epoch bump, then the
+        markers (with the bumped epoch) and prepareComplete (a new producer id at epoch 0
+        when the epoch is exhausted)."""
+        now = wall_ms()
+        new = replace(
+            meta,
+            state=_PREPARE[commit],
+            producer_epoch=meta.producer_epoch + 1,
+            last_producer_epoch=meta.producer_epoch,
+            partitions=list(meta.partitions),
+            groups=list(meta.groups),
+            pending_offsets=list(meta.pending_offsets),
+            # With nothing added the start time is unknown: Kafka uses the update time.
+            start_ms=now if no_partitions else meta.start_ms,
+            last_update_ms=now,
+            client_transaction_version=TV2,
+        )
+        if meta.producer_epoch >= EPOCH_EXHAUSTED:
+            new.next_producer_id = self._producer_ids.next_id()
+        error = await self._persist(new)
+        if error:
+            return InitResult(error)
+        await self._complete(txn_id, commit)
+        # The answer is prepareComplete's producer id and epoch, even when the markers
+        # are still to be retried (Kafka answers once the Prepare record is written).
+        if new.next_producer_id != NO_PRODUCER_ID:
+            return InitResult(ErrorCode.NONE, new.next_producer_id, 0)
+        return InitResult(ErrorCode.NONE, new.producer_id, new.producer_epoch)
 
     async def _fence_and_abort(self, txn_id: str, meta: TxnRecord, why: str) -> ErrorCode:
         log.info(
@@ -452,6 +598,11 @@ class TransactionCoordinator:
             pending_offsets=[],
             last_update_ms=wall_ms(),
         )
+        if meta.next_producer_id != NO_PRODUCER_ID:
+            # TV2 epoch overflow (prepareComplete): the reserved producer id at epoch 0; the
+            # old one is kept so a retry of this EndTxn is recognised.
+            done.previous_producer_id, done.producer_id = meta.producer_id, meta.next_producer_id
+            done.producer_epoch, done.next_producer_id = 0, NO_PRODUCER_ID
         await self._persist(done)
 
     def _write_markers(self, meta: TxnRecord, commit: bool) -> list[PartitionLog] | None:

@@ -559,6 +559,12 @@ class PartitionLog:
         TRANSACTION_COORDINATOR_FENCED. With no open transaction (a resent marker) the batch
         is still written and only the producer's entry changes, as in Kafka.
         """
+        if self.offline is not None:
+            # As append: an offline log dir answers KAFKA_STORAGE_ERROR (the coordinator
+            # leaves the transaction prepared and retries after a restart).
+            return AppendResult(
+                ErrorCode.KAFKA_STORAGE_ERROR, -1, NO_TIMESTAMP, self._log_start_offset
+            )
         error = self._producers.check_marker(producer_id, epoch, coordinator_epoch)
         if error != ErrorCode.NONE:
             return AppendResult(error, -1, NO_TIMESTAMP, self._log_start_offset)

@@ -29,6 +29,7 @@ from broker.handlers import (
     describe_producers,
     describe_quorum,
     describe_topic_partitions,
+    describe_transactions,
     describe_user_scram_credentials,
     elect_leaders,
     end_txn,
@@ -42,6 +43,7 @@ from broker.handlers import (
     list_groups,
     list_offsets,
     list_partition_reassignments,
+    list_transactions,
     metadata,
     offset_commit,
     offset_delete,
@@ -50,6 +52,7 @@ from broker.handlers import (
     produce,
     sync_group,
     txn_offset_commit,
+    write_txn_markers,
 )
 
 MODULES: tuple[ModuleType, ...] = (
@@ -102,6 +105,9 @@ MODULES: tuple[ModuleType, ...] = (
     add_offsets_to_txn,
     end_txn,
     txn_offset_commit,
+    write_txn_markers,
+    describe_transactions,
+    list_transactions,
 )
 
 

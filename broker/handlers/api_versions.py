@@ -4,9 +4,12 @@ The list is derived from the handler registry in ascending key order. v3+ answer
 the tagged fields Kafka 4.0 sends: supported_features (tag 0), finalized_features_epoch
 (tag 1) and finalized_features (tag 2); zk_migration_ready (tag 3) is omitted, as Kafka
 omits it. Old librdkafka fails to parse a v3 response whose tagged section differs.
-metadata.version and group.version (level 1: KIP-848 consumer groups, served by
-ConsumerGroupHeartbeat/ConsumerGroupDescribe) are announced; transaction.version is a promise
-(transactions v2) that this broker does not make yet.
+metadata.version, group.version (level 1: KIP-848 consumer groups, served by
+ConsumerGroupHeartbeat/ConsumerGroupDescribe) and transaction.version (2: Produce v12, EndTxn
+v5 and TxnOffsetCommit v5 work, so Java 4.x uses transactions v2) are finalized, as on a fresh
+Kafka 4.0 cluster. Below v4, supported features whose minimum is 0 are left out
+(ApiVersionsResponse.maybeFilterSupportedFeatureKeys, KAFKA-17492: older clients fail to
+parse them), as Kafka does.
 An unknown version is answered by broker.connection with a v0 body and UNSUPPORTED_VERSION.
 v3+ requests name the client software (KIP-511): a name or version that does not match
 Kafka's pattern (ApiVersionsRequest.isValid, empty strings included) gets INVALID_REQUEST
@@ -34,6 +37,10 @@ FINALIZED_FEATURES_EPOCH = 1
 # Kafka 4.0's group.version range and finalized level (GroupVersion.GV_1: KIP-848 groups).
 GROUP_VERSION_MIN = 0
 GROUP_VERSION_MAX = 1
+# TransactionVersion: supported 0-2, finalized 2 (TV_2, the 4.0 default for new clusters).
+TRANSACTION_VERSION_MAX = 2
+# ApiVersionsResponse.maybeFilterSupportedFeatureKeys: below v4 no feature with minimum 0.
+FEATURE_LEVEL_0_SINCE = 4
 
 # ApiVersionsRequest.SOFTWARE_NAME_VERSION_PATTERN.
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
@@ -47,9 +54,9 @@ def _valid_software(request: Message) -> bool:
 
 
 def _supported_features(version: int) -> list[Message]:
-    """Kafka lists a supported feature whose range starts at 0 only to v4+ requests
-    (KAFKA-17011: older clients reject a minimum of 0), so group.version 0-1 appears at v4
-    only, as recorded from Kafka 4.0.0."""
+    """Kafka lists a supported feature whose range starts at 0 only to v4+ requests (older
+    clients reject a minimum of 0), so group.version 0-1 and transaction.version 0-2 appear
+    at v4 only, as recorded from Kafka 4.0.0."""
     features = [
         Message(
             name="metadata.version",
@@ -57,12 +64,15 @@ def _supported_features(version: int) -> list[Message]:
             max_version=METADATA_VERSION_MAX,
         )
     ]
-    if version >= 4:
+    if version >= FEATURE_LEVEL_0_SINCE:
         features.insert(
             0,
             Message(
                 name="group.version", min_version=GROUP_VERSION_MIN, max_version=GROUP_VERSION_MAX
             ),
+        )
+        features.append(
+            Message(name="transaction.version", min_version=0, max_version=TRANSACTION_VERSION_MAX)
         )
     return features
 
@@ -87,6 +97,11 @@ def handle(ctx: RequestContext, request: Message) -> Message:
                 name="metadata.version",
                 max_version_level=METADATA_VERSION_MAX,
                 min_version_level=METADATA_VERSION_MAX,
+            ),
+            Message(
+                name="transaction.version",
+                max_version_level=TRANSACTION_VERSION_MAX,
+                min_version_level=TRANSACTION_VERSION_MAX,
             ),
         ],
     )

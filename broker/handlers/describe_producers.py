@@ -2,8 +2,10 @@
 
 Behaviour: for each requested partition, the idempotent producers this broker holds state
 for (storage.producer_state): producer id, epoch, the last sequence it appended and the max
-timestamp of its last batch (Kafka's lastTimestamp), coordinator epoch -1 and no open
-transaction (-1). A producer that expired (producer.id.expiration.ms, counted from that
+timestamp of its last batch (Kafka's lastTimestamp), the coordinator epoch of its last
+COMMIT/ABORT marker (-1 before any) and the first offset of its open transaction (-1 when
+none; Kafka's currentTxnStartOffset, what `kafka-transactions.sh abort --start-offset` and
+`find-hanging` look for). A producer that expired (producer.id.expiration.ms, counted from that
 timestamp) is no longer listed; one whose records were all removed (retention,
 DeleteRecords) still is, as in Kafka since KAFKA-7190. Unknown topic or partition ->
 UNKNOWN_TOPIC_OR_PARTITION; as in Kafka's handleDescribeProducersRequest, only an unknown
@@ -56,8 +58,8 @@ def handle(ctx: RequestContext, request: Message) -> Message:
                         last_timestamp=last.max_timestamp
                         if last is not None
                         else entry.last_timestamp_ms,
-                        coordinator_epoch=-1,
-                        current_txn_start_offset=-1,
+                        coordinator_epoch=entry.coordinator_epoch,
+                        current_txn_start_offset=entry.current_txn_first_offset,
                     )
                 )
             partitions.append(

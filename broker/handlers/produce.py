@@ -33,7 +33,8 @@ Transactional batches (KafkaApis / ReplicaManager / UnifiedLog, TRANSACTIONS.md 
 no transactional_id every partition gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED; batches of
 two producer ids -> INVALID_PRODUCER_ID_MAPPING; a partition with no transaction open for
 the batch's producer id and epoch is verified with the transaction coordinator first
-(KIP-890 part 1, verify-only up to v11): unknown producer id ->
+(KIP-890 part 1, verify-only up to v11; v12 first adds the partition to the transaction,
+KIP-890 part 2, retrying CONCURRENT_TRANSACTIONS for up to 100 ms): unknown producer id ->
 INVALID_PRODUCER_ID_MAPPING, another epoch -> INVALID_PRODUCER_EPOCH (Kafka's
 PRODUCER_FENCED mapping), Prepare states -> NOT_ENOUGH_REPLICAS (CONCURRENT_TRANSACTIONS
 below v12), a partition not added -> TRANSACTION_ABORTABLE (INVALID_TXN_STATE up to v10).
@@ -250,7 +251,14 @@ async def _validate_and_append(
         results = {tp: _partition(tp[1], ErrorCode.INVALID_PRODUCER_ID_MAPPING) for tp in entries}
     else:
         appended: list[PartitionLog] = []
+        refused: dict[_TopicPartition, ErrorCode] = {}
+        if ctx.version >= IMPLICIT_ADD_VERSION and request.transactional_id is not None:
+            refused = await _add_implicitly(ctx, request.transactional_id, entries, logs)
         for tp, entry in entries.items():
+            if tp in refused:
+                # Pre-append errors carry no log start offset (as verification's, below).
+                results[tp] = _partition(tp[1], _verification_error(refused[tp], ctx.version))
+                continue
             results[tp] = _append(
                 ctx, tp, logs[tp], entry, now_ms, appended, request.transactional_id
             )
@@ -464,7 +472,9 @@ def _append(
                 error.name,
                 ctx.describe(),
             )
-            return _failed(tp, _verification_error(error, ctx.version), plog)
+            # A pre-append error (ReplicaManager.handleProduceAppend): LogAppendInfo's
+            # UNKNOWN_LOG_APPEND_INFO, so no log start offset.
+            return _partition(index, _verification_error(error, ctx.version))
         verified = True
     verdict = entry.verdict
     assert verdict is not None
@@ -513,6 +523,45 @@ def _append(
         record_errors=[],
         error_message=None,
     )
+
+
+async def _add_implicitly(
+    ctx: RequestContext,
+    transactional_id: str,
+    entries: dict[_TopicPartition, _Entry],
+    logs: dict[_TopicPartition, PartitionLog],
+) -> dict[_TopicPartition, ErrorCode]:
+    """Produce v12 (KIP-890 part 2): partitions with no transaction open for the batch's
+    producer id and epoch are added to the transaction first (ReplicaManager's
+    maybeStartTransactionVerificationForPartitions with the addPartition operation); the
+    usual verification then finds them, right before the append. The errors to answer."""
+    wanted: list[_TopicPartition] = []
+    header: BatchHeader | None = None
+    for tp, entry in entries.items():
+        h = entry.checked.header
+        if (
+            h is not None
+            and h.is_transactional
+            and entry.checked.error == ErrorCode.NONE
+            and not logs[tp].has_ongoing_txn(h.producer_id, h.producer_epoch)
+        ):
+            wanted.append(tp)
+            header = h
+    if header is None:
+        return {}
+    error = await ctx.state.transactions.add_implicitly(
+        transactional_id, header.producer_id, header.producer_epoch, wanted
+    )
+    if error == ErrorCode.NONE:
+        return {}
+    log.info(
+        "implicit add of %s to transaction %r refused: %s (%s)",
+        wanted,
+        transactional_id,
+        error.name,
+        ctx.describe(),
+    )
+    return dict.fromkeys(wanted, error)
 
 
 def _transactional(entries: dict[_TopicPartition, _Entry]) -> list[BatchHeader]:

@@ -1,4 +1,4 @@
-"""TxnOffsetCommit, versions 0-4 (transactions v1).
+"""TxnOffsetCommit, versions 0-5 (v5: transactions v2).
 
 As Kafka's group coordinator (OffsetMetadataManager.validateTransactionalOffsetCommit, then
 the transactional append to the offsets partition):
@@ -11,7 +11,9 @@ the transactional append to the offsets partition):
   producer id -> INVALID_PRODUCER_ID_MAPPING, another epoch -> PRODUCER_FENCED mapped to
   INVALID_PRODUCER_EPOCH (the offsets partition's epoch check), Prepare states ->
   CONCURRENT_TRANSACTIONS, AddOffsetsToTxn not done -> TRANSACTION_ABORTABLE mapped to
-  INVALID_TXN_STATE below v5 (as Produce);
+  INVALID_TXN_STATE below v5 (as Produce); v5 adds the offsets partition to the transaction
+  itself (KIP-890 part 2, AddPartitionsToTxnManager's addPartition operation: Empty or a
+  completed transaction becomes Ongoing) instead of verifying it;
 - metadata over 4096 bytes -> OFFSET_METADATA_TOO_LARGE.
 Accepted offsets are kept with the transaction (durable before the answer) and become the
 group's committed offsets only when the transaction commits; an abort drops them.
@@ -31,7 +33,8 @@ from storage.txn_state_log import PendingOffset
 
 API = TXN_OFFSET_COMMIT
 MIN_VERSION = 0
-MAX_VERSION = 4
+MAX_VERSION = 5
+IMPLICIT_ADD_VERSION = 5
 
 # ReplicaManager's mapping of verification errors for an append to a partition.
 _APPEND_ERRORS = {
@@ -61,7 +64,7 @@ async def handle(ctx: RequestContext, request: Message) -> Message:
                 )
             )
     if valid:
-        error = _check(ctx, request)
+        error = await _check(ctx, request)
         accepted = []
         for item in valid:
             size = len(item.metadata.encode()) if item.metadata is not None else 0
@@ -93,13 +96,22 @@ async def handle(ctx: RequestContext, request: Message) -> Message:
     )
 
 
-def _check(ctx: RequestContext, request: Message) -> int:
+async def _check(ctx: RequestContext, request: Message) -> int:
     group_error = ctx.state.groups.validate_txn_commit(
         request.group_id, request.member_id, request.group_instance_id, request.generation_id
     )
     if group_error:
         return group_error
     partition = (GROUP_OFFSETS_TOPIC, offsets_partition(request.group_id))
+    if ctx.version >= IMPLICIT_ADD_VERSION:
+        error = await coordinator(ctx).add_implicitly(
+            request.transactional_id,
+            request.producer_id,
+            request.producer_epoch,
+            [partition],
+            (request.group_id,),
+        )
+        return ErrorCode.INVALID_PRODUCER_EPOCH if error == ErrorCode.PRODUCER_FENCED else error
     error = coordinator(ctx).verify(
         request.transactional_id, request.producer_id, request.producer_epoch, partition
     )

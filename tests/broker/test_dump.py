@@ -88,7 +88,10 @@ def test_dump_shows_sequence_range_and_flags(
     )
     assert main([str(tmp_path / "t-0")]) == 0
     out = capsys.readouterr().out
-    assert "pid 4 epoch 2 seq 10..12" in out and out.rstrip().endswith("crc ok txn")
+    lines = out.rstrip().splitlines()
+    assert "pid 4 epoch 2 seq 10..12" in lines[-2] and lines[-2].endswith("crc ok txn")
+    # No marker closed it: the transaction is listed as open from its first offset.
+    assert lines[-1] == "  open transactions: pid 4 since offset 0"
 
 
 def test_dump_records(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

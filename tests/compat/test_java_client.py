@@ -13,9 +13,10 @@ Each program prints what the client reported, one JSON object a line; every chec
 that with what the broker stored (segment files, partition.metadata, topic-configs/,
 log-start-offset-checkpoint, meta.properties) or answers a raw request with.
 
-kafka-clients 4.x switches to transactions v2 and KIP-848 groups only when the broker
-advertises transaction.version / group.version, which this broker does not (yet): the
-classic paths are what is tested with both versions.
+kafka-clients 4.x switches to KIP-848 groups only when the broker advertises group.version,
+which this broker does not (yet): the classic group paths are what is tested with both
+versions. It does finalize transaction.version 2, so 4.x transactional producers use
+transactions v2 (test_java_transactions.py).
 """
 
 from __future__ import annotations

@@ -36,8 +36,9 @@ EXPECTED = {
     23: (2, 4),
     24: (0, 5),
     25: (0, 4),
-    26: (0, 4),
-    28: (0, 4),
+    26: (0, 5),
+    27: (1, 1),
+    28: (0, 5),
     32: (1, 4),
     33: (0, 2),
     34: (1, 2),
@@ -56,6 +57,8 @@ EXPECTED = {
     55: (0, 2),
     60: (0, 2),
     61: (0, 0),
+    65: (0, 0),
+    66: (0, 1),
     68: (0, 1),  # KIP-848 consumer groups (issue 18)
     69: (0, 1),
     75: (0, 0),
@@ -99,7 +102,9 @@ def test_api_versions_v3_tagged_section_matches_kafka(shared_broker: BrokerProce
     assert [(f.name, f.min_version, f.max_version) for f in answer.supported_features] == [
         ("metadata.version", 7, 25)
     ]
-    assert [f.name for f in answer.finalized_features] == ["group.version", "metadata.version"]
+    assert [
+        (f.name, f.min_version_level, f.max_version_level) for f in answer.finalized_features
+    ] == [("group.version", 1, 1), ("metadata.version", 25, 25), ("transaction.version", 2, 2)]
     assert answer.finalized_features_epoch >= 0
     # group.version 0-1 (KIP-848) is listed as supported from v4 only, as Kafka 4.0.0 does.
     with RawClient(shared_broker.port) as client:
@@ -107,6 +112,7 @@ def test_api_versions_v3_tagged_section_matches_kafka(shared_broker: BrokerProce
     assert [(f.name, f.min_version, f.max_version) for f in answer.supported_features] == [
         ("group.version", 0, 1),
         ("metadata.version", 7, 25),
+        ("transaction.version", 0, 2),
     ]
     assert {k.api_key: (k.min_version, k.max_version) for k in answer.api_keys}.get(68) == (0, 1)
     assert {k.api_key: (k.min_version, k.max_version) for k in answer.api_keys}.get(69) == (0, 1)

@@ -11,6 +11,7 @@ by the broker (an ABORT marker with a bumped epoch, the LSO released).
 
 from __future__ import annotations
 
+import asyncio
 import struct
 import time
 import uuid
@@ -109,6 +110,41 @@ def kafka_python_read_committed(bootstrap: str, topic: str, want: int) -> list[b
     return got
 
 
+def aiokafka_read_committed(bootstrap: str, topic: str, want: int) -> list[bytes]:
+    aiokafka = pytest.importorskip("aiokafka")
+
+    async def run() -> list[bytes]:
+        consumer = aiokafka.AIOKafkaConsumer(
+            bootstrap_servers=bootstrap,
+            isolation_level="read_committed",
+            enable_auto_commit=False,
+        )
+        await consumer.start()
+        tp = aiokafka.TopicPartition(topic, 0)
+        consumer.assign([tp])
+        consumer.seek(tp, 0)
+        got: list[bytes] = []
+        deadline = time.monotonic() + 15
+        try:
+            while time.monotonic() < deadline and len(got) < want:
+                for records in (await consumer.getmany(timeout_ms=200)).values():
+                    got.extend(r.value for r in records)
+            for records in (await consumer.getmany(timeout_ms=1000)).values():
+                got.extend(r.value for r in records)
+        finally:
+            await consumer.stop()
+        return got
+
+    return asyncio.run(run())
+
+
+READ_COMMITTED = {
+    "confluent-kafka": confluent_read_committed,
+    "kafka-python": kafka_python_read_committed,
+    "aiokafka": aiokafka_read_committed,
+}
+
+
 def test_confluent_commit_and_abort_store_markers_and_read_committed_skips_aborted(
     broker: BrokerProcess,
 ) -> None:
@@ -148,8 +184,8 @@ def test_confluent_commit_and_abort_store_markers_and_read_committed_skips_abort
     (entry,) = read_entries(broker.data_dir / "tx-c-0" / f"{0:020d}.txnindex")
     assert (entry.first_offset, entry.last_offset) == (4, 6)
     expected = [b"committed-0", b"committed-1", b"committed-2", b"committed-3"]
-    assert confluent_read_committed(broker.bootstrap, "tx-c", 4) == expected
-    assert kafka_python_read_committed(broker.bootstrap, "tx-c", 4) == expected
+    for client, read in READ_COMMITTED.items():
+        assert read(broker.bootstrap, "tx-c", 4) == expected, client
 
 
 def test_kafka_python_transactional_producer_commits_and_aborts(broker: BrokerProcess) -> None:
@@ -169,6 +205,44 @@ def test_kafka_python_transactional_producer_commits_and_aborts(broker: BrokerPr
     assert [kind for _, kind, _ in markers(broker.data_dir, "tx-kp")] == [COMMIT, ABORT]
     assert [v for v, _ in data_values(broker.data_dir, "tx-kp")] == [b"one", b"two"]
     assert kafka_python_read_committed(broker.bootstrap, "tx-kp", 1) == [b"one"]
+
+
+def test_aiokafka_transactional_producer_commits_and_aborts(broker: BrokerProcess) -> None:
+    aiokafka = pytest.importorskip("aiokafka")
+    with RawClient(broker.port) as c:
+        create_topic(c, "tx-aio")
+
+    class Abort(Exception):
+        pass
+
+    async def run() -> None:
+        producer = aiokafka.AIOKafkaProducer(
+            bootstrap_servers=broker.bootstrap, transactional_id="tx-aio-1"
+        )
+        await producer.start()
+        try:
+            async with producer.transaction():
+                await producer.send_and_wait("tx-aio", b"kept-0", partition=0)
+                await producer.send_and_wait("tx-aio", b"kept-1", partition=0)
+            with pytest.raises(Abort):
+                async with producer.transaction():
+                    await producer.send_and_wait("tx-aio", b"dropped", partition=0)
+                    raise Abort
+            async with producer.transaction():
+                await producer.send_and_wait("tx-aio", b"kept-2", partition=0)
+        finally:
+            await producer.stop()
+
+    asyncio.run(run())
+    found = markers(broker.data_dir, "tx-aio")
+    assert [kind for _, kind, _ in found] == [COMMIT, ABORT, COMMIT]
+    assert len({epoch for _, _, epoch in found}) == 1  # transactions v1: one epoch
+    values = data_values(broker.data_dir, "tx-aio")
+    assert values == [(b"kept-0", True), (b"kept-1", True), (b"dropped", True), (b"kept-2", True)]
+    (entry,) = read_entries(broker.data_dir / "tx-aio-0" / f"{0:020d}.txnindex")
+    assert (entry.first_offset, entry.last_offset) == (3, 4)
+    for client, read in READ_COMMITTED.items():
+        assert read(broker.bootstrap, "tx-aio", 3) == [b"kept-0", b"kept-1", b"kept-2"], client
 
 
 def test_second_producer_with_the_same_id_fences_the_first(broker: BrokerProcess) -> None:

@@ -273,3 +273,44 @@ def test_coordinator_state_survives_sigkill(broker: BrokerProcess) -> None:
         again = init(c)
         assert (again.producer_id, again.producer_epoch) == (pid, epoch + 1)
     assert (broker.data_dir / "transaction-state.log").stat().st_size > 0
+
+
+def test_produce_refused_by_verification_answers_no_log_start_offset(
+    broker: BrokerProcess,
+) -> None:
+    """ReplicaManager answers a batch its transaction verification refused with a bare
+    PartitionResponse(error): log_start_offset -1, as Kafka did in the oracle's
+    txn_zombie_fencing and raw_epoch_fencing_txn; a refusal by the log itself (the
+    producer-state check) reports the log start offset."""
+
+    def produce_answer(client: RawClient, data: bytes) -> tuple[int, int]:
+        answer = client.request(
+            PRODUCE,
+            10,
+            Message(
+                transactional_id=TXN,
+                acks=-1,
+                timeout_ms=30000,
+                topic_data=[Message(name="raw-v", partition_data=[Message(index=0, records=data)])],
+            ),
+        )
+        part = answer.responses[0].partition_responses[0]
+        return part.error_code, part.log_start_offset
+
+    with RawClient(broker.port) as c:
+        create_topic(c, "raw-v")
+        answer = init(c)
+        pid, epoch = answer.producer_id, answer.producer_epoch
+        # Not added to the transaction: the coordinator refuses it.
+        assert produce_answer(c, batch(pid, epoch, 0, transactional=True)) == (
+            ErrorCode.INVALID_TXN_STATE,
+            -1,
+        )
+        assert add_partition(c, pid, epoch, "raw-v") == ErrorCode.NONE
+        assert produce_answer(c, batch(pid, epoch, 0, transactional=True)) == (0, 0)
+        # An open transaction on the partition: the log's own check answers, with the
+        # log start offset.
+        assert produce_answer(c, batch(pid, epoch, 5, transactional=True)) == (
+            ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+            0,
+        )

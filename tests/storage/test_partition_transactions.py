@@ -229,3 +229,14 @@ def test_the_txnindex_goes_with_its_segment(tmp_path: Path) -> None:
     assert not (path / file_name(0, ".txnindex")).exists()
     assert plog.aborted_transactions(0, plog.log_end_offset) == []
     plog.close()
+
+
+def test_an_offline_partition_refuses_markers_with_kafka_storage_error(tmp_path: Path) -> None:
+    plog = open_log(tmp_path)
+    assert txn_produce(plog).error == ErrorCode.NONE
+    plog.go_offline("injected for the test")
+    result = plog.append_marker(PID, 0, 0, commit=True, now_ms=2_000)
+    assert result.error == ErrorCode.KAFKA_STORAGE_ERROR
+    assert stored(tmp_path) == [(0, True, False, PID, 0)]
+    assert plog.last_stable_offset == 0  # the transaction is still open
+    plog.close()
