@@ -87,4 +87,9 @@ def main(argv: list[str] | None = None) -> int:
 
     from broker.server import run
 
-    return run(config, config_source=config.source_summary)
+    try:
+        return run(config, config_source=config.source_summary)
+    except ConfigError as exc:
+        # Found at start-up (a TLS key that does not load): Kafka does not start either.
+        log.error("%s", exc)
+        return 2

@@ -17,7 +17,8 @@ start-up with a ``ConfigError`` naming the property, as Kafka's ``ConfigExceptio
 
 Deviations from Apache Kafka:
 - ``listeners`` defaults to loopback (``PLAINTEXT://127.0.0.1:9092``), not all interfaces.
-- Only the PLAINTEXT security protocol is served; only one log directory is supported.
+- Listener security (SSL, SASL_PLAINTEXT, SASL_SSL) is read by broker.security.settings,
+  with its deviations; only one log directory is supported.
 - KRaft/controller properties are accepted so that a stock KRaft ``server.properties``
   loads unchanged, but there is no controller: a listener named in
   ``controller.listener.names`` is not served.
@@ -34,6 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from broker.broker_config_table import BROKER_CONFIGS
+from broker.security import settings as security_settings
+from broker.security.settings import PLAINTEXT, AuthorizerSettings, ListenerSecurity
 
 __all__ = [
     "ACCEPTED_IGNORED",
@@ -75,6 +78,11 @@ class Listener:
     port: int
     advertised_host: str
     advertised_port: int
+    security: ListenerSecurity = PLAINTEXT
+
+    @property
+    def protocol(self) -> str:
+        return self.security.protocol
 
 
 @dataclass(frozen=True)
@@ -111,6 +119,7 @@ class Config:
     record_validation: str
     event_loop: str
     cluster_id: str | None
+    authorizer: AuthorizerSettings
     # Where the configuration came from, for the start-up log line.
     source_summary: str
     # Properties set explicitly (canonical name, raw value), e.g. for DescribeConfigs.
@@ -261,7 +270,7 @@ PROPERTIES: tuple[Property, ...] = (
         "listener.security.protocol.map",
         LIST,
         DEFAULT_PROTOCOL_MAP,
-        "Comma-separated NAME:PROTOCOL pairs; only PLAINTEXT listeners can be served.",
+        "Comma-separated NAME:PROTOCOL pairs (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL).",
     ),
     Property(
         "controller.listener.names",
@@ -566,6 +575,12 @@ ACCEPTED_IGNORED: tuple[Property, ...] = (
 )
 
 _BY_NAME: dict[str, Property] = {p.name: p for p in (*PROPERTIES, *ACCEPTED_IGNORED)}
+# StandardAuthorizer's own properties (not in KafkaConfig's table), read by
+# broker.security.settings.authorizer.
+_AUTHORIZER_PROPERTIES = frozenset({"super.users", "allow.everyone.if.no.acl.found"})
+# Kafka accepts any config under a listener prefix (listener.name.<name>.<config>, and for
+# SASL listener.name.<name>.<mechanism>.<config>); broker.security.settings reads them.
+_LISTENER_PREFIX = "listener.name."
 _ALIASES: dict[str, str] = {a: p.name for p in PROPERTIES for a in p.aliases}
 
 
@@ -788,7 +803,7 @@ def _advertisable(bind_host: str) -> str:
     return bind_host
 
 
-def _build_listeners(values: Mapping[str, Any]) -> tuple[Listener, ...]:
+def _build_listeners(values: Mapping[str, Any], raw: Mapping[str, str]) -> tuple[Listener, ...]:
     listeners = _parse_endpoints("listeners", values["listeners"])
     advertised_raw = values["advertised.listeners"]
     advertised = _parse_endpoints("advertised.listeners", advertised_raw or "")
@@ -824,18 +839,18 @@ def _build_listeners(values: Mapping[str, Any]) -> tuple[Listener, ...]:
                 "listeners",
                 f"no security protocol for listener {ep.name} in listener.security.protocol.map",
             )
-        if protocol != "PLAINTEXT":
-            raise ConfigError(
-                "listeners",
-                f"listener {ep.name} uses security protocol {protocol}; "
-                "minikafka serves only PLAINTEXT",
-            )
+        try:
+            security = security_settings.listener_security(ep.name, protocol, raw)
+        except security_settings.SettingError as exc:
+            raise ConfigError(exc.prop, exc.message) from None
         public = adv_by_name.get(ep.name)
         if public is None:
-            result.append(Listener(ep.name, ep.host, ep.port, _advertisable(ep.host), ep.port))
+            result.append(
+                Listener(ep.name, ep.host, ep.port, _advertisable(ep.host), ep.port, security)
+            )
         else:
             host = public.host or _advertisable(ep.host)
-            result.append(Listener(ep.name, ep.host, ep.port, host, public.port))
+            result.append(Listener(ep.name, ep.host, ep.port, host, public.port, security))
     return tuple(result)
 
 
@@ -872,7 +887,12 @@ def load_config(
             name = _ALIASES.get(key, key)
             # Every Kafka broker config is accepted (and described as set by DescribeConfigs);
             # minikafka acts only on those in PROPERTIES.
-            if name not in _BY_NAME and name not in BROKER_CONFIGS:
+            if (
+                name not in _BY_NAME
+                and name not in BROKER_CONFIGS
+                and name not in _AUTHORIZER_PROPERTIES
+                and not name.startswith(_LISTENER_PREFIX)
+            ):
                 warnings.append(f"unknown property {key!r} (from {origin}) is ignored")
                 continue
             if name in seen and props[seen[name]][0].strip() != value.strip():
@@ -900,7 +920,12 @@ def load_config(
             raise ConfigError(spelled.get(prop.name, prop.name), f"{exc} (from {origin})") from None
         values[prop.name] = value
 
-    listeners = _build_listeners(values)
+    raw_values = {name: value for name, (value, _) in merged.items()}
+    listeners = _build_listeners(values, raw_values)
+    try:
+        authorizer = security_settings.authorizer(raw_values)
+    except security_settings.SettingError as exc:
+        raise ConfigError(exc.prop, exc.message) from None
     if values["default.replication.factor"] > 1:
         warnings.append(
             f"default.replication.factor={values['default.replication.factor']}: "
@@ -911,6 +936,7 @@ def load_config(
     attrs.update(_derived_times(values))
     config = Config(
         listeners=listeners,
+        authorizer=authorizer,
         source_summary=", ".join(summary) or "defaults",
         explicit=tuple(sorted((name, raw) for name, (raw, _) in merged.items())),
         **attrs,

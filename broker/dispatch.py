@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from broker import offload
+from broker.security.principal import ANONYMOUS, KafkaPrincipal
 from protocol import codec
 from protocol.codec import Deferred
 from protocol.header import RequestHeader
@@ -47,6 +48,13 @@ class RequestContext:
     listener: Listener
     peer: str
     state: BrokerState
+    # Who the connection authenticated as (TLS client certificate or SASL).
+    principal: KafkaPrincipal = ANONYMOUS
+
+    @property
+    def host(self) -> str:
+        """The client's address without the port, as ACLs name hosts."""
+        return self.peer.rsplit(":", 1)[0]
 
     @property
     def version(self) -> int:

@@ -7,14 +7,16 @@ import dataclasses
 import logging
 import os
 import signal
+import ssl
 import time
 
 from broker import __version__
 from broker.background import Background
-from broker.config import Config, Listener
+from broker.config import Config, ConfigError, Listener
 from broker.connection import KafkaConnection
 from broker.groups import GroupCoordinator, GroupSettings
 from broker.handlers import build_dispatcher
+from broker.security.tls import TlsConfigError, server_context
 from broker.state import BrokerState
 from storage.committed_offsets import CommittedOffsets
 from storage.log_config import LogConfig
@@ -47,9 +49,12 @@ class Broker:
         self.state = state
         loop = asyncio.get_running_loop()
         resolved: dict[str, Listener] = {}
+        contexts = _tls_contexts(config)
         for listener in config.listeners:
             server = await loop.create_server(
-                lambda name=listener.name: KafkaConnection(state, state.dispatcher, resolved[name]),
+                lambda name=listener.name: KafkaConnection(
+                    state, state.dispatcher, resolved[name], contexts.get(name)
+                ),
                 host=listener.host or None,
                 port=listener.port,
                 reuse_address=True,
@@ -113,6 +118,19 @@ class Broker:
             log.info("store closed cleanly in %.0f ms", (time.monotonic() - started) * 1000)
         log.info("minikafka stopped")
         self.stopped.set()
+
+
+def _tls_contexts(config: Config) -> dict[str, ssl.SSLContext]:
+    """One SSLContext per TLS listener; an unreadable key stops start-up, as in Kafka."""
+    contexts: dict[str, ssl.SSLContext] = {}
+    for listener in config.listeners:
+        if listener.security.tls is None:
+            continue
+        try:
+            contexts[listener.name] = server_context(listener.security.tls)
+        except TlsConfigError as exc:
+            raise ConfigError(None, f"listener {listener.name}: {exc}") from exc
+    return contexts
 
 
 def _open_groups(config: Config, state: BrokerState) -> GroupCoordinator:

@@ -417,17 +417,60 @@ def test_only_controller_listeners_is_an_error() -> None:
     assert error.property == "listeners"
 
 
-def test_listener_with_non_plaintext_protocol_is_an_error() -> None:
-    error = error_for({"listeners": "SSL://127.0.0.1:9093"})
-    assert error.property == "listeners"
-    assert "PLAINTEXT" in error.message
+def test_tls_listener_without_a_keystore_is_an_error() -> None:
+    error = error_for({"listeners": "SSL://127.0.0.1:9093", "ssl.keystore.type": "PEM"})
+    assert error.property == "ssl.keystore.location"
+    assert "SSL" in error.message
     error = error_for(
         {
             "listeners": "CLIENT://127.0.0.1:9093",
             "listener.security.protocol.map": "CLIENT:SASL_SSL",
+            "listener.name.client.ssl.keystore.type": "PEM",
+            "listener.name.client.sasl.enabled.mechanisms": "SCRAM-SHA-256",
         }
     )
-    assert "SASL_SSL" in error.message
+    assert error.property == "ssl.keystore.location"
+
+
+def test_jks_keystore_is_an_error_naming_pem() -> None:
+    error = error_for(
+        {"listeners": "SSL://127.0.0.1:9093", "ssl.keystore.location": "/x/server.jks"}
+    )
+    assert error.property == "listener.name.ssl.ssl.keystore.type"
+    assert "PEM" in error.message
+
+
+def test_listener_prefixed_security_configs_win_over_unprefixed_ones() -> None:
+    config = make_config(
+        {
+            "listeners": "SSL://127.0.0.1:9093,SASL_PLAINTEXT://127.0.0.1:9094",
+            "ssl.keystore.type": "PEM",
+            "ssl.keystore.location": "/global.pem",
+            "listener.name.ssl.ssl.keystore.location": "/ssl.pem",
+            "listener.name.ssl.ssl.client.auth": "required",
+            "sasl.enabled.mechanisms": "GSSAPI",
+            "listener.name.sasl_plaintext.sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": (
+                "org.apache.kafka.common.security.plain.PlainLoginModule required "
+                'username="admin" password="a" user_admin="a" user_bob="b=;\\"c";'
+            ),
+            "listener.name.sasl_plaintext.scram-sha-512.connections.max.reauth.ms": "5000",
+        }
+    )
+    tls, sasl = config.listeners
+    assert tls.protocol == "SSL" and tls.security.tls is not None
+    assert tls.security.tls.keystore_location == "/ssl.pem"
+    assert tls.security.tls.client_auth == "required"
+    assert sasl.security.sasl is not None and sasl.security.tls is None
+    assert sasl.security.sasl.mechanisms == ("PLAIN", "SCRAM-SHA-512")
+    assert sasl.security.sasl.plain_users() == {"admin": "a", "bob": 'b=;"c'}
+    assert sasl.security.sasl.reauth_ms == {"PLAIN": 0, "SCRAM-SHA-512": 5000}
+
+
+def test_sasl_mechanism_kafka_has_and_minikafka_does_not_is_an_error() -> None:
+    error = error_for({"listeners": "SASL_PLAINTEXT://127.0.0.1:9093"})
+    assert error.property == "sasl.enabled.mechanisms"
+    assert "GSSAPI" in error.message
 
 
 def test_listener_missing_from_protocol_map_is_an_error() -> None:
