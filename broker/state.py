@@ -64,7 +64,7 @@ class BrokerState:
         for name, reason in self.broker_configs.problems:
             log.warning("broker config file %s ignored: %s", name, reason)
         # Client quotas (AlterClientQuotas; stored and described, not enforced) and SCRAM
-        # credentials (AlterUserScramCredentials; stored, no SASL listener uses them yet).
+        # credentials (AlterUserScramCredentials; SASL/SCRAM logins read them).
         self.client_quotas = ClientQuotaStore.open(store.data_dir)
         if self.client_quotas.problem:
             log.warning("client quota file ignored: %s", self.client_quotas.problem)

@@ -39,6 +39,8 @@ from protocol.messages.offset_delete import OFFSET_DELETE
 from protocol.messages.offset_fetch import OFFSET_FETCH
 from protocol.messages.offset_for_leader_epoch import OFFSET_FOR_LEADER_EPOCH
 from protocol.messages.produce import PRODUCE
+from protocol.messages.sasl_authenticate import SASL_AUTHENTICATE
+from protocol.messages.sasl_handshake import SASL_HANDSHAKE
 from protocol.messages.sync_group import SYNC_GROUP
 from protocol.schema import Api
 
@@ -87,5 +89,8 @@ ALL_APIS: dict[int, Api] = {
         ALTER_CLIENT_QUOTAS,
         DESCRIBE_USER_SCRAM_CREDENTIALS,
         ALTER_USER_SCRAM_CREDENTIALS,
+        # Security (issue 17).
+        SASL_HANDSHAKE,
+        SASL_AUTHENTICATE,
     )
 }

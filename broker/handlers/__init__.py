@@ -43,6 +43,8 @@ from broker.handlers import (
     offset_fetch,
     offset_for_leader_epoch,
     produce,
+    sasl_authenticate,
+    sasl_handshake,
     sync_group,
 )
 
@@ -89,6 +91,9 @@ MODULES: tuple[ModuleType, ...] = (
     alter_client_quotas,
     describe_user_scram_credentials,
     alter_user_scram_credentials,
+    # Security (issue 17): the SASL exchange itself is broker.security.sasl_session's.
+    sasl_handshake,
+    sasl_authenticate,
 )
 
 

@@ -12,8 +12,9 @@ UserScramCredentialRecord holds: salt, iterations, stored key H(HMAC(salted pass
 "Client Key")) and server key HMAC(salted password, "Server Key") (RFC 5802; never the salted
 password), durably (storage.scram_credential_store) before the answer. Results: deletions,
 upsertions, then errors.
-Deviations: no SASL/SCRAM authentication uses the credentials yet (issue 17). Result order
-within each group follows the request (Kafka's follows its hash maps).
+SASL/SCRAM logins (broker.security.sasl_scram) read them at once.
+Deviations: result order within each group follows the request (Kafka's follows its hash
+maps).
 """
 
 from __future__ import annotations
