@@ -176,6 +176,15 @@ class SaslSession:
         if decoded is None:
             return self._fail(conn, "malformed or unsupported SaslAuthenticate", None)
         version, correlation_id, request = decoded
+        if self._server is None:
+            # REAUTH_BAD_MECHANISM: Kafka fails before reading the token, with no answer.
+            assert self._reauth_from is not None
+            return self._fail(
+                conn,
+                f"SASL mechanism '{self.mechanism}' requested by client is not supported for "
+                f"re-authentication of mechanism '{self._reauth_from[0]}'",
+                None,
+            )
         if version > 0:
             self._client_supports_reauth = True
         try:
@@ -208,12 +217,7 @@ class SaslSession:
 
     def _evaluate(self, token: bytes) -> bytes:
         server = self._server
-        if server is None:
-            assert self._reauth_from is not None
-            raise SaslAuthenticationError(
-                f"SASL mechanism '{self.mechanism}' requested by client is not supported for "
-                f"re-authentication of mechanism '{self._reauth_from[0]}'"
-            )
+        assert server is not None
         response = server.evaluate(token)
         if server.complete:
             principal = KafkaPrincipal("User", server.authorization_id)
