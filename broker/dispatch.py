@@ -51,6 +51,16 @@ class RequestContext:
     # Who the connection authenticated as (TLS client certificate or SASL).
     principal: KafkaPrincipal = ANONYMOUS
 
+    def authorized(
+        self, operation: int, resource_type: int, name: str, *, log_denied: bool = True
+    ) -> bool:
+        """May this request's principal do ``operation`` on the resource? Always, without
+        an authorizer (Kafka's AuthHelper.authorize)."""
+        authorizer = self.state.authorizer
+        return authorizer is None or authorizer.authorize(
+            str(self.principal), self.host, operation, resource_type, name, log_denied=log_denied
+        )
+
     @property
     def host(self) -> str:
         """The client's address without the port, as ACLs name hosts."""

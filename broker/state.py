@@ -10,7 +10,9 @@ from broker import topic_configs
 from broker.fetch_sessions import FetchSessionCache
 from broker.flusher import Flusher
 from broker.log_limiter import LogLimiter
+from broker.security.authorizer import StandardAuthorizer
 from broker.topic_configs import TopicSettings
+from storage.acl_store import AclStore
 from storage.broker_config_store import BrokerConfigStore
 from storage.client_quota_store import ClientQuotaStore
 from storage.producer_ids import ProducerIdAllocator
@@ -71,6 +73,11 @@ class BrokerState:
         self.scram_credentials = ScramCredentialStore.open(store.data_dir)
         if self.scram_credentials.problem:
             log.warning("SCRAM credential file ignored: %s", self.scram_credentials.problem)
+        # ACLs, when authorizer.class.name names StandardAuthorizer; None = no authorizer
+        # (every request allowed, the ACL APIs answer SECURITY_DISABLED, as in Kafka).
+        self.authorizer: StandardAuthorizer | None = None
+        if config.authorizer.enabled:
+            self.authorizer = StandardAuthorizer(config.authorizer, AclStore.open(store.data_dir))
 
     def append_signal(self) -> asyncio.Event:
         """An event set at the next append (long-polling fetches wait on it)."""

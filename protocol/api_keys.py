@@ -8,11 +8,14 @@ from protocol.messages.alter_partition_reassignments import ALTER_PARTITION_REAS
 from protocol.messages.alter_replica_log_dirs import ALTER_REPLICA_LOG_DIRS
 from protocol.messages.alter_user_scram_credentials import ALTER_USER_SCRAM_CREDENTIALS
 from protocol.messages.api_versions import API_VERSIONS
+from protocol.messages.create_acls import CREATE_ACLS
 from protocol.messages.create_partitions import CREATE_PARTITIONS
 from protocol.messages.create_topics import CREATE_TOPICS
+from protocol.messages.delete_acls import DELETE_ACLS
 from protocol.messages.delete_groups import DELETE_GROUPS
 from protocol.messages.delete_records import DELETE_RECORDS
 from protocol.messages.delete_topics import DELETE_TOPICS
+from protocol.messages.describe_acls import DESCRIBE_ACLS
 from protocol.messages.describe_client_quotas import DESCRIBE_CLIENT_QUOTAS
 from protocol.messages.describe_cluster import DESCRIBE_CLUSTER
 from protocol.messages.describe_configs import DESCRIBE_CONFIGS
@@ -92,5 +95,8 @@ ALL_APIS: dict[int, Api] = {
         # Security (issue 17).
         SASL_HANDSHAKE,
         SASL_AUTHENTICATE,
+        DESCRIBE_ACLS,
+        CREATE_ACLS,
+        DELETE_ACLS,
     )
 }

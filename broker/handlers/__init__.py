@@ -12,11 +12,14 @@ from broker.handlers import (
     alter_replica_log_dirs,
     alter_user_scram_credentials,
     api_versions,
+    create_acls,
     create_partitions,
     create_topics,
+    delete_acls,
     delete_groups,
     delete_records,
     delete_topics,
+    describe_acls,
     describe_client_quotas,
     describe_cluster,
     describe_configs,
@@ -94,6 +97,9 @@ MODULES: tuple[ModuleType, ...] = (
     # Security (issue 17): the SASL exchange itself is broker.security.sasl_session's.
     sasl_handshake,
     sasl_authenticate,
+    describe_acls,
+    create_acls,
+    delete_acls,
 )
 
 

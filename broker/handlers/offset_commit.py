@@ -9,6 +9,8 @@ REBALANCE_IN_PROGRESS while the group awaits SyncGroup; an unknown group with a 
 OFFSET_METADATA_TOO_LARGE. Durable before the answer: the records are fsynced (one grouped
 fsync for all commits in flight) before the response is sent.
 Deviation: retention_time_ms (v2-4) is ignored; committed offsets never expire.
+Authorization (with an authorizer): READ on the group (else GROUP_AUTHORIZATION_FAILED on
+every partition) and on each topic (else TOPIC_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 from broker.dispatch import RequestContext
 from broker.groups.coordinator import OffsetToCommit
 from broker.handlers._groups import coordinator
+from broker.security.acl import GROUP, READ, TOPIC
 from protocol.errors import ErrorCode
 from protocol.messages.offset_commit import OFFSET_COMMIT
 from protocol.schema import Message
@@ -30,10 +33,19 @@ async def handle(ctx: RequestContext, request: Message) -> Message:
     # (topic, partition) -> error; None = goes to the coordinator.
     errors: dict[tuple[str, int], int] = {}
     valid: list[OffsetToCommit] = []
+    group_denied = not ctx.authorized(READ, GROUP, request.group_id)
     for topic in request.topics:
         info = ctx.state.store.topic(topic.name)
+        topic_denied = not group_denied and not ctx.authorized(READ, TOPIC, topic.name)
         for part in topic.partitions:
             key = (topic.name, part.partition_index)
+            if group_denied:
+                # OffsetCommitRequest.getErrorResponse: the group error on every partition.
+                errors[key] = ErrorCode.GROUP_AUTHORIZATION_FAILED
+                continue
+            if topic_denied:
+                errors[key] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                continue
             if info is None or not 0 <= part.partition_index < len(info.partitions):
                 errors[key] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue

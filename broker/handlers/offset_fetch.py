@@ -6,6 +6,9 @@ Null topics (v2+) = every partition the group committed. require_stable is accep
 are no transactional offsets to wait for). v9's member id/epoch only matter to KIP-848
 groups and are ignored. Group-level errors go to error_code (v2-7), to each group (v8+),
 or to each partition (v1).
+Authorization (KafkaApis.handleOffsetFetchRequest): DESCRIBE on the group, else
+GROUP_AUTHORIZATION_FAILED; a listed topic the caller may not DESCRIBE answers
+TOPIC_AUTHORIZATION_FAILED on its partitions, and "every partition" leaves such topics out.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from __future__ import annotations
 from broker.dispatch import RequestContext
 from broker.groups.coordinator import FetchedOffset, GroupCoordinator
 from broker.handlers._groups import coordinator
+from broker.security.acl import DESCRIBE, GROUP, TOPIC
+from protocol.errors import ErrorCode
 from protocol.messages.offset_fetch import OFFSET_FETCH
 from protocol.schema import Message
 
@@ -26,6 +31,34 @@ def _lookup(
 ) -> tuple[int, list[FetchedOffset]]:
     wanted = None if topics is None else [(t.name, p) for t in topics for p in t.partition_indexes]
     return groups.fetch_offsets(group_id, wanted)
+
+
+def _fetch(
+    ctx: RequestContext, groups: GroupCoordinator, group_id: str, topics: list[Message] | None
+) -> tuple[int, list[FetchedOffset]]:
+    if not ctx.authorized(DESCRIBE, GROUP, group_id):
+        if topics is None or ctx.version >= 2:
+            return ErrorCode.GROUP_AUTHORIZATION_FAILED, []
+        denied = ErrorCode.GROUP_AUTHORIZATION_FAILED
+        return denied, [
+            FetchedOffset(t.name, p, -1, -1, "", denied)
+            for t in topics
+            for p in t.partition_indexes
+        ]
+    if topics is None:
+        error, offsets = _lookup(groups, group_id, None)
+        return error, [
+            o for o in offsets if ctx.authorized(DESCRIBE, TOPIC, o.topic, log_denied=False)
+        ]
+    allowed = [t for t in topics if ctx.authorized(DESCRIBE, TOPIC, t.name)]
+    error, offsets = _lookup(groups, group_id, allowed)
+    offsets += [
+        FetchedOffset(t.name, p, -1, -1, "", ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+        for t in topics
+        if t not in allowed
+        for p in t.partition_indexes
+    ]
+    return error, offsets
 
 
 def _by_topic(offsets: list[FetchedOffset], error: int) -> list[Message]:
@@ -48,12 +81,12 @@ def handle(ctx: RequestContext, request: Message) -> Message:
     if ctx.version >= 8:
         out = []
         for group in request.groups:
-            error, offsets = _lookup(groups, group.group_id, group.topics)
+            error, offsets = _fetch(ctx, groups, group.group_id, group.topics)
             out.append(
                 Message(group_id=group.group_id, topics=_by_topic(offsets, 0), error_code=error)
             )
         return Message(throttle_time_ms=0, groups=out)
-    error, offsets = _lookup(groups, request.group_id, request.topics)
+    error, offsets = _fetch(ctx, groups, request.group_id, request.topics)
     if ctx.version < 2:
         # No top-level error code before v2: each partition carries it.
         return Message(throttle_time_ms=0, topics=_by_topic(offsets, error))

@@ -49,6 +49,8 @@ readable, so consumers carry on); only the partition goes offline, not the whole
 (the other partitions fail on their own first failed write);
 the answer lists partitions in request order (Kafka's follows a hash map);
 transactions are not implemented: a transactional id or a transactional batch is refused.
+Authorization (with an authorizer): WRITE on each topic, else TOPIC_AUTHORIZATION_FAILED
+before any other check of the partition (KafkaApis.handleProduceRequest).
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ from dataclasses import dataclass
 
 from broker import offload
 from broker.dispatch import CloseConnection, RequestContext
+from broker.security.acl import TOPIC, WRITE
 from broker.topic_configs import TopicSettings
 from protocol.errors import ErrorCode
 from protocol.messages.produce import PRODUCE
@@ -298,6 +301,9 @@ def _locate(
 ) -> Message | _Work:
     """KafkaApis' first pass: metadataCache.contains (validateRecords follows in _prepare)."""
     name, index = tp
+    if not ctx.authorized(WRITE, TOPIC, name):
+        # Before existence, as KafkaApis.handleProduceRequest (filterByAuthorized first).
+        return _partition(index, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
     state = ctx.state
     info = state.store.topic(name)
     plog = state.store.partition(name, index)
