@@ -62,8 +62,14 @@ def credential(mechanism: str, password: str, salt: bytes, iterations: int) -> S
 class ScramServer:
     credential_expiry_ms = None
 
-    def __init__(self, mechanism: str, lookup: CredentialLookup) -> None:
+    def __init__(
+        self,
+        mechanism: str,
+        lookup: CredentialLookup,
+        server_nonce: Callable[[], str] = lambda: secrets.token_urlsafe(24),
+    ) -> None:
         self.mechanism = mechanism
+        self._server_nonce = server_nonce
         self._type, self._digest, self._min_iterations = MECHANISMS[mechanism]
         self._lookup = lookup
         self._state = "client-first"
@@ -116,7 +122,7 @@ class ScramServer:
         self._user, self._credential = user, cred
         self._client_first_bare = match["bare"]
         # ScramFormatter.secureRandomString: a random nonce appended to the client's.
-        nonce = match["nonce"] + secrets.token_urlsafe(24)
+        nonce = match["nonce"] + self._server_nonce()
         salt = base64.b64encode(cred.salt).decode()
         self._server_first = f"r={nonce},s={salt},i={cred.iterations}"
         self._state = "client-final"
