@@ -36,7 +36,7 @@ def may(
     return auth.authorize(who, host, op, acl.TOPIC, name)
 
 
-def test_allow_of_read_write_delete_alter_implies_describe_and_alter_configs_implies_describe_configs(
+def test_read_write_delete_alter_imply_describe_and_alter_configs_implies_describe_configs(
     tmp_path: Path,
 ) -> None:
     for op in (acl.READ, acl.WRITE, acl.DELETE, acl.ALTER):
