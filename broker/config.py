@@ -35,7 +35,9 @@ from pathlib import Path
 from typing import Any
 
 from broker.broker_config_table import BROKER_CONFIGS
+from broker.security import scram_bootstrap
 from broker.security import settings as security_settings
+from broker.security.scram_bootstrap import BootstrapUser
 from broker.security.settings import PLAINTEXT, AuthorizerSettings, ListenerSecurity
 
 __all__ = [
@@ -118,6 +120,7 @@ class Config:
     log_level: str
     record_validation: str
     event_loop: str
+    scram_bootstrap_users: tuple[BootstrapUser, ...]
     cluster_id: str | None
     authorizer: AuthorizerSettings
     # Where the configuration came from, for the start-up log line.
@@ -218,6 +221,10 @@ def _log_dirs(raw: str) -> str:
             f"minikafka supports a single log directory, got {len(dirs)}: {', '.join(dirs)}"
         )
     return dirs[0]
+
+
+def _scram_users(raw: str) -> tuple[BootstrapUser, ...]:
+    return tuple(scram_bootstrap.parse(raw))
 
 
 INT = Kind("int", _parse_int)
@@ -535,6 +542,14 @@ PROPERTIES: tuple[Property, ...] = (
         "records",
         "minikafka: check batch header and CRC only ('header') or each record too.",
         attr="record_validation",
+    ),
+    Property(
+        "minikafka.scram.bootstrap.users",
+        Kind("password", _scram_users),
+        "",
+        "minikafka: SCRAM users for a new data directory, as kafka-storage format "
+        "--add-scram: 'SCRAM-SHA-256=[name=alice,password=alice-secret];...'.",
+        attr="scram_bootstrap_users",
     ),
     Property(
         "minikafka.event.loop",

@@ -11,6 +11,7 @@ from broker.fetch_sessions import FetchSessionCache
 from broker.flusher import Flusher
 from broker.log_limiter import LogLimiter
 from broker.security.authorizer import StandardAuthorizer
+from broker.security.sasl_scram import MECHANISMS
 from broker.topic_configs import TopicSettings
 from storage.acl_store import AclStore
 from storage.broker_config_store import BrokerConfigStore
@@ -71,6 +72,7 @@ class BrokerState:
         if self.client_quotas.problem:
             log.warning("client quota file ignored: %s", self.client_quotas.problem)
         self.scram_credentials = ScramCredentialStore.open(store.data_dir)
+        self._bootstrap_scram_users()
         if self.scram_credentials.problem:
             log.warning("SCRAM credential file ignored: %s", self.scram_credentials.problem)
         # ACLs, when authorizer.class.name names StandardAuthorizer; None = no authorizer
@@ -78,6 +80,16 @@ class BrokerState:
         self.authorizer: StandardAuthorizer | None = None
         if config.authorizer.enabled:
             self.authorizer = StandardAuthorizer(config.authorizer, AclStore.open(store.data_dir))
+
+    def _bootstrap_scram_users(self) -> None:
+        """minikafka.scram.bootstrap.users, into a new data directory only (as format)."""
+        users = self.config.scram_bootstrap_users
+        if not users or self.scram_credentials.path.exists():
+            return
+        self.scram_credentials.replace(
+            {(u.name, MECHANISMS[u.mechanism][0]): u.credential for u in users}
+        )
+        log.info("bootstrapped %d SCRAM credential(s) from the configuration", len(users))
 
     def append_signal(self) -> asyncio.Event:
         """An event set at the next append (long-polling fetches wait on it)."""

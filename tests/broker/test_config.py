@@ -605,3 +605,22 @@ def test_flush_policy_defaults_to_never_and_flush_ms_alone_is_enough() -> None:
     assert make_config({"flush.messages": "1"}).flush_messages == 1
     with pytest.raises(ConfigError, match=r"log\.flush\.interval\.messages"):
         make_config({"log.flush.interval.messages": "0"})
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("SCRAM-SHA-1=[name=a,password=b]", "The add-scram mechanism SCRAM-SHA-1 is not supported"),
+        ("SCRAM-SHA-256=name=a,password=b", "start with ["),
+        ("SCRAM-SHA-256=[password=b]", "You must supply 'name'"),
+        ("SCRAM-SHA-256=[name=a]", "one of 'password' or 'saltedpassword'"),
+        ("SCRAM-SHA-256=[name=a,password=b,iterations=100]", "between 4096 and 16384"),
+        ("SCRAM-SHA-256=[name=a,password=b,colour=red]", "Unknown SCRAM configurations: colour"),
+    ],
+)
+def test_bad_scram_bootstrap_users_stop_start_up_with_kafka_storages_messages(
+    value: str, message: str
+) -> None:
+    error = error_for({"minikafka.scram.bootstrap.users": value})
+    assert error.property == "minikafka.scram.bootstrap.users"
+    assert message in error.message

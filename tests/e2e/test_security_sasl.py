@@ -16,6 +16,7 @@ import pytest
 from protocol.errors import ErrorCode
 from protocol.messages.alter_user_scram_credentials import ALTER_USER_SCRAM_CREDENTIALS
 from protocol.messages.api_versions import API_VERSIONS
+from protocol.messages.describe_configs import DESCRIBE_CONFIGS
 from protocol.messages.metadata import METADATA
 from protocol.messages.sasl_authenticate import SASL_AUTHENTICATE
 from protocol.messages.sasl_handshake import SASL_HANDSHAKE
@@ -337,5 +338,52 @@ def test_sasl_ssl_listener_authenticates_inside_tls_with_each_mechanism(tmp_path
         with RawClient(broker.ports["SASL_SSL"]) as plain:
             plain.send(API_VERSIONS, 0, Message())
             assert plain.closed_by_peer(10)
+    finally:
+        broker.stop()
+
+
+def test_scram_users_bootstrapped_from_config_log_in_once_formatted_like_kafka_storage(
+    tmp_path: Path,
+) -> None:
+    overrides = sasl_overrides()
+    overrides["minikafka.scram.bootstrap.users"] = (
+        "SCRAM-SHA-256=[name=boot,password=boot-secret];"
+        "SCRAM-SHA-512=[name=boot,password=boot-secret,iterations=8192]"
+    )
+    broker = BrokerProcess(tmp_path / "data", overrides).start()
+    try:
+        for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
+            with RawClient(sasl_port(broker)) as client:
+                assert scram_login(client, mechanism, "boot", "boot-secret").error_code == 0
+        stored = (broker.data_dir / "scram-credentials.dat").read_bytes()
+        assert b"boot-secret" not in stored
+        with RawClient(broker.ports["PLAINTEXT"]) as admin:
+            described = admin.request(
+                DESCRIBE_CONFIGS,
+                4,
+                Message(
+                    resources=[
+                        Message(
+                            resource_type=4,
+                            resource_name="1",
+                            configuration_keys=["minikafka.scram.bootstrap.users"],
+                        )
+                    ],
+                    include_synonyms=False,
+                    include_documentation=False,
+                ),
+            )
+        (entry,) = described.results[0].configs
+        assert (entry.value, entry.is_sensitive) == (None, True)
+        # Like `kafka-storage format --add-scram`: only a new data directory gets them, so a
+        # user deleted over the wire stays deleted across restarts.
+        delete_scram_user(broker, "SCRAM-SHA-256", "boot")
+        broker.stop()
+        broker.start()
+        with RawClient(sasl_port(broker)) as client:
+            answer = scram_login(client, "SCRAM-SHA-256", "boot", "boot-secret")
+            assert answer.error_code == ErrorCode.SASL_AUTHENTICATION_FAILED
+        with RawClient(sasl_port(broker)) as client:
+            assert scram_login(client, "SCRAM-SHA-512", "boot", "boot-secret").error_code == 0
     finally:
         broker.stop()
