@@ -134,7 +134,8 @@ class KafkaConnection(asyncio.Protocol):
         # Keep the transport half-open so requests already received still get answers.
         self._frames.append(b"")  # sentinel: close after the queued requests
         self._wakeup.set()
-        return True
+        # TLS has no half-close (asyncio warns and closes anyway): say so, quietly.
+        return self._tls is None
 
     def connection_lost(self, exc: Exception | None) -> None:
         log.debug("connection from %s closed (%s)", self.peer, exc or "eof")
