@@ -6,6 +6,8 @@ from types import ModuleType
 
 from broker.dispatch import Dispatcher
 from broker.handlers import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     alter_client_quotas,
     alter_configs,
     alter_partition_reassignments,
@@ -30,6 +32,7 @@ from broker.handlers import (
     describe_topic_partitions,
     describe_user_scram_credentials,
     elect_leaders,
+    end_txn,
     fetch,
     find_coordinator,
     heartbeat,
@@ -49,6 +52,7 @@ from broker.handlers import (
     sasl_authenticate,
     sasl_handshake,
     sync_group,
+    txn_offset_commit,
 )
 
 MODULES: tuple[ModuleType, ...] = (
@@ -100,6 +104,11 @@ MODULES: tuple[ModuleType, ...] = (
     describe_acls,
     create_acls,
     delete_acls,
+    # Transactions (broker.transactions).
+    add_partitions_to_txn,
+    add_offsets_to_txn,
+    end_txn,
+    txn_offset_commit,
 )
 
 
