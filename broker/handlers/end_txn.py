@@ -8,12 +8,16 @@ CompleteCommit/CompleteAbort, then NONE; the same result again (a retry) -> NONE
 states -> INVALID_TXN_STATE. Deviation: Kafka answers once the Prepare record is written and
 writes the markers afterwards; here they are written before the answer (see
 broker.transactions).
+Authorization (with an authorizer): WRITE on the transactional id, else
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
 
 from broker.dispatch import RequestContext
 from broker.handlers._txn import coordinator, for_version
+from broker.security.acl import TRANSACTIONAL_ID, WRITE
+from protocol.errors import ErrorCode
 from protocol.messages.end_txn import END_TXN
 from protocol.schema import Message
 
@@ -24,9 +28,15 @@ PRODUCER_FENCED_SINCE = 2
 
 
 async def handle(ctx: RequestContext, request: Message) -> Message:
-    error = await coordinator(ctx).end_txn(
-        request.transactional_id, request.producer_id, request.producer_epoch, request.committed
-    )
+    if not ctx.authorized(WRITE, TRANSACTIONAL_ID, request.transactional_id):
+        error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    else:
+        error = await coordinator(ctx).end_txn(
+            request.transactional_id,
+            request.producer_id,
+            request.producer_epoch,
+            request.committed,
+        )
     return Message(
         throttle_time_ms=0,
         error_code=for_version(error, ctx.version, PRODUCER_FENCED_SINCE),

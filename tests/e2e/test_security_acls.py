@@ -33,7 +33,7 @@ pytestmark = [
 ]
 
 # ResourceType, PatternType, AclOperation, AclPermissionType codes.
-ANY, TOPIC, GROUP, CLUSTER = 1, 2, 3, 4
+ANY, TOPIC, GROUP, CLUSTER, TRANSACTIONAL_ID = 1, 2, 3, 4, 5
 MATCH, LITERAL, PREFIXED = 2, 3, 4
 ALL, READ, WRITE, CREATE, DESCRIBE = 2, 3, 4, 5, 8
 DENY, ALLOW = 2, 3
@@ -453,3 +453,23 @@ def test_admin_clients_manage_acls_and_a_reader_consumes_with_a_group(
     for future in deleted.values():
         assert len(future.result(15)) == 3
     kp_admin.close()
+
+
+def test_a_transactional_id_needs_write_on_it(acl_broker: BrokerProcess) -> None:
+    with login(acl_broker, "admin") as admin:
+        create_topic(admin, "txn-topic")
+        assert create(admin, creation(TOPIC, "txn-topic", "User:alice", WRITE)) == [(0, None)]
+    request = Message(transactional_id="tx-1", transaction_timeout_ms=60000)
+    with login(acl_broker, "alice") as alice:
+        answer = alice.request(INIT_PRODUCER_ID, 4, request)
+        assert answer.error_code == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        # Idempotent (no transactional id): WRITE on some topic is enough (KIP-679).
+        plain = alice.request(
+            INIT_PRODUCER_ID, 4, Message(transactional_id=None, transaction_timeout_ms=1)
+        )
+        assert plain.error_code == 0
+    with login(acl_broker, "admin") as admin:
+        grant = creation(TRANSACTIONAL_ID, "tx-", "User:alice", WRITE, pattern=PREFIXED)
+        assert create(admin, grant) == [(0, None)]
+    with login(acl_broker, "alice") as alice:
+        assert alice.request(INIT_PRODUCER_ID, 4, request).error_code == 0
