@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import types
 import typing
 from pathlib import Path
@@ -706,3 +707,18 @@ def test_bad_scram_bootstrap_users_stop_start_up_with_kafka_storages_messages(
     error = error_for({"minikafka.scram.bootstrap.users": value})
     assert error.property == "minikafka.scram.bootstrap.users"
     assert message in error.message
+
+
+def test_the_readme_security_example_loads_as_written(tmp_path: Path) -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme[readme.index("## Security") : readme.index("## Docker")]
+    (example,) = re.findall(r"```properties\n(.*?)```", section, re.S)
+    path = tmp_path / "server.properties"
+    path.write_text(example)
+    config, warnings, _ = load_config(str(path), {}, [])
+    assert warnings == []
+    plain, secure = config.listeners
+    assert (plain.protocol, secure.protocol) == ("PLAINTEXT", "SASL_SSL")
+    assert secure.security.sasl is not None
+    assert secure.security.sasl.plain_users() == {"admin": "admin-secret", "alice": "alice-secret"}
+    assert config.authorizer.enabled and config.authorizer.super_users == ("User:admin",)
