@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from protocol.errors import ErrorCode
 from protocol.messages.api_versions import API_VERSIONS
 from protocol.messages.metadata import METADATA
 from protocol.schema import Message
@@ -159,3 +160,46 @@ def test_unreadable_keystore_stops_start_up_naming_the_listener(tmp_path: Path, 
     done = subprocess.run(args, capture_output=True, text=True, timeout=30)
     assert done.returncode == 2
     assert "listener SSL: cannot load the PEM keystore" in done.stderr
+
+
+def test_client_certificate_subject_is_the_principal_acls_name(tmp_path: Path, pki: Pki) -> None:
+    from protocol.messages.create_acls import CREATE_ACLS
+    from protocol.records import build_batch
+    from tests.support.produce import create_topic, produce
+
+    overrides = tls_overrides(pki, "requested")
+    overrides.update(
+        {
+            "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            # Resources without ACLs stay open (the PLAINTEXT set-up below); the topic gets
+            # one naming the certificate's subject, which then alone may write.
+            "allow.everyone.if.no.acl.found": "true",
+        }
+    )
+    proc = BrokerProcess(tmp_path / "data", overrides).start()
+    try:
+        port = proc.ports["SSL"]
+        with RawClient(proc.ports["PLAINTEXT"]) as admin:
+            create_topic(admin, "certified")
+            acl = Message(
+                resource_type=2,
+                resource_name="certified",
+                resource_pattern_type=3,
+                principal=f"User:{pki.client_subject}",
+                host="*",
+                operation=4,  # WRITE
+                permission_type=3,
+            )
+            answer = admin.request(CREATE_ACLS, 3, Message(creations=[acl]))
+            assert [r.error_code for r in answer.results] == [0]
+        data = build_batch([(None, b"signed")])
+        with RawClient(port, ssl_context=pki.client_context(with_cert=True)) as alice:
+            assert produce(alice, "certified", data).error_code == 0
+        # Over TLS without a certificate the principal is User:ANONYMOUS: not alice.
+        with RawClient(port, ssl_context=pki.client_context()) as anonymous:
+            answer = produce(anonymous, "certified", build_batch([(None, b"anonymous")]))
+            assert answer.error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        proc.wait_for_log("Principal = User:ANONYMOUS is Denied operation = Write")
+    finally:
+        proc.stop()
+    assert stored_values(proc.data_dir, "certified") == [b"signed"]
