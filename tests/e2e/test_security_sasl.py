@@ -387,3 +387,64 @@ def test_scram_users_bootstrapped_from_config_log_in_once_formatted_like_kafka_s
             assert scram_login(client, "SCRAM-SHA-512", "boot", "boot-secret").error_code == 0
     finally:
         broker.stop()
+
+
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256"])
+def test_aiokafka_produces_idempotently_and_consumes_over_sasl_ssl(
+    tmp_path: Path, mechanism: str
+) -> None:
+    import asyncio
+
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+
+    from tests.support.certs import make_pki
+
+    pki = make_pki(tmp_path / "pki")
+    overrides = sasl_overrides("SASL_SSL")
+    overrides.update(
+        {
+            "listener.name.sasl_ssl.ssl.keystore.type": "PEM",
+            "listener.name.sasl_ssl.ssl.keystore.location": str(pki.broker),
+            "minikafka.scram.bootstrap.users": "SCRAM-SHA-256=[name=alice,password=alice-secret]",
+        }
+    )
+    broker = BrokerProcess(tmp_path / "data", overrides).start()
+    topic = f"aio-{mechanism.lower()}"
+    expected = [f"{mechanism}-{i}".encode() for i in range(10)]
+    auth = {
+        "bootstrap_servers": f"127.0.0.1:{broker.ports['SASL_SSL']}",
+        "security_protocol": "SASL_SSL",
+        "ssl_context": pki.client_context(),
+        "sasl_mechanism": mechanism,
+        "sasl_plain_username": "alice",
+        "sasl_plain_password": "alice-secret",
+    }
+
+    async def run() -> list[bytes | None]:
+        producer = AIOKafkaProducer(enable_idempotence=True, **auth)
+        await producer.start()
+        try:
+            for value in expected:
+                await producer.send_and_wait(topic, value, partition=0)
+        finally:
+            await producer.stop()
+        consumer = AIOKafkaConsumer(**auth)
+        await consumer.start()
+        try:
+            tp = TopicPartition(topic, 0)
+            consumer.assign([tp])
+            consumer.seek(tp, 0)
+            got: list[bytes | None] = []
+            while len(got) < len(expected):
+                batches = await consumer.getmany(timeout_ms=15000)
+                assert batches, "no records within 15 s"
+                got += [r.value for records in batches.values() for r in records]
+            return got
+        finally:
+            await consumer.stop()
+
+    try:
+        assert asyncio.run(run()) == expected
+        assert stored_values(broker.data_dir, topic) == expected
+    finally:
+        broker.stop()

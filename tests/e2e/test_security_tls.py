@@ -203,3 +203,41 @@ def test_client_certificate_subject_is_the_principal_acls_name(tmp_path: Path, p
     finally:
         proc.stop()
     assert stored_values(proc.data_dir, "certified") == [b"signed"]
+
+
+@pytest.mark.parametrize("tls_broker", ["required"], indirect=True)
+def test_kafka_python_and_aiokafka_with_client_certificates_when_required(
+    tls_broker: BrokerProcess, pki: Pki
+) -> None:
+    import asyncio
+
+    from aiokafka import AIOKafkaProducer
+    from kafka import KafkaProducer
+
+    bootstrap = f"127.0.0.1:{tls_broker.ports['SSL']}"
+    producer = KafkaProducer(
+        bootstrap_servers=bootstrap,
+        security_protocol="SSL",
+        ssl_cafile=str(pki.ca),
+        ssl_certfile=str(pki.client_cert),
+        ssl_keyfile=str(pki.client_key),
+        enable_idempotence=True,
+    )
+    producer.send("certs", value=b"kafka-python", partition=0).get(15)
+    producer.close()
+
+    async def aio() -> None:
+        aio_producer = AIOKafkaProducer(
+            bootstrap_servers=bootstrap,
+            security_protocol="SSL",
+            ssl_context=pki.client_context(with_cert=True),
+            enable_idempotence=True,
+        )
+        await aio_producer.start()
+        try:
+            await aio_producer.send_and_wait("certs", b"aiokafka", partition=0)
+        finally:
+            await aio_producer.stop()
+
+    asyncio.run(aio())
+    assert stored_values(tls_broker.data_dir, "certs") == [b"kafka-python", b"aiokafka"]
