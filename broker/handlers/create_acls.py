@@ -1,4 +1,5 @@
-"""CreateAcls, versions 0-3.
+"""CreateAcls, versions 1-3 (Kafka 4.0 removed v0, KIP-896: a v0 request closes the
+connection).
 
 Behaviour: as Kafka's AclApis.handleCreateAcls with StandardAuthorizer. ALTER on the cluster
 first (every result CLUSTER_AUTHORIZATION_FAILED). Without an authorizer every result is
@@ -23,7 +24,7 @@ from protocol.schema import Message
 from storage.acl_store import StoredAcl
 
 API = CREATE_ACLS
-MIN_VERSION = 0
+MIN_VERSION = 1
 MAX_VERSION = 3
 
 log = logging.getLogger(__name__)

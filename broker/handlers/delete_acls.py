@@ -1,4 +1,5 @@
-"""DeleteAcls, versions 0-3.
+"""DeleteAcls, versions 1-3 (Kafka 4.0 removed v0, KIP-896: a v0 request closes the
+connection).
 
 Behaviour: as Kafka's AclApis.handleDeleteAcls with StandardAuthorizer. ALTER on the
 cluster first (every filter result CLUSTER_AUTHORIZATION_FAILED). Without an authorizer
@@ -25,7 +26,7 @@ from protocol.messages.delete_acls import DELETE_ACLS
 from protocol.schema import Message
 
 API = DELETE_ACLS
-MIN_VERSION = 0
+MIN_VERSION = 1
 MAX_VERSION = 3
 
 log = logging.getLogger(__name__)

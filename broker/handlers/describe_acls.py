@@ -1,4 +1,5 @@
-"""DescribeAcls, versions 0-3.
+"""DescribeAcls, versions 1-3 (Kafka 4.0 removed v0, KIP-896: a v0 request closes the
+connection).
 
 Behaviour: as Kafka's AclApis.handleDescribeAcls. DESCRIBE on the cluster first
 (CLUSTER_AUTHORIZATION_FAILED). Without an authorizer: SECURITY_DISABLED "No Authorizer is
@@ -22,7 +23,7 @@ from protocol.messages.describe_acls import DESCRIBE_ACLS
 from protocol.schema import Message
 
 API = DESCRIBE_ACLS
-MIN_VERSION = 0
+MIN_VERSION = 1
 MAX_VERSION = 3
 
 

@@ -473,3 +473,14 @@ def test_a_transactional_id_needs_write_on_it(acl_broker: BrokerProcess) -> None
         assert create(admin, grant) == [(0, None)]
     with login(acl_broker, "alice") as alice:
         assert alice.request(INIT_PRODUCER_ID, 4, request).error_code == 0
+
+
+def test_acl_apis_v0_close_the_connection_as_kafka_4(acl_broker: BrokerProcess) -> None:
+    for api, body in (
+        (DESCRIBE_ACLS, any_filter()),
+        (CREATE_ACLS, Message(creations=[])),
+        (DELETE_ACLS, Message(filters=[])),
+    ):
+        with login(acl_broker, "admin") as admin:
+            admin.send(api, 0, body)
+            assert admin.closed_by_peer()
