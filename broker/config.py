@@ -1120,6 +1120,7 @@ def load_config(
     raw_values = {name: value for name, (value, _) in merged.items()}
     listeners = _build_listeners(values, raw_values)
     try:
+        security_settings.check_unsupported(raw_values)
         authorizer = security_settings.authorizer(raw_values)
     except security_settings.SettingError as exc:
         raise ConfigError(exc.prop, exc.message) from None

@@ -13,6 +13,10 @@ Deviations from Kafka:
 - ``ssl.cipher.suites`` (Java names) is not applied; Python's ssl defaults are used.
 - Mechanisms: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER (unsecured tokens, as
   Kafka's default handler); GSSAPI (Kerberos) is not served and stops start-up.
+- Java plug-ins and rules that decide who a client is (``principal.builder.class``,
+  ``sasl.server.callback.handler.class``, ``ssl.principal.mapping.rules`` other than
+  DEFAULT) stop start-up: minikafka cannot apply them, and ignoring them would name
+  principals differently from Kafka.
 """
 
 from __future__ import annotations
@@ -208,6 +212,30 @@ def listener_security(name: str, protocol: str, raw: Mapping[str, str]) -> Liste
     tls = _tls(raw, name) if protocol in ("SSL", "SASL_SSL") else None
     sasl = _sasl(raw, name) if protocol in ("SASL_PLAINTEXT", "SASL_SSL") else None
     return ListenerSecurity(protocol, tls, sasl)
+
+
+# Java plug-ins and rules that change who a client is: minikafka cannot load or apply them,
+# and ignoring them would authenticate or name principals differently from Kafka.
+_DEFAULTS_ONLY = {
+    "ssl.principal.mapping.rules": "DEFAULT",
+    "principal.builder.class": "",
+    "sasl.server.callback.handler.class": "",
+}
+
+
+def check_unsupported(raw: Mapping[str, str]) -> None:
+    """Raises SettingError for a security plug-in or rule set to anything but its default,
+    with or without a listener (and mechanism) prefix."""
+    for prop, value in raw.items():
+        base = prop.split(".", 3)[3] if prop.startswith("listener.name.") else prop
+        for name, default in _DEFAULTS_ONLY.items():
+            if (base == name or base.endswith("." + name)) and value.strip() not in (
+                default,
+                "",
+            ):
+                raise SettingError(
+                    prop, f"{value.strip()!r}: {name} other than its default is not supported"
+                )
 
 
 def authorizer(raw: Mapping[str, str]) -> AuthorizerSettings:

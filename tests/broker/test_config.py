@@ -722,3 +722,23 @@ def test_the_readme_security_example_loads_as_written(tmp_path: Path) -> None:
     assert secure.security.sasl is not None
     assert secure.security.sasl.plain_users() == {"admin": "admin-secret", "alice": "alice-secret"}
     assert config.authorizer.enabled and config.authorizer.super_users == ("User:admin",)
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("ssl.principal.mapping.rules", "RULE:^CN=(.*?),.*$/$1/L,DEFAULT"),
+        ("listener.name.ssl.ssl.principal.mapping.rules", "RULE:^CN=(.*?),.*$/$1/"),
+        ("principal.builder.class", "com.example.MyPrincipalBuilder"),
+        ("sasl.server.callback.handler.class", "com.example.LdapCallbackHandler"),
+        (
+            "listener.name.sasl_plaintext.plain.sasl.server.callback.handler.class",
+            "com.example.LdapCallbackHandler",
+        ),
+    ],
+)
+def test_security_plugins_minikafka_cannot_load_stop_start_up(name: str, value: str) -> None:
+    # Silently ignoring them would authenticate or name principals differently from Kafka.
+    error = error_for({name: value})
+    assert error.property == name
+    assert "not supported" in error.message
