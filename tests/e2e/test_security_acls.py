@@ -484,3 +484,30 @@ def test_acl_apis_v0_close_the_connection_as_kafka_4(acl_broker: BrokerProcess) 
         with login(acl_broker, "admin") as admin:
             admin.send(api, 0, body)
             assert admin.closed_by_peer()
+
+
+def test_kip848_consumer_group_calls_need_the_group_acls(acl_broker: BrokerProcess) -> None:
+    from protocol.messages.consumer_group_describe import CONSUMER_GROUP_DESCRIBE
+    from protocol.messages.consumer_group_heartbeat import CONSUMER_GROUP_HEARTBEAT
+
+    join = Message(
+        group_id="new-style",
+        member_id="",
+        member_epoch=0,
+        rebalance_timeout_ms=30000,
+        subscribed_topic_names=["t"],
+        topic_partitions=[],
+    )
+    with login(acl_broker, "alice") as alice:
+        answer = alice.request(CONSUMER_GROUP_HEARTBEAT, 0, join)
+        assert answer.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+        described = alice.request(
+            CONSUMER_GROUP_DESCRIBE,
+            0,
+            Message(group_ids=["new-style"], include_authorized_operations=False),
+        )
+        assert described.groups[0].error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+    with login(acl_broker, "admin") as admin:
+        assert create(admin, creation(GROUP, "new-style", "User:alice", READ)) == [(0, None)]
+    with login(acl_broker, "alice") as alice:
+        assert alice.request(CONSUMER_GROUP_HEARTBEAT, 0, join).error_code == 0
