@@ -4,6 +4,18 @@
 # Configuration: KAFKA_* environment variables named as the apache/kafka image names them
 # (KAFKA_LISTENERS, KAFKA_ADVERTISED_LISTENERS, KAFKA_NUM_PARTITIONS, ...), a properties file
 # given as the first argument, or --override name=value arguments.
+# A SASL_SSL listener next to PLAINTEXT, with certificates mounted read-only (broker.pem: the
+# PEM key and certificate chain; see docker/make-certs.sh and docker-compose.yml):
+#   docker run -p 127.0.0.1:9092:9092 -p 127.0.0.1:9093:9093 \
+#     -v "$PWD/certs:/etc/minikafka/certs:ro" \
+#     -e KAFKA_LISTENERS=PLAINTEXT://0.0.0.0:9092,SECURE://0.0.0.0:9093 \
+#     -e KAFKA_ADVERTISED_LISTENERS=PLAINTEXT://localhost:9092,SECURE://localhost:9093 \
+#     -e KAFKA_LISTENER_SECURITY_PROTOCOL_MAP=PLAINTEXT:PLAINTEXT,SECURE:SASL_SSL \
+#     -e KAFKA_LISTENER_NAME_SECURE_SSL_KEYSTORE_TYPE=PEM \
+#     -e KAFKA_LISTENER_NAME_SECURE_SSL_KEYSTORE_LOCATION=/etc/minikafka/certs/broker.pem \
+#     -e KAFKA_LISTENER_NAME_SECURE_SASL_ENABLED_MECHANISMS=PLAIN \
+#     -e KAFKA_LISTENER_NAME_SECURE_PLAIN_SASL_JAAS_CONFIG='org.apache.kafka.common.security.plain.PlainLoginModule required user_admin="admin-secret";' \
+#     minikafka
 
 # ---- build: one wheel for minikafka, plus wheels of its dependencies --------------------
 FROM python:3.11-slim AS build
@@ -24,8 +36,8 @@ ARG GID=1000
 RUN groupadd --gid "${GID}" minikafka \
     && useradd --uid "${UID}" --gid minikafka --no-create-home \
         --home-dir /var/lib/minikafka --shell /usr/sbin/nologin minikafka \
-    && mkdir -p /var/lib/minikafka/data \
-    && chown -R minikafka:minikafka /var/lib/minikafka
+    && mkdir -p /var/lib/minikafka/data /etc/minikafka/certs \
+    && chown -R minikafka:minikafka /var/lib/minikafka /etc/minikafka
 COPY --from=build /install /usr/local
 
 # The broker's own defaults bind loopback only; in a container it must listen on every
@@ -40,7 +52,8 @@ ENV KAFKA_LISTENERS=PLAINTEXT://0.0.0.0:9092 \
 USER ${UID}:${GID}
 WORKDIR /var/lib/minikafka
 VOLUME ["/var/lib/minikafka"]
-EXPOSE 9092
+# 9092: PLAINTEXT; 9093: the conventional port of a TLS/SASL listener, when configured.
+EXPOSE 9092 9093
 
 # An ApiVersions round trip to the first listener on loopback; exit 0 healthy, 1 not.
 # Exec form, and no argument holds a space: podman's Docker-compatible API splits on them.

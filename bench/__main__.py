@@ -14,6 +14,7 @@ import os
 import platform
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -116,6 +117,19 @@ def main() -> int:
         )
         figures["rss_after_load_mb"] = summarize([broker.rss_mb()])
         transaction_figures(figures, broker.port, runs, scale)
+    # The same produce and consume over SASL_SSL (TLS + SCRAM-SHA-512), next to PLAINTEXT.
+    with tempfile.TemporaryDirectory(prefix="minikafka-bench-certs-") as certs:
+        secured, secure_port, security = workloads.sasl_ssl_broker(Path(certs))
+        with secured as broker:
+            figures["confluent_produce_sasl_ssl_msg_s"] = repeat(
+                runs, lambda: workloads.confluent_produce(secure_port, n, 1024, security)
+            )
+            figures["consume_sasl_ssl_mb_s"] = repeat(
+                runs,
+                lambda: workloads.confluent_consume(
+                    broker.port, int(200 * scale) * 1024 * 1024, security, secure_port
+                ),
+            )
     many = [workloads.many_producers(50, 10, int(4000 * scale)) for _ in range(runs)]
     figures["producers_50_msg_s"] = summarize([m["msg_s"] for m in many])
     figures["producers_50_errors"] = summarize([float(m["errors"]) for m in many])
@@ -177,6 +191,12 @@ LABELS = {
         "msg/s",
         0,
     ),
+    "confluent_produce_sasl_ssl_msg_s": (
+        "confluent-kafka produce as above, over SASL_SSL (TLS, SCRAM-SHA-512)",
+        "msg/s",
+        0,
+    ),
+    "consume_sasl_ssl_mb_s": ("confluent-kafka consume as above, over SASL_SSL", "MB/s", 0),
     "rss_after_load_mb": ("resident memory after produce + consume load", "MB", 1),
     "producers_50_msg_s": ("50 idempotent producers, 10 partitions, aggregate", "msg/s", 0),
     "producers_50_errors": ("50 producers: delivery errors", "", 0),

@@ -7,9 +7,10 @@ import itertools
 import threading
 import time
 import warnings
+from pathlib import Path
 from typing import Any
 
-from bench.process import BenchBroker, wait_accepting
+from bench.process import BenchBroker, free_port, wait_accepting
 from protocol.records import build_batch
 from tests.support.produce import batch, create_topic, init_producer, produce
 from tests.support.raw_client import RawClient
@@ -40,7 +41,10 @@ def startup_once() -> float:
         broker.__exit__(None, None, None)
 
 
-def confluent_produce(port: int, records: int, size: int) -> float:
+def confluent_produce(
+    port: int, records: int, size: int, security: dict[str, str] | None = None
+) -> float:
+    """msg/s; ``security`` adds client settings (SASL_SSL) and names the port to use."""
     from confluent_kafka import Producer
 
     name = topic("confluent")
@@ -50,6 +54,7 @@ def confluent_produce(port: int, records: int, size: int) -> float:
             "enable.idempotence": True,
             "acks": "all",
             "linger.ms": 5,
+            **(security or {}),
         }
     )
     payload = b"x" * size
@@ -245,8 +250,11 @@ def transactional_produce(port: int, transactions: int, per_txn: int, size: int)
     return transactions * per_txn / (time.perf_counter() - started)
 
 
-def confluent_consume(port: int, total_bytes: int) -> float:
-    """MB/s reading ``total_bytes`` of 1 KiB records written beforehand by a raw client."""
+def confluent_consume(
+    port: int, total_bytes: int, security: dict[str, str] | None = None, read_port: int = 0
+) -> float:
+    """MB/s reading ``total_bytes`` of 1 KiB records written beforehand by a raw client
+    (on ``port``, PLAINTEXT); the consumer reads from ``read_port`` with ``security``."""
     from confluent_kafka import Consumer, TopicPartition
 
     name = topic("consume")
@@ -262,11 +270,12 @@ def confluent_consume(port: int, total_bytes: int) -> float:
             assert produce(client, name, data).error_code == 0
     consumer = Consumer(
         {
-            "bootstrap.servers": f"127.0.0.1:{port}",
+            "bootstrap.servers": f"127.0.0.1:{read_port or port}",
             "group.id": name,
             "enable.auto.commit": False,
             "fetch.max.bytes": 52428800,
             "max.partition.fetch.bytes": 10485760,
+            **(security or {}),
         }
     )
     consumer.assign([TopicPartition(name, 0, 0)])
@@ -372,3 +381,34 @@ def recovery_after_sigkill(mib: int) -> float:
         return time.perf_counter() - started
     finally:
         broker.__exit__(None, None, None)
+
+
+SCRAM_USER = ("bench", "bench-secret")
+
+
+def sasl_ssl_broker(cert_dir: Path) -> tuple[BenchBroker, int, dict[str, str]]:
+    """A broker with a SASL_SSL listener (SCRAM-SHA-512, PEM keystore) beside PLAINTEXT:
+    the broker, the SASL_SSL port, and the confluent-kafka settings to use it."""
+    from tests.support.certs import make_pki
+
+    pki = make_pki(cert_dir)
+    plain, secure = free_port(), free_port()
+    user, password = SCRAM_USER
+    overrides = {
+        "listeners": f"PLAINTEXT://127.0.0.1:{plain},SASL_SSL://127.0.0.1:{secure}",
+        "listener.name.sasl_ssl.ssl.keystore.type": "PEM",
+        "listener.name.sasl_ssl.ssl.keystore.location": str(pki.broker),
+        "listener.name.sasl_ssl.sasl.enabled.mechanisms": "SCRAM-SHA-512",
+        "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": (
+            "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+        ),
+        "minikafka.scram.bootstrap.users": f"SCRAM-SHA-512=[name={user},password={password}]",
+    }
+    client = {
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.username": user,
+        "sasl.password": password,
+        "ssl.ca.location": str(pki.ca),
+    }
+    return BenchBroker(port=plain, overrides=overrides), secure, client

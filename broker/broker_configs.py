@@ -57,6 +57,8 @@ _KIND_TYPES = {
     "long": ConfigType.LONG,
     "boolean": ConfigType.BOOLEAN,
     "list": ConfigType.LIST,
+    # Holds passwords (minikafka.scram.bootstrap.users): described as sensitive, no value.
+    "password": ConfigType.PASSWORD,
 }
 # Broker config -> the topic config it is the default of (ServerTopicConfigSynonyms).
 _TOPIC_OF = {name: d.name for d in TOPIC_CONFIGS.values() for name in d.synonyms}

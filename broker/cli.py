@@ -91,6 +91,13 @@ def main(argv: list[str] | None = None) -> int:
     for warning in warnings:
         log.warning("%s", warning)
 
+    from broker.security.authorizer import AclFileError
     from broker.server import run
 
-    return run(config, config_source=config.source_summary)
+    try:
+        return run(config, config_source=config.source_summary)
+    except (ConfigError, AclFileError) as exc:
+        # Found at start-up (a TLS key that does not load, an unreadable ACL file): Kafka
+        # does not start either.
+        log.error("%s", exc)
+        return 2

@@ -17,7 +17,8 @@ start-up with a ``ConfigError`` naming the property, as Kafka's ``ConfigExceptio
 
 Deviations from Apache Kafka:
 - ``listeners`` defaults to loopback (``PLAINTEXT://127.0.0.1:9092``), not all interfaces.
-- Only the PLAINTEXT security protocol is served; only one log directory is supported.
+- Listener security (SSL, SASL_PLAINTEXT, SASL_SSL) is read by broker.security.settings,
+  with its deviations; only one log directory is supported.
 - KRaft/controller properties are accepted so that a stock KRaft ``server.properties``
   loads unchanged, but there is no controller: a listener named in
   ``controller.listener.names`` is not served.
@@ -34,6 +35,10 @@ from pathlib import Path
 from typing import Any
 
 from broker.broker_config_table import BROKER_CONFIGS
+from broker.security import scram_bootstrap
+from broker.security import settings as security_settings
+from broker.security.scram_bootstrap import BootstrapUser
+from broker.security.settings import PLAINTEXT, AuthorizerSettings, ListenerSecurity
 
 __all__ = [
     "ACCEPTED_IGNORED",
@@ -75,6 +80,11 @@ class Listener:
     port: int
     advertised_host: str
     advertised_port: int
+    security: ListenerSecurity = PLAINTEXT
+
+    @property
+    def protocol(self) -> str:
+        return self.security.protocol
 
 
 @dataclass(frozen=True)
@@ -129,7 +139,9 @@ class Config:
     log_level: str
     record_validation: str
     event_loop: str
+    scram_bootstrap_users: tuple[BootstrapUser, ...]
     cluster_id: str | None
+    authorizer: AuthorizerSettings
     # Fault-injection control plane (broker.control_http): bind host (None = off) and port.
     control_host: str | None
     control_port: int
@@ -260,6 +272,10 @@ def _log_dirs(raw: str) -> str:
     return dirs[0]
 
 
+def _scram_users(raw: str) -> tuple[BootstrapUser, ...]:
+    return tuple(scram_bootstrap.parse(raw))
+
+
 def _parse_ip_overrides(raw: str) -> tuple[tuple[str, int], ...]:
     """Kafka's getMap: 'host:count' pairs, comma-separated (the count after the last ':')."""
     pairs: list[tuple[str, int]] = []
@@ -324,7 +340,7 @@ PROPERTIES: tuple[Property, ...] = (
         "listener.security.protocol.map",
         LIST,
         DEFAULT_PROTOCOL_MAP,
-        "Comma-separated NAME:PROTOCOL pairs; only PLAINTEXT listeners can be served.",
+        "Comma-separated NAME:PROTOCOL pairs (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL).",
     ),
     Property(
         "controller.listener.names",
@@ -729,6 +745,14 @@ PROPERTIES: tuple[Property, ...] = (
         attr="record_validation",
     ),
     Property(
+        "minikafka.scram.bootstrap.users",
+        Kind("password", _scram_users),
+        "",
+        "minikafka: SCRAM users for a new data directory, as kafka-storage format "
+        "--add-scram: 'SCRAM-SHA-256=[name=alice,password=alice-secret];...'.",
+        attr="scram_bootstrap_users",
+    ),
+    Property(
         "minikafka.control.listener",
         OPTIONAL_STRING,
         None,
@@ -781,6 +805,12 @@ ACCEPTED_IGNORED: tuple[Property, ...] = (
 )
 
 _BY_NAME: dict[str, Property] = {p.name: p for p in (*PROPERTIES, *ACCEPTED_IGNORED)}
+# StandardAuthorizer's own properties (not in KafkaConfig's table), read by
+# broker.security.settings.authorizer.
+_AUTHORIZER_PROPERTIES = frozenset({"super.users", "allow.everyone.if.no.acl.found"})
+# Kafka accepts any config under a listener prefix (listener.name.<name>.<config>, and for
+# SASL listener.name.<name>.<mechanism>.<config>); broker.security.settings reads them.
+_LISTENER_PREFIX = "listener.name."
 _ALIASES: dict[str, str] = {a: p.name for p in PROPERTIES for a in p.aliases}
 
 
@@ -1034,7 +1064,7 @@ def _control_listener(raw: str | None, allow_remote: bool) -> tuple[str | None, 
     return host, int(port_text)
 
 
-def _build_listeners(values: Mapping[str, Any]) -> tuple[Listener, ...]:
+def _build_listeners(values: Mapping[str, Any], raw: Mapping[str, str]) -> tuple[Listener, ...]:
     listeners = _parse_endpoints("listeners", values["listeners"])
     advertised_raw = values["advertised.listeners"]
     advertised = _parse_endpoints("advertised.listeners", advertised_raw or "")
@@ -1070,18 +1100,18 @@ def _build_listeners(values: Mapping[str, Any]) -> tuple[Listener, ...]:
                 "listeners",
                 f"no security protocol for listener {ep.name} in listener.security.protocol.map",
             )
-        if protocol != "PLAINTEXT":
-            raise ConfigError(
-                "listeners",
-                f"listener {ep.name} uses security protocol {protocol}; "
-                "minikafka serves only PLAINTEXT",
-            )
+        try:
+            security = security_settings.listener_security(ep.name, protocol, raw)
+        except security_settings.SettingError as exc:
+            raise ConfigError(exc.prop, exc.message) from None
         public = adv_by_name.get(ep.name)
         if public is None:
-            result.append(Listener(ep.name, ep.host, ep.port, _advertisable(ep.host), ep.port))
+            result.append(
+                Listener(ep.name, ep.host, ep.port, _advertisable(ep.host), ep.port, security)
+            )
         else:
             host = public.host or _advertisable(ep.host)
-            result.append(Listener(ep.name, ep.host, ep.port, host, public.port))
+            result.append(Listener(ep.name, ep.host, ep.port, host, public.port, security))
     return tuple(result)
 
 
@@ -1118,7 +1148,12 @@ def load_config(
             name = _ALIASES.get(key, key)
             # Every Kafka broker config is accepted (and described as set by DescribeConfigs);
             # minikafka acts only on those in PROPERTIES.
-            if name not in _BY_NAME and name not in BROKER_CONFIGS:
+            if (
+                name not in _BY_NAME
+                and name not in BROKER_CONFIGS
+                and name not in _AUTHORIZER_PROPERTIES
+                and not name.startswith(_LISTENER_PREFIX)
+            ):
                 warnings.append(f"unknown property {key!r} (from {origin}) is ignored")
                 continue
             if name in seen and props[seen[name]][0].strip() != value.strip():
@@ -1146,7 +1181,13 @@ def load_config(
             raise ConfigError(spelled.get(prop.name, prop.name), f"{exc} (from {origin})") from None
         values[prop.name] = value
 
-    listeners = _build_listeners(values)
+    raw_values = {name: value for name, (value, _) in merged.items()}
+    listeners = _build_listeners(values, raw_values)
+    try:
+        security_settings.check_unsupported(raw_values)
+        authorizer = security_settings.authorizer(raw_values)
+    except security_settings.SettingError as exc:
+        raise ConfigError(exc.prop, exc.message) from None
     _check_socket_server(values)
     if values["default.replication.factor"] > 1:
         warnings.append(
@@ -1161,6 +1202,7 @@ def load_config(
     )
     config = Config(
         listeners=listeners,
+        authorizer=authorizer,
         source_summary=", ".join(summary) or "defaults",
         explicit=tuple(sorted((name, raw) for name, (raw, _) in merged.items())),
         **attrs,

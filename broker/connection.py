@@ -18,6 +18,12 @@ small read-ahead keeps pipelined small requests from paying a pause/resume each.
 
 Errors: a Kafka error code belongs in the response (handlers do that); anything that makes
 the request unreadable closes the connection, logged with peer, client id and correlation id.
+
+Security (broker.security): on a TLS listener the worker first runs the handshake
+(``loop.start_tls``, so a failed one is logged and closes only this connection); on a SASL
+listener every frame goes to the connection's ``SaslSession`` until it has authenticated
+(and again for KIP-368 re-authentication), which answers or closes as Kafka's
+SaslServerAuthenticator does. ``principal`` is what handlers authorize.
 """
 
 from __future__ import annotations
@@ -25,9 +31,13 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+import ssl
 from typing import TYPE_CHECKING
 
 from broker.dispatch import CloseConnection, Dispatcher, Handler, RequestContext
+from broker.security.principal import ANONYMOUS, KafkaPrincipal
+from broker.security.sasl_session import SaslSession
+from broker.security.tls import principal_name
 from broker.zero_copy import SENDFILE_MIN_BYTES, FileRecords
 from protocol import codec
 from protocol.codec import Deferred
@@ -56,10 +66,15 @@ class KafkaConnection(asyncio.Protocol):
         dispatcher: Dispatcher,
         listener: Listener,
         quota_address: str | None = None,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.state = state
         self.dispatcher = dispatcher
         self.listener = listener
+        self._tls = tls
+        sasl = listener.security.sasl
+        self.sasl = None if sasl is None else SaslSession(sasl, state, listener.name)
+        self.principal: KafkaPrincipal = ANONYMOUS
         # The address counted in ConnectionQuotas for this connection (None: not counted).
         self.quota_address = quota_address
         self.peer = "?"
@@ -94,7 +109,12 @@ class KafkaConnection(asyncio.Protocol):
         self.state.connections.add(self)
         log.debug("connection from %s on listener %s", self.peer, self.listener.name)
         loop = asyncio.get_running_loop()
-        self._worker = loop.create_task(self._run())
+        if self._tls is not None:
+            # No byte may reach this protocol before start_tls takes the transport over.
+            transport.pause_reading()  # type: ignore[attr-defined]
+            self._worker = loop.create_task(self._run_tls(self._tls))
+        else:
+            self._worker = loop.create_task(self._run())
         self._last_active = loop.time()
         self._schedule_idle_check(self.state.config.connections_max_idle_ms / 1000)
 
@@ -105,6 +125,9 @@ class KafkaConnection(asyncio.Protocol):
         buf = self._buf
         buf += data
         max_bytes = self.state.config.socket_request_max_bytes
+        if self.sasl is not None and not self.sasl.authenticated:
+            # SaslServerAuthenticator reads with sasl.server.max.receive.size until done.
+            max_bytes = self.sasl.max_receive_size
         budget = self.state.request_budget
         queued = False
         while len(buf) >= 4:
@@ -142,7 +165,8 @@ class KafkaConnection(asyncio.Protocol):
         # Keep the transport half-open so requests already received still get answers.
         self._eof = True
         self._wakeup.set()
-        return True
+        # TLS has no half-close (asyncio warns and closes anyway): say so, quietly.
+        return self._tls is None
 
     def connection_lost(self, exc: Exception | None) -> None:
         log.debug("connection from %s closed (%s)", self.peer, exc or "eof")
@@ -268,6 +292,31 @@ class KafkaConnection(asyncio.Protocol):
         if self.transport is not None and not self.transport.is_closing():
             self.transport.close()
 
+    async def _run_tls(self, context: ssl.SSLContext) -> None:
+        raw = self.transport
+        assert raw is not None
+        try:
+            self.transport = await asyncio.get_running_loop().start_tls(
+                raw, self, context, server_side=True
+            )
+        except (OSError, ssl.SSLError, EOFError, TimeoutError) as exc:
+            # Kafka: "Failed authentication with <peer> (SSL handshake failed)", INFO.
+            log.info(
+                "closing connection from %s on listener %s: TLS handshake failed: %s",
+                self.peer,
+                self.listener.name,
+                exc or type(exc).__name__,
+            )
+            raw.abort()
+            self.connection_lost(None)
+            return
+        if self.listener.protocol == "SSL":
+            name = principal_name(self.transport.get_extra_info("peercert"))  # type: ignore[union-attr]
+            if name is not None:
+                self.principal = KafkaPrincipal("User", name)
+        log.debug("TLS connection from %s as %s", self.peer, self.principal)
+        await self._run()
+
     async def _run(self) -> None:
         frames = self._frames
         budget = self.state.request_budget
@@ -334,6 +383,11 @@ class KafkaConnection(asyncio.Protocol):
         self._last_active = asyncio.get_running_loop().time()
 
     async def _handle(self, frame: bytes) -> list[bytes | bytearray | Deferred] | None:
+        if self.sasl is not None and self.sasl.intercepts(frame):
+            return await self.sasl.handle(self, frame)
+        return await self.dispatch_frame(frame)
+
+    async def dispatch_frame(self, frame: bytes) -> list[bytes | bytearray | Deferred] | None:
         try:
             api_key, api_version, correlation_id = peek_header(frame)
         except DecodeError as exc:
@@ -383,7 +437,7 @@ class KafkaConnection(asyncio.Protocol):
             log.warning("closing connection from %s: bad request header: %s", self.peer, exc)
             self.close()
             return None
-        ctx = RequestContext(header, self.listener, self.peer, self.state)
+        ctx = RequestContext(header, self.listener, self.peer, self.state, self.principal)
         body = reader.buf[reader.pos :]
         try:
             payload = await self.dispatcher.call(handler, ctx, body)

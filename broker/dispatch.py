@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from broker import offload
+from broker.security.principal import ANONYMOUS, KafkaPrincipal
 from protocol import codec
 from protocol.codec import Deferred
 from protocol.header import RequestHeader
@@ -53,6 +54,23 @@ class RequestContext:
     listener: Listener
     peer: str
     state: BrokerState
+    # Who the connection authenticated as (TLS client certificate or SASL).
+    principal: KafkaPrincipal = ANONYMOUS
+
+    def authorized(
+        self, operation: int, resource_type: int, name: str, *, log_denied: bool = True
+    ) -> bool:
+        """May this request's principal do ``operation`` on the resource? Always, without
+        an authorizer (Kafka's AuthHelper.authorize)."""
+        authorizer = self.state.authorizer
+        return authorizer is None or authorizer.authorize(
+            str(self.principal), self.host, operation, resource_type, name, log_denied=log_denied
+        )
+
+    @property
+    def host(self) -> str:
+        """The client's address without the port, as ACLs name hosts."""
+        return self.peer.rsplit(":", 1)[0]
 
     @property
     def version(self) -> int:

@@ -8,17 +8,19 @@ import functools
 import logging
 import os
 import signal
+import ssl
 import time
 
 from broker import __version__
 from broker.acceptor import Acceptor, bind
 from broker.background import Background
-from broker.config import Config, Listener, consumer_assignors
+from broker.config import Config, ConfigError, Listener, consumer_assignors
 from broker.connection import KafkaConnection
 from broker.faults import FaultInjector, RefusedConnection
 from broker.groups import GroupCoordinator, GroupSettings
 from broker.groups.consumer_manager import ConsumerGroupSettings
 from broker.handlers import build_dispatcher
+from broker.security.tls import TlsConfigError, server_context
 from broker.state import BrokerState
 from broker.transactions import Settings as TransactionSettings
 from broker.transactions import TransactionCoordinator
@@ -59,13 +61,16 @@ class Broker:
         if faults is not None:
             faults.attach(state)
         resolved: dict[str, Listener] = {}
+        contexts = _tls_contexts(config)
 
         def connection(name: str, address: str) -> asyncio.Protocol:
             if faults is not None and faults.refusing():
                 # Refused on purpose (fault injection): it never counts against the quotas.
                 state.connection_quotas.dec(address)
                 return RefusedConnection()
-            return KafkaConnection(state, state.dispatcher, resolved[name], address)
+            return KafkaConnection(
+                state, state.dispatcher, resolved[name], address, contexts.get(name)
+            )
 
         for listener in config.listeners:
             server = Acceptor(
@@ -173,6 +178,19 @@ def _open_transactions(config: Config, state: BrokerState) -> TransactionCoordin
         state.flusher,
         state.groups,
     )
+
+
+def _tls_contexts(config: Config) -> dict[str, ssl.SSLContext]:
+    """One SSLContext per TLS listener; an unreadable key stops start-up, as in Kafka."""
+    contexts: dict[str, ssl.SSLContext] = {}
+    for listener in config.listeners:
+        if listener.security.tls is None:
+            continue
+        try:
+            contexts[listener.name] = server_context(listener.security.tls)
+        except TlsConfigError as exc:
+            raise ConfigError(None, f"listener {listener.name}: {exc}") from exc
+    return contexts
 
 
 def _open_groups(config: Config, state: BrokerState) -> GroupCoordinator:

@@ -13,7 +13,10 @@ from broker.fetch_sessions import FetchSessionCache
 from broker.flusher import Flusher
 from broker.log_limiter import LogLimiter
 from broker.request_budget import RequestBudget
+from broker.security.authorizer import StandardAuthorizer
+from broker.security.sasl_scram import MECHANISMS
 from broker.topic_configs import TopicSettings
+from storage.acl_store import AclStore
 from storage.broker_config_store import BrokerConfigStore
 from storage.client_quota_store import ClientQuotaStore
 from storage.partition_log import PartitionLog
@@ -81,13 +84,29 @@ class BrokerState:
         for name, reason in self.broker_configs.problems:
             log.warning("broker config file %s ignored: %s", name, reason)
         # Client quotas (AlterClientQuotas; stored and described, not enforced) and SCRAM
-        # credentials (AlterUserScramCredentials; stored, no SASL listener uses them yet).
+        # credentials (AlterUserScramCredentials; SASL/SCRAM logins read them).
         self.client_quotas = ClientQuotaStore.open(store.data_dir)
         if self.client_quotas.problem:
             log.warning("client quota file ignored: %s", self.client_quotas.problem)
         self.scram_credentials = ScramCredentialStore.open(store.data_dir)
+        self._bootstrap_scram_users()
         if self.scram_credentials.problem:
             log.warning("SCRAM credential file ignored: %s", self.scram_credentials.problem)
+        # ACLs, when authorizer.class.name names StandardAuthorizer; None = no authorizer
+        # (every request allowed, the ACL APIs answer SECURITY_DISABLED, as in Kafka).
+        self.authorizer: StandardAuthorizer | None = None
+        if config.authorizer.enabled:
+            self.authorizer = StandardAuthorizer(config.authorizer, AclStore.open(store.data_dir))
+
+    def _bootstrap_scram_users(self) -> None:
+        """minikafka.scram.bootstrap.users, into a new data directory only (as format)."""
+        users = self.config.scram_bootstrap_users
+        if not users or self.scram_credentials.path.exists():
+            return
+        self.scram_credentials.replace(
+            {(u.name, MECHANISMS[u.mechanism][0]): u.credential for u in users}
+        )
+        log.info("bootstrapped %d SCRAM credential(s) from the configuration", len(users))
 
     def notify_appended(self, logs: Iterable[PartitionLog]) -> None:
         """Data was appended to these partitions: wake the fetches parked on them, and only

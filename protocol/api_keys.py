@@ -12,11 +12,14 @@ from protocol.messages.alter_user_scram_credentials import ALTER_USER_SCRAM_CRED
 from protocol.messages.api_versions import API_VERSIONS
 from protocol.messages.consumer_group_describe import CONSUMER_GROUP_DESCRIBE
 from protocol.messages.consumer_group_heartbeat import CONSUMER_GROUP_HEARTBEAT
+from protocol.messages.create_acls import CREATE_ACLS
 from protocol.messages.create_partitions import CREATE_PARTITIONS
 from protocol.messages.create_topics import CREATE_TOPICS
+from protocol.messages.delete_acls import DELETE_ACLS
 from protocol.messages.delete_groups import DELETE_GROUPS
 from protocol.messages.delete_records import DELETE_RECORDS
 from protocol.messages.delete_topics import DELETE_TOPICS
+from protocol.messages.describe_acls import DESCRIBE_ACLS
 from protocol.messages.describe_client_quotas import DESCRIBE_CLIENT_QUOTAS
 from protocol.messages.describe_cluster import DESCRIBE_CLUSTER
 from protocol.messages.describe_configs import DESCRIBE_CONFIGS
@@ -46,6 +49,8 @@ from protocol.messages.offset_delete import OFFSET_DELETE
 from protocol.messages.offset_fetch import OFFSET_FETCH
 from protocol.messages.offset_for_leader_epoch import OFFSET_FOR_LEADER_EPOCH
 from protocol.messages.produce import PRODUCE
+from protocol.messages.sasl_authenticate import SASL_AUTHENTICATE
+from protocol.messages.sasl_handshake import SASL_HANDSHAKE
 from protocol.messages.sync_group import SYNC_GROUP
 from protocol.messages.txn_offset_commit import TXN_OFFSET_COMMIT
 from protocol.messages.write_txn_markers import WRITE_TXN_MARKERS
@@ -99,6 +104,12 @@ ALL_APIS: dict[int, Api] = {
         ALTER_CLIENT_QUOTAS,
         DESCRIBE_USER_SCRAM_CREDENTIALS,
         ALTER_USER_SCRAM_CREDENTIALS,
+        # Security (issue 17).
+        SASL_HANDSHAKE,
+        SASL_AUTHENTICATE,
+        DESCRIBE_ACLS,
+        CREATE_ACLS,
+        DELETE_ACLS,
         # Transactions (issue 14).
         ADD_PARTITIONS_TO_TXN,
         ADD_OFFSETS_TO_TXN,

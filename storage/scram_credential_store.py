@@ -88,6 +88,9 @@ class ScramCredentialStore:
                 store.problem = str(exc)
         return store
 
+    def get(self, user: str, mechanism: int) -> ScramCredential | None:
+        return self._credentials.get((user, mechanism))
+
     def all(self) -> dict[CredentialKey, ScramCredential]:
         return dict(self._credentials)
 

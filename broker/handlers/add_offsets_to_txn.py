@@ -4,12 +4,15 @@ TransactionCoordinator.handleAddPartitionsToTransaction with the group's offsets
 (``__consumer_offsets``-``abs(groupId.hashCode) % 50``): the same checks and errors as
 AddPartitionsToTxn v0-3 (PRODUCER_FENCED as INVALID_PRODUCER_EPOCH below v2); "" ->
 INVALID_REQUEST. The group's TxnOffsetCommit offsets then wait for the transaction's end.
+Authorization (with an authorizer): WRITE on the transactional id, else
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED; READ on the group, else GROUP_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
 
 from broker.dispatch import RequestContext
 from broker.handlers._txn import coordinator, for_version
+from broker.security.acl import GROUP, READ, TRANSACTIONAL_ID, WRITE
 from protocol.errors import ErrorCode
 from protocol.messages.add_offsets_to_txn import ADD_OFFSETS_TO_TXN
 from protocol.schema import Message
@@ -23,6 +26,10 @@ PRODUCER_FENCED_SINCE = 2
 async def handle(ctx: RequestContext, request: Message) -> Message:
     if not request.transactional_id:
         error = ErrorCode.INVALID_REQUEST
+    elif not ctx.authorized(WRITE, TRANSACTIONAL_ID, request.transactional_id):
+        error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    elif not ctx.authorized(READ, GROUP, request.group_id):
+        error = ErrorCode.GROUP_AUTHORIZATION_FAILED
     else:
         error = await coordinator(ctx).add_offsets(
             request.transactional_id,

@@ -11,12 +11,16 @@ v4-5 (Kafka's broker-to-coordinator form, served as Kafka serves it with no auth
 several transactions, each either verified only (VerifyOnly: NONE for partitions in the
 ongoing transaction, TRANSACTION_ABORTABLE for the others, or the producer's error) or
 added; top-level error NONE.
+Authorization (with an authorizer): WRITE on the transactional id, else
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED everywhere; WRITE on each topic, else
+TOPIC_AUTHORIZATION_FAILED there and OPERATION_NOT_ATTEMPTED for the rest.
 """
 
 from __future__ import annotations
 
 from broker.dispatch import RequestContext
 from broker.handlers._txn import coordinator, for_version
+from broker.security.acl import TOPIC, TRANSACTIONAL_ID, WRITE
 from protocol.errors import ErrorCode
 from protocol.messages.add_partitions_to_txn import ADD_PARTITIONS_TO_TXN
 from protocol.schema import Message
@@ -70,6 +74,18 @@ async def _one(
     wanted = list(dict.fromkeys((t.name, p) for t in topics for p in t.partitions))
     if not txn_id:
         return dict.fromkeys(wanted, ErrorCode.INVALID_REQUEST)
+    if not ctx.authorized(WRITE, TRANSACTIONAL_ID, txn_id):
+        return dict.fromkeys(wanted, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    # KafkaApis.handleAddPartitionsToTxnRequest: WRITE on each topic; the others are then
+    # not attempted.
+    denied = {tp for tp in wanted if not ctx.authorized(WRITE, TOPIC, tp[0])}
+    if denied:
+        return {
+            tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            if tp in denied
+            else ErrorCode.OPERATION_NOT_ATTEMPTED
+            for tp in wanted
+        }
     store = ctx.state.store
     unknown = [tp for tp in wanted if store.partition(*tp) is None]
     if unknown:

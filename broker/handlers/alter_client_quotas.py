@@ -15,6 +15,8 @@ distinct entity.
 Deviations: quotas are stored and described, not enforced. Answers come in request order
 (Kafka's follow its hash map); the entity text in the duplicate messages lists types in
 sorted order.
+Authorization (with an authorizer): ALTER_CONFIGS on the cluster, else
+CLUSTER_AUTHORIZATION_FAILED for every entry.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ import socket
 
 from broker.client_quotas import check_entity, check_value, is_ip_literal, keys_for
 from broker.dispatch import RequestContext
+from broker.handlers._acl_requests import cluster_allowed
+from broker.security.acl import ALTER_CONFIGS
 from protocol.errors import ErrorCode
 from protocol.messages.alter_client_quotas import ALTER_CLIENT_QUOTAS
 from protocol.schema import Message
@@ -55,6 +59,18 @@ async def _resolvable(host: str | None) -> bool:
 
 
 async def handle(ctx: RequestContext, request: Message) -> Message:
+    if not cluster_allowed(ctx, ALTER_CONFIGS):
+        return Message(
+            throttle_time_ms=0,
+            entries=[
+                Message(
+                    error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                    error_message=None,
+                    entity=entry.entity,
+                )
+                for entry in request.entries
+            ],
+        )
     store = ctx.state.client_quotas
     updated = store.all()
     results: dict[Entity, tuple[int, str | None]] = {}

@@ -12,12 +12,16 @@ configs become exactly those given, checked as Kafka's DynamicBrokerConfig.valid
 of the wrong type, a per-broker config at the default level -> INVALID_REQUEST with Kafka's
 message), stored durably and described; the broker does not act on them yet. Another
 broker id -> INVALID_REQUEST. BROKER_LOGGER and other types -> INVALID_REQUEST, as Kafka.
+Authorization (with an authorizer): ALTER_CONFIGS on the topic or cluster, else
+TOPIC_/CLUSTER_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
 
 from broker.dispatch import RequestContext
 from broker.handlers._alter import alter, duplicate_resources, result
+from broker.handlers._config_access import denied
+from broker.security import acl
 from protocol.errors import ErrorCode
 from protocol.messages.alter_configs import ALTER_CONFIGS
 from protocol.schema import Message
@@ -37,6 +41,10 @@ def handle(ctx: RequestContext, request: Message) -> Message:
                     resource, ErrorCode.INVALID_REQUEST, "Each resource must appear at most once."
                 )
             )
+            continue
+        error = denied(ctx, acl.ALTER_CONFIGS, resource.resource_type, resource.resource_name)
+        if error is not None:
+            responses.append(result(resource, error, None))
             continue
         null = [c.name for c in resource.configs if c.value is None]
         if null:

@@ -13,11 +13,14 @@ ascending broker order), a repeated broker -> "... includes the broker N more th
 list gets an empty answer whose error_message is "" (QuorumController returns a fresh
 response object there, without the null the controller sets otherwise).
 Deviations: none known.
+Authorization (with an authorizer): ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
 
 from broker.dispatch import RequestContext
+from broker.handlers._acl_requests import cluster_allowed
+from broker.security.acl import ALTER
 from protocol.errors import ErrorCode
 from protocol.messages.alter_partition_reassignments import ALTER_PARTITION_REASSIGNMENTS
 from protocol.schema import Message
@@ -60,6 +63,26 @@ def _reassign(ctx: RequestContext, topic: str, target: Message) -> tuple[int, st
 
 
 def handle(ctx: RequestContext, request: Message) -> Message:
+    if not cluster_allowed(ctx, ALTER):
+        # AlterPartitionReassignmentsRequest.getErrorResponse: the error everywhere.
+        error = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        return Message(
+            throttle_time_ms=0,
+            error_code=error,
+            error_message=None,
+            responses=[
+                Message(
+                    name=t.name,
+                    partitions=[
+                        Message(
+                            partition_index=p.partition_index, error_code=error, error_message=None
+                        )
+                        for p in t.partitions
+                    ],
+                )
+                for t in request.topics
+            ],
+        )
     if not request.topics:
         return Message(throttle_time_ms=0, error_code=0, error_message="", responses=[])
     responses = []

@@ -9,6 +9,7 @@ log directory -> NONE: the replica is already there (Partition.maybeCreateFuture
 skips), nothing moves. Results are grouped by topic.
 Deviations: Kafka compares the path with the absolute path of log.dirs; we accept that and
 also the resolved path DescribeLogDirs reports (they differ only behind a symlink).
+Authorization (with an authorizer): ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from __future__ import annotations
 import os
 
 from broker.dispatch import RequestContext
+from broker.handlers._acl_requests import cluster_allowed
+from broker.security.acl import ALTER
 from protocol.errors import ErrorCode
 from protocol.messages.alter_replica_log_dirs import ALTER_REPLICA_LOG_DIRS
 from protocol.schema import Message
@@ -41,6 +44,27 @@ def _error(ctx: RequestContext, topic: str, partition: int, path: str, ours: set
 
 
 def handle(ctx: RequestContext, request: Message) -> Message:
+    if not cluster_allowed(ctx, ALTER):
+        # KafkaApis.handleAlterReplicaLogDirsRequest: every partition gets the error.
+        named: dict[str, list[int]] = {}
+        for wanted in request.dirs:
+            for topic in wanted.topics:
+                named.setdefault(topic.name, []).extend(topic.partitions)
+        return Message(
+            throttle_time_ms=0,
+            results=[
+                Message(
+                    topic_name=name,
+                    partitions=[
+                        Message(
+                            partition_index=p, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+                        )
+                        for p in parts
+                    ],
+                )
+                for name, parts in named.items()
+            ],
+        )
     data_dir = ctx.state.store.data_dir
     ours = {os.path.abspath(data_dir), str(data_dir.resolve())}
     destinations: dict[tuple[str, int], str] = {}

@@ -12,8 +12,11 @@ UserScramCredentialRecord holds: salt, iterations, stored key H(HMAC(salted pass
 "Client Key")) and server key HMAC(salted password, "Server Key") (RFC 5802; never the salted
 password), durably (storage.scram_credential_store) before the answer. Results: deletions,
 upsertions, then errors.
-Deviations: no SASL/SCRAM authentication uses the credentials yet (issue 17). Result order
-within each group follows the request (Kafka's follows its hash maps).
+SASL/SCRAM logins (broker.security.sasl_scram) read them at once.
+Deviations: result order within each group follows the request (Kafka's follows its hash
+maps).
+Authorization (with an authorizer): ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED
+for every user named.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ import hmac
 import logging
 
 from broker.dispatch import RequestContext
+from broker.handlers._acl_requests import cluster_allowed
+from broker.security.acl import ALTER
 from protocol.errors import ErrorCode
 from protocol.messages.alter_user_scram_credentials import ALTER_USER_SCRAM_CREDENTIALS
 from protocol.schema import Message
@@ -73,6 +78,20 @@ def _credential(upsertion: Message) -> ScramCredential:
 
 
 def handle(ctx: RequestContext, request: Message) -> Message:
+    if not cluster_allowed(ctx, ALTER):
+        # AlterUserScramCredentialsRequest.getErrorResponse: every user named, this error.
+        users = dict.fromkeys(
+            [d.name for d in request.deletions] + [u.name for u in request.upsertions]
+        )
+        return Message(
+            throttle_time_ms=0,
+            results=[
+                Message(
+                    user=u, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, error_message=None
+                )
+                for u in users
+            ],
+        )
     store = ctx.state.scram_credentials
     existing = store.all()
     deletions: dict[str, Message] = {}

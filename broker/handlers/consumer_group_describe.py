@@ -9,15 +9,18 @@ GROUP_ID_NOT_FOUND "Group X not found.", a classic group GROUP_ID_NOT_FOUND "Gro
 consumer group." (recorded from Kafka 4.0.0 in kafka-oracle/admin_groups_confluent);
 COORDINATOR_NOT_AVAILABLE while shutting down. With include_authorized_operations, the
 operations Kafka allows on a group with no authorizer.
+Authorization (with an authorizer): DESCRIBE on each group, else GROUP_AUTHORIZATION_FAILED;
+authorized operations are the caller's.
 """
 
 from __future__ import annotations
 
 from broker.authorized_operations import GROUP as GROUP_OPERATIONS
-from broker.authorized_operations import NOT_REQUESTED
+from broker.authorized_operations import NOT_REQUESTED, of
 from broker.dispatch import RequestContext
 from broker.groups.consumer import ConsumerGroup, TopicPartitions
 from broker.handlers._groups import coordinator
+from broker.security.acl import DESCRIBE, GROUP
 from protocol.errors import ErrorCode
 from protocol.messages.consumer_group_describe import CONSUMER_GROUP_DESCRIBE
 from protocol.schema import Message
@@ -65,7 +68,9 @@ def _describe(ctx: RequestContext, group: ConsumerGroup, with_operations: bool) 
             )
             for m in group.members.values()
         ],
-        authorized_operations=GROUP_OPERATIONS if with_operations else NOT_REQUESTED,
+        authorized_operations=of(ctx, GROUP_OPERATIONS, GROUP, group.group_id)
+        if with_operations
+        else NOT_REQUESTED,
     )
 
 
@@ -91,6 +96,8 @@ def handle(ctx: RequestContext, request: Message) -> Message:
             out.append(_error(group_id, ErrorCode.COORDINATOR_NOT_AVAILABLE, None))
         elif not group_id:
             out.append(_error("", ErrorCode.INVALID_GROUP_ID, None))
+        elif not ctx.authorized(DESCRIBE, GROUP, group_id):
+            out.append(_error(group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED, None))
         else:
             found = groups.describe_consumer_group(group_id)
             if isinstance(found, str):

@@ -12,6 +12,7 @@ while shutting down. An error answer has member epoch 0, interval 0 and no membe
 Kafka's. The answer waits for the group's record to be fsynced when it changed.
 Deviation: a non-empty classic group is not migrated online (as Kafka with
 group.consumer.migration.policy=disabled: GROUP_ID_NOT_FOUND).
+Authorization (with an authorizer): READ on the group, else GROUP_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from __future__ import annotations
 from broker.dispatch import RequestContext
 from broker.groups.consumer_manager import HeartbeatRequest
 from broker.handlers._groups import client_host, coordinator
+from broker.security.acl import GROUP, READ
+from protocol.errors import ErrorCode
 from protocol.messages.consumer_group_heartbeat import CONSUMER_GROUP_HEARTBEAT
 from protocol.schema import Message
 
@@ -28,6 +31,17 @@ MAX_VERSION = 1
 
 
 async def handle(ctx: RequestContext, request: Message) -> Message:
+    if not ctx.authorized(READ, GROUP, request.group_id):
+        # KafkaApis.handleConsumerGroupHeartbeat: READ on the group.
+        return Message(
+            throttle_time_ms=0,
+            error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED,
+            error_message=None,
+            member_id=None,
+            member_epoch=0,
+            heartbeat_interval_ms=0,
+            assignment=None,
+        )
     owned = (
         None
         if request.topic_partitions is None

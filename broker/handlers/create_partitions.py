@@ -6,6 +6,7 @@ the current one -> INVALID_PARTITIONS with Kafka's wording; assignments, when gi
 list one replica set per new partition, each exactly this broker (INVALID_REPLICA_ASSIGNMENT
 in the words of Kafka's validateManualPartitionAssignment, see _assignments). New partitions
 get the topic's configs. validate_only checks only.
+Authorization (with an authorizer): ALTER on each topic, else TOPIC_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections import Counter
 
 from broker.dispatch import RequestContext
 from broker.handlers._assignments import manual_assignment_refusal
+from broker.security.acl import ALTER, TOPIC
 from protocol.errors import ErrorCode
 from protocol.messages.create_partitions import CREATE_PARTITIONS
 from protocol.schema import Message
@@ -63,6 +65,17 @@ def handle(ctx: RequestContext, request: Message) -> Message:
                     name=name,
                     error_code=ErrorCode.INVALID_REQUEST,
                     error_message="Duplicate topic name.",
+                )
+            )
+            continue
+        if not ctx.authorized(ALTER, TOPIC, name):
+            # ControllerApis.createPartitions: ALTER on the topic (DESCRIBE-less callers
+            # cannot tell a missing topic either).
+            results.append(
+                Message(
+                    name=name,
+                    error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                    error_message=None,
                 )
             )
             continue

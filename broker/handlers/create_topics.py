@@ -32,6 +32,8 @@ being created meanwhile counts as existing.
 Deviation: Kafka's default.replication.factor is used for -1; here it is always 1, since a
 single broker keeps one replica (the broker warns at start-up about a larger setting).
 Creation completes before the answer: the topic is ready when the answer leaves.
+Authorization (with an authorizer): CREATE on the cluster or on the topic, else
+TOPIC_AUTHORIZATION_FAILED "Authorization failed." (ControllerApis.createTopics).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from broker import offload, topic_configs
 from broker.dispatch import RequestContext
 from broker.handlers._admin import collision, topic_name_error
 from broker.handlers._assignments import manual_assignment_refusal
+from broker.security.acl import CLUSTER, CLUSTER_NAME, CREATE, TOPIC
 from broker.topic_configs import InvalidConfigError
 from protocol.errors import ErrorCode
 from protocol.messages.create_topics import CREATE_TOPICS
@@ -194,6 +197,11 @@ def _check(ctx: RequestContext, topic: Message, counts: Counter[str]) -> Message
     name = topic.name
     if counts[name] > 1:
         return _error(name, ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
+    if not ctx.authorized(CREATE, CLUSTER, CLUSTER_NAME, log_denied=False) and not ctx.authorized(
+        CREATE, TOPIC, name
+    ):
+        # ControllerApis.createTopics: CREATE on the cluster or on the topic.
+        return _error(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
     reason = topic_name_error(name)
     if reason is not None:
         log.info("CreateTopics %r refused: %s (%s)", name, reason, ctx.describe())

@@ -3,12 +3,15 @@
 Behaviour: an Empty group is deleted with all its committed offsets (tombstones fsynced
 before the answer); a group with members gets NON_EMPTY_GROUP, an unknown one
 GROUP_ID_NOT_FOUND, an empty id INVALID_GROUP_ID.
+Authorization (with an authorizer): DELETE on each group, else GROUP_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
 
 from broker.dispatch import RequestContext
 from broker.handlers._groups import coordinator
+from broker.security.acl import DELETE, GROUP
+from protocol.errors import ErrorCode
 from protocol.messages.delete_groups import DELETE_GROUPS
 from protocol.schema import Message
 
@@ -18,11 +21,13 @@ MAX_VERSION = 2
 
 
 async def handle(ctx: RequestContext, request: Message) -> Message:
-    errors = await coordinator(ctx).delete_groups(list(request.groups_names))
+    names = list(request.groups_names)
+    allowed = [g for g in names if ctx.authorized(DELETE, GROUP, g)]
+    deleted = dict(zip(allowed, await coordinator(ctx).delete_groups(allowed), strict=True))
     return Message(
         throttle_time_ms=0,
         results=[
-            Message(group_id=g, error_code=e)
-            for g, e in zip(request.groups_names, errors, strict=True)
+            Message(group_id=g, error_code=deleted.get(g, ErrorCode.GROUP_AUTHORIZATION_FAILED))
+            for g in names
         ],
     )

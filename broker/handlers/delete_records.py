@@ -9,6 +9,7 @@ UNKNOWN_TOPIC_OR_PARTITION. Afterwards a fetch below the new start gets
 OFFSET_OUT_OF_RANGE; segments wholly below it are deleted (renamed ``*.deleted`` at once,
 removed file.delete.delay.ms later, as Kafka's deleteSegmentFiles); the new start survives
 restarts (Kafka's log-start-offset-checkpoint file).
+Authorization (with an authorizer): DELETE on each topic, else TOPIC_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import logging
 
 from broker.dispatch import RequestContext
+from broker.security.acl import DELETE, TOPIC
 from protocol.errors import ErrorCode
 from protocol.messages.delete_records import DELETE_RECORDS
 from protocol.schema import Message
@@ -62,8 +64,20 @@ def handle(ctx: RequestContext, request: Message) -> Message:
         topics=[
             Message(
                 name=topic.name,
-                partitions=[_partition(ctx, topic.name, part) for part in topic.partitions],
+                partitions=[
+                    _partition(ctx, topic.name, part)
+                    if ctx.authorized(DELETE, TOPIC, topic.name)
+                    else _denied(part.partition_index)
+                    for part in topic.partitions
+                ],
             )
             for topic in request.topics
         ],
+    )
+
+
+def _denied(index: int) -> Message:
+    # KafkaApis.handleDeleteRecordsRequest: DELETE on the topic, else this, before existence.
+    return Message(
+        partition_index=index, low_watermark=-1, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED
     )

@@ -17,6 +17,8 @@ leaves.
 Committed offsets of the topic's partitions are kept (Kafka's group coordinator drops
 them); a consumer of a re-created topic starts from its committed offset, clamped by the
 usual out-of-range reset.
+Authorization (with an authorizer): DESCRIBE, then DELETE on the topic, else
+TOPIC_AUTHORIZATION_FAILED (ControllerApis.deleteTopics).
 """
 
 from __future__ import annotations
@@ -25,12 +27,15 @@ import logging
 from collections import Counter
 
 from broker.dispatch import RequestContext
+from broker.security.acl import DELETE, DESCRIBE, TOPIC
 from protocol.errors import ErrorCode
 from protocol.messages.delete_topics import DELETE_TOPICS
 from protocol.primitives import ZERO_UUID
 from protocol.schema import Message
 from storage.store import TopicDeletionError, TopicInfo
 
+# ApiError(TOPIC_AUTHORIZATION_FAILED): Errors.message()
+DENIED = "Topic authorization failed."
 API = DELETE_TOPICS
 MIN_VERSION = 1
 MAX_VERSION = 6
@@ -80,6 +85,10 @@ def handle(ctx: RequestContext, request: Message) -> Message:
             )
             continue
         info: TopicInfo | None
+        if name is not None and not ctx.authorized(DESCRIBE, TOPIC, name):
+            # ControllerApis.deleteTopics: not even DESCRIBE -> no hint whether it exists.
+            results.append(_result(name, topic_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED, DENIED))
+            continue
         if name is not None:
             info = store.topic(name)
             if info is None:
@@ -104,6 +113,9 @@ def handle(ctx: RequestContext, request: Message) -> Message:
                     )
                 )
                 continue
+        if not ctx.authorized(DELETE, TOPIC, info.name):
+            results.append(_result(name, topic_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED, DENIED))
+            continue
         try:
             store.delete_topic(info.name)
         except (TopicDeletionError, OSError) as exc:

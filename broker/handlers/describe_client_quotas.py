@@ -7,12 +7,16 @@ INVALID_REQUEST with Kafka's message (UNSUPPORTED_VERSION for an entity type oth
 user, client-id, ip) and entries null. Success leaves error_message "", as Kafka (it never
 sets the field, whose default is "").
 Deviations: entries come in a stable order (Kafka's follow its hash map).
+Authorization (with an authorizer): DESCRIBE_CONFIGS on the cluster, else
+CLUSTER_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
 
 from broker.client_quotas import InvalidFilter, parse_filter
 from broker.dispatch import RequestContext
+from broker.handlers._acl_requests import cluster_allowed
+from broker.security.acl import DESCRIBE_CONFIGS
 from protocol.errors import ErrorCode
 from protocol.messages.describe_client_quotas import DESCRIBE_CLIENT_QUOTAS
 from protocol.schema import Message
@@ -23,6 +27,13 @@ MAX_VERSION = 1
 
 
 def handle(ctx: RequestContext, request: Message) -> Message:
+    if not cluster_allowed(ctx, DESCRIBE_CONFIGS):
+        return Message(
+            throttle_time_ms=0,
+            error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+            error_message=None,
+            entries=None,
+        )
     try:
         wanted = parse_filter(
             [(c.entity_type, c.match_type, c.match) for c in request.components], request.strict

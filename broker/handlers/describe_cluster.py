@@ -4,15 +4,16 @@ Behaviour: this broker is the whole cluster and is reported as the controller, a
 broker reports a live broker there (clients cannot reach KRaft controllers through it). The
 address is the advertised one of the listener the request came through. v1+ endpoint_type:
 2 (controller) -> MISMATCHED_ENDPOINT_TYPE, anything but 1 -> UNSUPPORTED_ENDPOINT_TYPE, as
-Kafka's broker answers. Authorized operations, when asked for, are all of the cluster's
-(no authorizer).
+Kafka's broker answers. Authorized operations, when asked for, are the caller's on the cluster
+(all of them without an authorizer).
 """
 
 from __future__ import annotations
 
 from broker.authorized_operations import CLUSTER as CLUSTER_OPERATIONS
-from broker.authorized_operations import NOT_REQUESTED
+from broker.authorized_operations import NOT_REQUESTED, of
 from broker.dispatch import RequestContext
+from broker.security.acl import CLUSTER, CLUSTER_NAME
 from protocol.errors import ErrorCode
 from protocol.messages.describe_cluster import DESCRIBE_CLUSTER
 from protocol.schema import Message
@@ -65,7 +66,7 @@ def handle(ctx: RequestContext, request: Message) -> Message:
                 is_fenced=False,
             )
         ],
-        cluster_authorized_operations=CLUSTER_OPERATIONS
+        cluster_authorized_operations=of(ctx, CLUSTER_OPERATIONS, CLUSTER, CLUSTER_NAME)
         if request.include_cluster_authorized_operations
         else NOT_REQUESTED,
     )

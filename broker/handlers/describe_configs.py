@@ -18,6 +18,8 @@ INVALID_REQUEST). Other resource types get INVALID_REQUEST.
 
 Deviations: see broker.broker_configs (dynamic broker configs are described, not acted on;
 documentation texts are minikafka's).
+Authorization (with an authorizer): DESCRIBE_CONFIGS on the topic, group or cluster (broker
+resources), else TOPIC_/GROUP_/CLUSTER_AUTHORIZATION_FAILED with Errors.message().
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ from broker.handlers._admin import (
     describe_entry,
     topic_name_error,
 )
+from broker.handlers._config_access import MESSAGES, denied
+from broker.security import acl
 from broker.topic_configs import ConfigEntry
 from protocol.errors import ErrorCode
 from protocol.messages.describe_configs import DESCRIBE_CONFIGS
@@ -116,6 +120,18 @@ def handle(ctx: RequestContext, request: Message) -> Message:
     documentation = bool(request.include_documentation)
     results: list[Message] = []
     for resource in request.resources:
+        error = denied(ctx, acl.DESCRIBE_CONFIGS, resource.resource_type, resource.resource_name)
+        if error is not None:
+            results.append(
+                Message(
+                    error_code=error,
+                    error_message=MESSAGES[error],
+                    resource_type=resource.resource_type,
+                    resource_name=resource.resource_name,
+                    configs=[],
+                )
+            )
+            continue
         try:
             entries = config_entries(_entries(ctx, resource), resource.configuration_keys)
         except _Failed as exc:

@@ -8,15 +8,18 @@ every group answered without an error gets the operations Kafka allows on a grou
 authorizer (KafkaApis.handleDescribeGroupsRequest, AuthHelper.authorizedOperations); else
 Kafka's "not requested" value. A KIP-848 consumer group is not a classic group: answered as
 a missing one, with "Group X is not a classic group." (GroupMetadataManager.classicGroup).
+With an authorizer: DESCRIBE on the group, else GROUP_AUTHORIZATION_FAILED with empty state
+(DescribeGroupsResponse.groupError); the operations are the caller's.
 """
 
 from __future__ import annotations
 
 from broker.authorized_operations import GROUP as GROUP_OPERATIONS
-from broker.authorized_operations import NOT_REQUESTED
+from broker.authorized_operations import NOT_REQUESTED, of
 from broker.dispatch import RequestContext
 from broker.groups.classic import GroupState
 from broker.handlers._groups import coordinator
+from broker.security.acl import DESCRIBE, GROUP
 from protocol.errors import ErrorCode
 from protocol.messages.describe_groups import DESCRIBE_GROUPS
 from protocol.schema import Message
@@ -29,7 +32,18 @@ MAX_VERSION = 6
 def _describe(ctx: RequestContext, group_id: str, with_operations: bool) -> Message:
     # Kafka fills the operations only for groups answered without an error: before v6 that
     # includes a missing group (answered Dead with no error).
-    operations = GROUP_OPERATIONS if with_operations else NOT_REQUESTED
+    if not ctx.authorized(DESCRIBE, GROUP, group_id):
+        return Message(
+            error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED,
+            error_message=None,
+            group_id=group_id,
+            group_state="",
+            protocol_type="",
+            protocol_data="",
+            members=[],
+            authorized_operations=NOT_REQUESTED,
+        )
+    operations = of(ctx, GROUP_OPERATIONS, GROUP, group_id) if with_operations else NOT_REQUESTED
     group = coordinator(ctx).describe(group_id) if group_id else None
     if group is None:
         missing = ctx.version >= 6

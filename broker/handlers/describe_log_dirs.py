@@ -4,6 +4,8 @@ Behaviour: the one log directory (log.dirs) with every requested partition's siz
 (sum of its segment files); topics null = all; unknown topics and partitions are left
 out, as Kafka does. offset_lag is 0 (no future replicas). v4 adds the file system's total
 and usable bytes; v3+ a top-level error code.
+Authorization (with an authorizer): DESCRIBE on the cluster, else no results and
+CLUSTER_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from __future__ import annotations
 import os
 
 from broker.dispatch import RequestContext
+from broker.handlers._acl_requests import cluster_allowed
+from broker.security.acl import DESCRIBE
 from protocol.errors import ErrorCode
 from protocol.messages.describe_log_dirs import DESCRIBE_LOG_DIRS
 from protocol.schema import Message
@@ -31,6 +35,11 @@ def _partition(info: TopicInfo, index: int) -> Message:
 
 
 def handle(ctx: RequestContext, request: Message) -> Message:
+    if not cluster_allowed(ctx, DESCRIBE):
+        # KafkaApis.handleDescribeLogDirsRequest: no directories, the error (v3+) at the top.
+        return Message(
+            throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, results=[]
+        )
     store = ctx.state.store
     topics: list[Message] = []
     if request.topics is None:

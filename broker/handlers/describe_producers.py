@@ -12,11 +12,13 @@ UNKNOWN_TOPIC_OR_PARTITION; as in Kafka's handleDescribeProducersRequest, only a
 topic carries the error's default message ("This server does not host this
 topic-partition."): an unknown partition of a known topic comes from
 ReplicaManager.activeProducerState, which sets none.
+Authorization (with an authorizer): READ on each topic, else TOPIC_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
 
 from broker.dispatch import RequestContext
+from broker.security.acl import READ, TOPIC
 from protocol.errors import ErrorCode
 from protocol.messages.describe_producers import DESCRIBE_PRODUCERS
 from protocol.schema import Message
@@ -35,6 +37,19 @@ def handle(ctx: RequestContext, request: Message) -> Message:
     for topic in request.topics:
         partitions: list[Message] = []
         known_topic = store.topic(topic.name) is not None
+        if not ctx.authorized(READ, TOPIC, topic.name):
+            # KafkaApis.handleDescribeProducersRequest: READ on the topic.
+            partitions = [
+                Message(
+                    partition_index=index,
+                    error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                    error_message=None,
+                    active_producers=[],
+                )
+                for index in topic.partition_indexes
+            ]
+            topics.append(Message(name=topic.name, partitions=partitions))
+            continue
         for index in topic.partition_indexes:
             plog = store.partition(topic.name, index)
             if plog is None:

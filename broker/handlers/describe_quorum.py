@@ -13,6 +13,7 @@ Deviations: there is no metadata log. Its offset is what an idle KRaft log reach
 NoOpRecord per metadata.max.idle.interval.ms (500 ms) since the data directory was formatted
 (meta.properties' modification time), so it grows and survives restarts. The node's listeners
 are this broker's (name, advertised host and port): there is no controller listener.
+Authorization (with an authorizer): DESCRIBE on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from __future__ import annotations
 import time
 
 from broker.dispatch import RequestContext
+from broker.handlers._acl_requests import cluster_allowed
+from broker.security.acl import DESCRIBE
 from protocol.errors import ErrorCode
 from protocol.messages.describe_quorum import DESCRIBE_QUORUM
 from protocol.schema import Message
@@ -53,6 +56,11 @@ def _metadata_log_end(ctx: RequestContext, now_ms: int) -> int:
 
 
 def handle(ctx: RequestContext, request: Message) -> Message:
+    if not cluster_allowed(ctx, DESCRIBE):
+        # DescribeQuorumRequest.getErrorResponse: the error at the top, no topics.
+        return Message(
+            error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, error_message=None, topics=[]
+        )
     if not _names_the_metadata_partition(request):
         return Message(
             error_code=ErrorCode.NONE,

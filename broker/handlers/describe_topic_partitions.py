@@ -7,13 +7,17 @@ the first partition left out; a cursor resumes there (a cursor topic missing fro
 non-empty request -> INVALID_REQUEST in every topic entry, as Kafka's error response).
 Unknown topics are answered with UNKNOWN_TOPIC_OR_PARTITION. This broker leads every
 partition; replicas = ISR = [node], empty ELR lists.
+Authorization (with an authorizer): only DESCRIBE-able topics are listed; a named one
+without DESCRIBE gets TOPIC_AUTHORIZATION_FAILED; authorized operations are the caller's.
 """
 
 from __future__ import annotations
 
 from broker.authorized_operations import TOPIC as TOPIC_OPERATIONS
+from broker.authorized_operations import of
 from broker.dispatch import RequestContext
 from broker.handlers.metadata import led_partition
+from broker.security.acl import DESCRIBE, TOPIC
 from protocol.errors import ErrorCode
 from protocol.messages.describe_topic_partitions import DESCRIBE_TOPIC_PARTITIONS
 from protocol.primitives import ZERO_UUID
@@ -42,7 +46,11 @@ def handle(ctx: RequestContext, request: Message) -> Message:
     store = state.store
     node = state.node_id
     requested = sorted({t.name for t in request.topics})
-    names = requested or sorted(t.name for t in store.topics())
+    # DescribeTopicPartitionsRequestHandler: all topics -> only the DESCRIBE-able ones; a
+    # named one without DESCRIBE -> TOPIC_AUTHORIZATION_FAILED.
+    names = requested or sorted(
+        t.name for t in store.topics() if ctx.authorized(DESCRIBE, TOPIC, t.name, log_denied=False)
+    )
     cursor = request.cursor
     if cursor is not None:
         if requested and cursor.topic_name not in requested:
@@ -58,6 +66,9 @@ def handle(ctx: RequestContext, request: Message) -> Message:
     topics: list[Message] = []
     next_cursor: Message | None = None
     for name in names:
+        if requested and not ctx.authorized(DESCRIBE, TOPIC, name):
+            topics.append(_unknown(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+            continue
         info = store.topic(name)
         if info is None:
             topics.append(_unknown(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
@@ -74,7 +85,7 @@ def handle(ctx: RequestContext, request: Message) -> Message:
                 topic_id=info.topic_id,
                 is_internal=False,
                 partitions=[led_partition(i, node) for i in range(max(first, 0), last)],
-                topic_authorized_operations=TOPIC_OPERATIONS,
+                topic_authorized_operations=of(ctx, TOPIC_OPERATIONS, TOPIC, name),
             )
         )
         limit -= max(0, last - max(first, 0))

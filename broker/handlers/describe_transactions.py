@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from broker.dispatch import RequestContext
 from broker.handlers._txn import coordinator
+from broker.security.acl import DESCRIBE, TRANSACTIONAL_ID
 from protocol.errors import ErrorCode
 from protocol.messages.describe_transactions import DESCRIBE_TRANSACTIONS
 from protocol.schema import Message
@@ -39,6 +40,9 @@ def _error(txn_id: str, error: ErrorCode) -> Message:
 def _describe(ctx: RequestContext, txn_id: str) -> Message:
     if txn_id == "":
         return _error(txn_id, ErrorCode.INVALID_REQUEST)
+    if not ctx.authorized(DESCRIBE, TRANSACTIONAL_ID, txn_id):
+        # KafkaApis.handleDescribeTransactionsRequest: DESCRIBE on the transactional id.
+        return _error(txn_id, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     meta = coordinator(ctx).txns.get(txn_id)
     if meta is None:
         return _error(txn_id, ErrorCode.TRANSACTIONAL_ID_NOT_FOUND)

@@ -9,11 +9,14 @@ mechanism (1 = SCRAM-SHA-256, 2 = SCRAM-SHA-512) with its iterations. Messages K
 unset (the top level, found users) are "", the field's default there.
 Deviations: results come in request order, then user name order (Kafka's follow its hash
 map).
+Authorization (with an authorizer): DESCRIBE on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
 
 from broker.dispatch import RequestContext
+from broker.handlers._acl_requests import cluster_allowed
+from broker.security.acl import DESCRIBE
 from protocol.errors import ErrorCode
 from protocol.messages.describe_user_scram_credentials import DESCRIBE_USER_SCRAM_CREDENTIALS
 from protocol.schema import Message
@@ -24,6 +27,14 @@ MAX_VERSION = 0
 
 
 def handle(ctx: RequestContext, request: Message) -> Message:
+    if not cluster_allowed(ctx, DESCRIBE):
+        # DescribeUserScramCredentialsRequest.getErrorResponse: the top-level error only.
+        return Message(
+            throttle_time_ms=0,
+            error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+            error_message=None,
+            results=[],
+        )
     credentials = ctx.state.scram_credentials.all()
     if not request.users:
         duplicated = dict.fromkeys(sorted({user for user, _ in credentials}), False)

@@ -10,11 +10,14 @@ out the partitions whose election is not needed); an empty list = an empty answe
 InvalidRequestException: INVALID_REQUEST at the top (v1+) and for every named partition
 (ElectLeadersRequest.getErrorResponse). Nothing is written.
 Deviations: none known.
+Authorization (with an authorizer): ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
 
 from broker.dispatch import RequestContext
+from broker.handlers._acl_requests import cluster_allowed
+from broker.security.acl import ALTER
 from protocol.errors import ErrorCode
 from protocol.messages.elect_leaders import ELECT_LEADERS
 from protocol.schema import Message
@@ -48,6 +51,23 @@ def _elect(ctx: RequestContext, topic: str, partition: int) -> Message:
 
 def handle(ctx: RequestContext, request: Message) -> Message:
     wanted = request.topic_partitions
+    if not cluster_allowed(ctx, ALTER):
+        # KafkaApis.handleElectLeaders: every partition named gets the error.
+        error = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        return Message(
+            throttle_time_ms=0,
+            error_code=error,
+            replica_election_results=[
+                Message(
+                    topic=t.topic,
+                    partition_result=[
+                        Message(partition_id=p, error_code=error, error_message=None)
+                        for p in t.partitions
+                    ],
+                )
+                for t in wanted or []
+            ],
+        )
     if request.election_type not in (PREFERRED, UNCLEAN):
         message = f"Unknown election type {request.election_type}"
         return Message(

@@ -14,12 +14,16 @@ with the stored producer id and epoch after the same result, INVALID_TXN_STATE a
 other); an abort from Empty or after a completed transaction at the current epoch bumps the
 epoch without markers; the answer carries the producer id and epoch to use next (-1/-1 with
 an error).
+Authorization (with an authorizer): WRITE on the transactional id, else
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
 
 from broker.dispatch import RequestContext
 from broker.handlers._txn import coordinator, for_version
+from broker.security.acl import TRANSACTIONAL_ID, WRITE
+from protocol.errors import ErrorCode
 from protocol.messages.end_txn import END_TXN
 from protocol.schema import Message
 
@@ -31,7 +35,9 @@ TV2_VERSION = 5
 
 
 async def handle(ctx: RequestContext, request: Message) -> Message:
-    if ctx.version >= TV2_VERSION:
+    if not ctx.authorized(WRITE, TRANSACTIONAL_ID, request.transactional_id):
+        error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    elif ctx.version >= TV2_VERSION:
         result = await coordinator(ctx).end_txn_v2(
             request.transactional_id,
             request.producer_id,
@@ -44,9 +50,10 @@ async def handle(ctx: RequestContext, request: Message) -> Message:
             producer_id=result.producer_id,
             producer_epoch=result.producer_epoch,
         )
-    error = await coordinator(ctx).end_txn(
-        request.transactional_id, request.producer_id, request.producer_epoch, request.committed
-    )
+    else:
+        error = await coordinator(ctx).end_txn(
+            request.transactional_id, request.producer_id, request.producer_epoch, request.committed
+        )
     return Message(
         throttle_time_ms=0,
         error_code=for_version(error, ctx.version, PRODUCER_FENCED_SINCE),

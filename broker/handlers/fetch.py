@@ -38,6 +38,8 @@ ReplicaManager.fetchMessages / readFromLog, UnifiedLog.read, LogSegment.read):
 Deviation: a negative partition_max_bytes (or request max_bytes) that reaches a read gets
 INVALID_FETCH_SIZE; Kafka's LogSegment.read throws an IllegalArgumentException there, which
 clients see as UNKNOWN_SERVER_ERROR.
+Authorization (with an authorizer): READ on each topic, else TOPIC_AUTHORIZATION_FAILED,
+answered without a read like unknown partitions (KafkaApis.handleFetchRequest).
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ from broker.fetch_sessions import (
     PartitionRequest,
 )
 from broker.handlers.list_offsets import LEADER_EPOCH
+from broker.security.acl import READ, TOPIC
 from broker.zero_copy import FileRecords
 from protocol.errors import ErrorCode
 from protocol.messages.fetch import FETCH
@@ -103,6 +106,8 @@ async def handle(ctx: RequestContext, request: Message) -> Message:
     for ref, wanted in context.partitions():
         if ref.topic is None:
             erroneous.append((ref, _not_read(ref.index, ErrorCode.UNKNOWN_TOPIC_ID)))
+        elif not ctx.authorized(READ, TOPIC, ref.topic):
+            erroneous.append((ref, _not_read(ref.index, ErrorCode.TOPIC_AUTHORIZATION_FAILED)))
         elif store.partition(ref.topic, ref.index) is None:
             erroneous.append((ref, _not_read(ref.index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)))
         else:

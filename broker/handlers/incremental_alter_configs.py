@@ -17,6 +17,8 @@ to its static or default value. The broker does not act on dynamic values yet.
 
 BROKER_LOGGER: SET/DELETE of a Python logger's level (root included), as Kafka sets log4j
 levels; an unknown logger -> INVALID_CONFIG.
+Authorization (with an authorizer): ALTER_CONFIGS on the topic, group or cluster, else
+TOPIC_/GROUP_/CLUSTER_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from broker.broker_configs import apply_operations
 from broker.dispatch import RequestContext
 from broker.handlers._admin import RESOURCE_BROKER_LOGGER
 from broker.handlers._alter import alter, duplicate_resources, node_id_error, result
+from broker.handlers._config_access import denied
+from broker.security.acl import ALTER_CONFIGS
 from broker.topic_configs import incremental
 from protocol.errors import ErrorCode
 from protocol.messages.incremental_alter_configs import INCREMENTAL_ALTER_CONFIGS
@@ -100,6 +104,10 @@ def handle(ctx: RequestContext, request: Message) -> Message:
                     resource, ErrorCode.INVALID_REQUEST, "Each resource must appear at most once."
                 )
             )
+            continue
+        error = denied(ctx, ALTER_CONFIGS, resource.resource_type, resource.resource_name)
+        if error is not None:
+            responses.append(result(resource, error, None))
             continue
         null = [c.name for c in resource.configs if c.config_operation != 1 and c.value is None]
         if null:

@@ -12,6 +12,9 @@ id gets a new producer id with epoch 0, a known one its epoch bumped (KIP-360 re
 the current id and epoch, a retry of the last bump answered again); an open transaction
 is fenced (epoch bump, aborted) and the answer is CONCURRENT_TRANSACTIONS, so the client
 retries. PRODUCER_FENCED is answered as INVALID_PRODUCER_EPOCH below v4 (KafkaApis).
+With an authorizer, without a transactional id: IDEMPOTENT_WRITE on the cluster or WRITE on
+some topic, else CLUSTER_AUTHORIZATION_FAILED (KafkaApis.handleInitProducerIdRequest,
+KIP-679); with one: WRITE on the transactional id, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -20,6 +23,14 @@ import logging
 
 from broker.dispatch import RequestContext
 from broker.handlers._txn import coordinator, for_version
+from broker.security.acl import (
+    CLUSTER,
+    CLUSTER_NAME,
+    IDEMPOTENT_WRITE,
+    TOPIC,
+    TRANSACTIONAL_ID,
+    WRITE,
+)
 from protocol.errors import ErrorCode
 from protocol.messages.init_producer_id import INIT_PRODUCER_ID
 from protocol.schema import Message
@@ -34,6 +45,15 @@ log = logging.getLogger(__name__)
 
 async def handle(ctx: RequestContext, request: Message) -> Message:
     if request.transactional_id is not None:
+        if request.transactional_id and not ctx.authorized(
+            WRITE, TRANSACTIONAL_ID, request.transactional_id
+        ):
+            return Message(
+                throttle_time_ms=0,
+                error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                producer_id=-1,
+                producer_epoch=-1,
+            )
         result = await coordinator(ctx).init_producer_id(
             request.transactional_id,
             request.transaction_timeout_ms,
@@ -53,8 +73,26 @@ async def handle(ctx: RequestContext, request: Message) -> Message:
             producer_id=result.producer_id,
             producer_epoch=result.producer_epoch,
         )
+    if not _may_write_idempotently(ctx):
+        return Message(
+            throttle_time_ms=0,
+            error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+            producer_id=-1,
+            producer_epoch=-1,
+        )
     producer_id = ctx.state.producer_ids.next_id()
     log.debug("producer id %d for %s", producer_id, ctx.describe())
     return Message(
         throttle_time_ms=0, error_code=ErrorCode.NONE, producer_id=producer_id, producer_epoch=0
     )
+
+
+def _may_write_idempotently(ctx: RequestContext) -> bool:
+    """KafkaApis.handleInitProducerIdRequest (KIP-679): IDEMPOTENT_WRITE on the cluster, or
+    WRITE on any topic."""
+    authorizer = ctx.state.authorizer
+    if authorizer is None or ctx.authorized(
+        IDEMPOTENT_WRITE, CLUSTER, CLUSTER_NAME, log_denied=False
+    ):
+        return True
+    return authorizer.authorize_any(str(ctx.principal), ctx.host, WRITE, TOPIC)

@@ -8,6 +8,7 @@ leader so with skip_assignment, KIP-814); the request is parked until the join p
 Session timeouts outside group.min/max.session.timeout.ms get INVALID_SESSION_TIMEOUT; an
 empty protocol type or list, or no protocol common with the group,
 INCONSISTENT_GROUP_PROTOCOL.
+Authorization (with an authorizer): READ on the group, else GROUP_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from __future__ import annotations
 from broker.dispatch import RequestContext
 from broker.groups.classic import JoinRequest
 from broker.handlers._groups import client_host, coordinator
+from broker.security.acl import GROUP, READ
+from protocol.errors import ErrorCode
 from protocol.messages.join_group import JOIN_GROUP
 from protocol.schema import Message
 
@@ -42,6 +45,18 @@ async def handle(ctx: RequestContext, request: Message) -> Message:
         supports_skip_assignment=ctx.version >= 9,
         reason=request.reason,
     )
+    if not ctx.authorized(READ, GROUP, request.group_id):
+        return Message(
+            throttle_time_ms=0,
+            error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED,
+            generation_id=-1,
+            protocol_type=None,
+            protocol_name=None if ctx.version >= 7 else "",
+            leader="",
+            skip_assignment=False,
+            member_id=request.member_id,
+            members=[],
+        )
     result = await coordinator(ctx).join(request.group_id, req)
     protocol_name = result.protocol_name
     if protocol_name is None and ctx.version < 7:

@@ -4,12 +4,15 @@ Behaviour: each member leaves at once and the group rebalances (or becomes Empty
 errors: UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID (82). v0-2 carry one member and report its error
 at the top level. An unknown group answers UNKNOWN_MEMBER_ID for each member with no
 top-level error (v0-2: at the top level), as Kafka 4.0's GroupCoordinatorService.leaveGroup.
+Authorization (with an authorizer): READ on the group, else GROUP_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
 
 from broker.dispatch import RequestContext
 from broker.handlers._groups import coordinator
+from broker.security.acl import GROUP, READ
+from protocol.errors import ErrorCode
 from protocol.messages.leave_group import LEAVE_GROUP
 from protocol.schema import Message
 
@@ -19,6 +22,10 @@ MAX_VERSION = 5
 
 
 def handle(ctx: RequestContext, request: Message) -> Message:
+    if not ctx.authorized(READ, GROUP, request.group_id):
+        return Message(
+            throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, members=[]
+        )
     if ctx.version < 3:
         members: list[tuple[str, str | None, str | None]] = [(request.member_id, None, None)]
     else:

@@ -4,12 +4,15 @@ Behaviour: every group this broker coordinates, including simple-consumer groups
 committed offsets (protocol type ""). v4 filters by state, v5 by type (case-insensitive, as
 Kafka): "classic" groups, and KIP-848 "consumer" groups (protocol type "consumer", states
 Empty/Assigning/Reconciling/Stable, as Kafka's ConsumerGroup.asListedGroup).
+Authorization (with an authorizer): DESCRIBE on the cluster lists every group, else only
+the groups the caller may DESCRIBE.
 """
 
 from __future__ import annotations
 
 from broker.dispatch import RequestContext
 from broker.handlers._groups import coordinator
+from broker.security.acl import CLUSTER, CLUSTER_NAME, DESCRIBE, GROUP
 from protocol.errors import ErrorCode
 from protocol.messages.list_groups import LIST_GROUPS
 from protocol.schema import Message
@@ -25,10 +28,17 @@ CONSUMER_GROUP_TYPE = "consumer"
 def handle(ctx: RequestContext, request: Message) -> Message:
     states = {s.lower() for s in request.states_filter} if ctx.version >= 4 else set()
     types = {t.lower() for t in request.types_filter} if ctx.version >= 5 else set()
+    # KafkaApis.handleListGroupsRequest: DESCRIBE on the cluster lists every group, else
+    # only the groups the caller may DESCRIBE.
+    everything = ctx.authorized(DESCRIBE, CLUSTER, CLUSTER_NAME, log_denied=False)
     listed = []
     if not types or GROUP_TYPE in types:
         for group in coordinator(ctx).list_groups():
             if states and group.state.value.lower() not in states:
+                continue
+            if not everything and not ctx.authorized(
+                DESCRIBE, GROUP, group.group_id, log_denied=False
+            ):
                 continue
             listed.append(
                 Message(

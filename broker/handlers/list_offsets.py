@@ -25,6 +25,7 @@ accepted and ignored.
 Deviation: a timestamp lookup starts after the last time-index entry strictly older than the
 target; Kafka starts at the last entry <= the target and so can skip earlier records carrying
 exactly the target timestamp. Here the answer is always the first such record.
+Authorization (with an authorizer): DESCRIBE on each topic, else TOPIC_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from __future__ import annotations
 import logging
 
 from broker.dispatch import RequestContext
+from broker.security.acl import DESCRIBE, TOPIC
 from protocol.errors import ErrorCode
 from protocol.messages.list_offsets import LIST_OFFSETS
 from protocol.records import CorruptBatchError
@@ -91,6 +93,8 @@ def _answer(ctx: RequestContext, topic: str, part: Message, isolation_level: int
     timestamp = part.timestamp
     if timestamp < 0 and ctx.version < SPECIAL_SINCE.get(timestamp, MAX_VERSION + 1):
         return _error(index, ErrorCode.UNSUPPORTED_VERSION)
+    if not ctx.authorized(DESCRIBE, TOPIC, topic):
+        return _error(index, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
     plog = ctx.state.store.partition(topic, index)
     if plog is None:
         return _error(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from broker.dispatch import RequestContext
 from broker.handlers._txn import coordinator
+from broker.security.acl import DESCRIBE, TRANSACTIONAL_ID
 from broker.transactions import wall_ms
 from protocol.errors import ErrorCode
 from protocol.messages.list_transactions import LIST_TRANSACTIONS
@@ -42,6 +43,8 @@ def handle(ctx: RequestContext, request: Message) -> Message:
         if (not pids or meta.producer_id in pids)
         and (not request.state_filters or meta.state in wanted_states)
         and (duration < 0 or now - meta.start_ms > duration)
+        # KafkaApis.handleListTransactionsRequest lists only what the caller may DESCRIBE.
+        and ctx.authorized(DESCRIBE, TRANSACTIONAL_ID, meta.transactional_id, log_denied=False)
     ]
     return Message(
         throttle_time_ms=0,

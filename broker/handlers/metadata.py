@@ -12,9 +12,12 @@ the controller asynchronously; recorded in kafka-oracle/raw_metadata_variants #7
 client's first Metadata for a new topic); clients retry and the next request sees it ready.
 An invalid topic name answers INVALID_TOPIC_EXCEPTION; Kafka logs nothing for it, we log at
 DEBUG at most once a minute per client.
-Authorized operations (v8+), when asked for, are every operation of the resource type, as
-Kafka reports them without an authorizer: on every topic entry, errors included
-(KafkaApis.handleTopicMetadataRequest), and for the cluster up to v10.
+Authorized operations (v8+), when asked for, are the operations the caller may do (every
+operation of the resource type without an authorizer): on every topic entry, errors
+included (KafkaApis.handleTopicMetadataRequest), and for the cluster up to v10.
+Authorization (KafkaApis.getTopicMetadata): all-topics requests list only topics the caller
+may DESCRIBE; a named topic it may not DESCRIBE -> TOPIC_AUTHORIZATION_FAILED; auto-creation
+needs CREATE on the cluster or the topic, else TOPIC_AUTHORIZATION_FAILED (zero topic id).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import logging
 
 from broker import authorized_operations as ops
 from broker.dispatch import RequestContext
+from broker.security.acl import CLUSTER, CLUSTER_NAME, CREATE, DESCRIBE, TOPIC
 from protocol.errors import ErrorCode
 from protocol.messages.metadata import METADATA
 from protocol.primitives import ZERO_UUID
@@ -78,7 +82,14 @@ def handle(ctx: RequestContext, request: Message) -> Message:
     state = ctx.state
     store = state.store
     node = state.node_id
-    topic_ops = ops.TOPIC if request.include_topic_authorized_operations else ops.NOT_REQUESTED
+
+    def topic_ops(name: str | None) -> int:
+        if not request.include_topic_authorized_operations:
+            return ops.NOT_REQUESTED
+        return ops.of(ctx, ops.TOPIC, TOPIC, name or "")
+
+    def described(name: str) -> bool:
+        return ctx.authorized(DESCRIBE, TOPIC, name)
 
     def topic_entry(info: TopicInfo) -> Message:
         return Message(
@@ -87,7 +98,7 @@ def handle(ctx: RequestContext, request: Message) -> Message:
             topic_id=info.topic_id,
             is_internal=False,
             partitions=[led_partition(i, node) for i in range(len(info.partitions))],
-            topic_authorized_operations=topic_ops,
+            topic_authorized_operations=topic_ops(info.name),
         )
 
     def error_entry(name: str | None, code: ErrorCode, topic_id: bytes = ZERO_UUID) -> Message:
@@ -97,14 +108,23 @@ def handle(ctx: RequestContext, request: Message) -> Message:
             topic_id=topic_id,
             is_internal=False,
             partitions=[],
-            topic_authorized_operations=topic_ops,
+            topic_authorized_operations=topic_ops(name),
+        )
+
+    def may_create(name: str) -> bool:
+        return ctx.authorized(CREATE, CLUSTER, CLUSTER_NAME, log_denied=False) or ctx.authorized(
+            CREATE, TOPIC, name
         )
 
     topics: list[Message] = []
     requested = request.topics
     # v0: an empty list means all topics; v1+: null means all topics.
     if requested is None or (ctx.version == 0 and not requested):
-        topics = [topic_entry(t) for t in sorted(store.topics(), key=lambda t: t.name)]
+        topics = [
+            topic_entry(t)
+            for t in sorted(store.topics(), key=lambda t: t.name)
+            if ctx.authorized(DESCRIBE, TOPIC, t.name, log_denied=False)
+        ]
     else:
         allow_create = state.config.auto_create_topics_enable and request.allow_auto_topic_creation
         by_id = (
@@ -115,6 +135,9 @@ def handle(ctx: RequestContext, request: Message) -> Message:
         # Kafka collects the requested names (and ids) into sets: a name asked for twice
         # gets one entry (kafka-oracle/raw_metadata_variants #9).
         seen: set[str | bytes] = set()
+        # KafkaApis answers these after the others: not creatable, then not describable.
+        denied_create: list[Message] = []
+        denied_describe: list[Message] = []
         for entry in requested:
             name = entry.name
             key = entry.topic_id if name is None else name
@@ -125,8 +148,15 @@ def handle(ctx: RequestContext, request: Message) -> Message:
                 found = by_id.get(entry.topic_id)
                 if found is None:
                     topics.append(error_entry(None, ErrorCode.UNKNOWN_TOPIC_ID, entry.topic_id))
+                elif not described(found.name):
+                    topics.append(
+                        error_entry(None, ErrorCode.TOPIC_AUTHORIZATION_FAILED, entry.topic_id)
+                    )
                 else:
                     topics.append(topic_entry(found))
+                continue
+            if not described(name):
+                denied_describe.append(error_entry(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
                 continue
             info = store.topic(name)
             if info is None:
@@ -137,11 +167,15 @@ def handle(ctx: RequestContext, request: Message) -> Message:
                 if not allow_create:
                     topics.append(error_entry(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                     continue
+                if not may_create(name):
+                    denied_create.append(error_entry(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                    continue
                 if name not in store.preparing:  # else CreateTopics is making it right now
                     state.auto_create_topic(name)
                 topics.append(error_entry(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                 continue
             topics.append(topic_entry(info))
+        topics += denied_create + denied_describe
 
     listener = ctx.listener
     return Message(
@@ -157,7 +191,7 @@ def handle(ctx: RequestContext, request: Message) -> Message:
         cluster_id=state.cluster_id,
         controller_id=node,
         topics=topics,
-        cluster_authorized_operations=ops.CLUSTER
+        cluster_authorized_operations=ops.of(ctx, ops.CLUSTER, CLUSTER, CLUSTER_NAME)
         if request.include_cluster_authorized_operations
         else ops.NOT_REQUESTED,
         error_code=ErrorCode.NONE,

@@ -12,6 +12,8 @@ Retention: offsets expire after offsets.retention.minutes as Kafka 4.0's group c
 decides (broker.groups.offset_expiration); a retention_time_ms other than -1 (v2-4) gives
 the committed offsets their own expire timestamp, commit time + retention_time_ms, as
 Kafka 4.0's OffsetMetadataManager.expireTimestampMs still does.
+Authorization (with an authorizer): READ on the group (else GROUP_AUTHORIZATION_FAILED on
+every partition) and on each topic (else TOPIC_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 from broker.dispatch import RequestContext
 from broker.groups.coordinator import OffsetToCommit
 from broker.handlers._groups import coordinator
+from broker.security.acl import GROUP, READ, TOPIC
 from protocol.errors import ErrorCode
 from protocol.messages.offset_commit import OFFSET_COMMIT
 from protocol.schema import Message
@@ -33,10 +36,19 @@ async def handle(ctx: RequestContext, request: Message) -> Message:
     # (topic, partition) -> error; None = goes to the coordinator.
     errors: dict[tuple[str, int], int] = {}
     valid: list[OffsetToCommit] = []
+    group_denied = not ctx.authorized(READ, GROUP, request.group_id)
     for topic in request.topics:
         info = ctx.state.store.topic(topic.name)
+        topic_denied = not group_denied and not ctx.authorized(READ, TOPIC, topic.name)
         for part in topic.partitions:
             key = (topic.name, part.partition_index)
+            if group_denied:
+                # OffsetCommitRequest.getErrorResponse: the group error on every partition.
+                errors[key] = ErrorCode.GROUP_AUTHORIZATION_FAILED
+                continue
+            if topic_denied:
+                errors[key] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                continue
             if info is None or not 0 <= part.partition_index < len(info.partitions):
                 errors[key] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue

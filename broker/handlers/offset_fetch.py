@@ -8,6 +8,9 @@ UNSTABLE_OFFSET_COMMIT with offset -1 (OffsetMetadataManager.fetchOffsets); clie
 v9's member id and epoch are checked for KIP-848 consumer groups (UNKNOWN_MEMBER_ID,
 STALE_MEMBER_EPOCH, ConsumerGroup.validateOffsetFetch) and ignored for classic groups.
 Group-level errors go to error_code (v2-7), to each group (v8+), or to each partition (v1).
+Authorization (KafkaApis.handleOffsetFetchRequest): DESCRIBE on the group, else
+GROUP_AUTHORIZATION_FAILED; a listed topic the caller may not DESCRIBE answers
+TOPIC_AUTHORIZATION_FAILED on its partitions, and "every partition" leaves such topics out.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 from broker.dispatch import RequestContext
 from broker.groups.coordinator import FetchedOffset, GroupCoordinator
 from broker.handlers._groups import coordinator
+from broker.security.acl import DESCRIBE, GROUP, TOPIC
 from protocol.errors import ErrorCode
 from protocol.messages.offset_fetch import OFFSET_FETCH
 from protocol.schema import Message
@@ -45,6 +49,39 @@ def _lookup(
     return error, offsets
 
 
+def _fetch(
+    ctx: RequestContext,
+    groups: GroupCoordinator,
+    group_id: str,
+    topics: list[Message] | None,
+    require_stable: bool,
+    member: tuple[str | None, int] = (None, -1),
+) -> tuple[int, list[FetchedOffset]]:
+    if not ctx.authorized(DESCRIBE, GROUP, group_id):
+        if topics is None or ctx.version >= 2:
+            return ErrorCode.GROUP_AUTHORIZATION_FAILED, []
+        denied = ErrorCode.GROUP_AUTHORIZATION_FAILED
+        return denied, [
+            FetchedOffset(t.name, p, -1, -1, "", denied)
+            for t in topics
+            for p in t.partition_indexes
+        ]
+    if topics is None:
+        error, offsets = _lookup(ctx, groups, group_id, None, require_stable, member)
+        return error, [
+            o for o in offsets if ctx.authorized(DESCRIBE, TOPIC, o.topic, log_denied=False)
+        ]
+    allowed = [t for t in topics if ctx.authorized(DESCRIBE, TOPIC, t.name)]
+    error, offsets = _lookup(ctx, groups, group_id, allowed, require_stable, member)
+    offsets += [
+        FetchedOffset(t.name, p, -1, -1, "", ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+        for t in topics
+        if t not in allowed
+        for p in t.partition_indexes
+    ]
+    return error, offsets
+
+
 def _by_topic(offsets: list[FetchedOffset], error: int) -> list[Message]:
     topics: dict[str, list[Message]] = {}
     for o in offsets:
@@ -65,7 +102,7 @@ def handle(ctx: RequestContext, request: Message) -> Message:
     if ctx.version >= 8:
         out = []
         for group in request.groups:
-            error, offsets = _lookup(
+            error, offsets = _fetch(
                 ctx,
                 groups,
                 group.group_id,
@@ -77,7 +114,7 @@ def handle(ctx: RequestContext, request: Message) -> Message:
                 Message(group_id=group.group_id, topics=_by_topic(offsets, 0), error_code=error)
             )
         return Message(throttle_time_ms=0, groups=out)
-    error, offsets = _lookup(ctx, groups, request.group_id, request.topics, request.require_stable)
+    error, offsets = _fetch(ctx, groups, request.group_id, request.topics, request.require_stable)
     if ctx.version < 2:
         # No top-level error code before v2: each partition carries it.
         return Message(throttle_time_ms=0, topics=_by_topic(offsets, error))

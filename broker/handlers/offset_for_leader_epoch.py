@@ -11,12 +11,14 @@ current_leader_epoch is checked as in Fetch and ListOffsets (Partition.checkCurr
 -1 means "not given", above 0 UNKNOWN_LEADER_EPOCH, below 0 FENCED_LEADER_EPOCH. An unknown
 topic or partition gets UNKNOWN_TOPIC_OR_PARTITION. replica_id is not checked: with no
 authorizer Kafka answers followers and consumers alike, and this broker has no followers.
+Authorization (with an authorizer): DESCRIBE on each topic, else TOPIC_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
 
 from broker.dispatch import RequestContext
 from broker.handlers.list_offsets import LEADER_EPOCH, NO_EPOCH, check_leader_epoch
+from broker.security.acl import DESCRIBE, TOPIC
 from protocol.errors import ErrorCode
 from protocol.messages.offset_for_leader_epoch import OFFSET_FOR_LEADER_EPOCH
 from protocol.schema import Message
@@ -36,6 +38,8 @@ def handle(ctx: RequestContext, request: Message) -> Message:
                 topic=topic.topic,
                 partitions=[
                     _answer(store.partition(topic.topic, part.partition), part)
+                    if ctx.authorized(DESCRIBE, TOPIC, topic.topic)
+                    else _result(part.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
                     for part in topic.partitions
                 ],
             )

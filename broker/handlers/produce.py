@@ -64,6 +64,9 @@ KAFKA_STORAGE_ERROR there too; the bytes up to the last acknowledged batch are i
 readable, so consumers carry on); only the partition goes offline, not the whole log dir
 (the other partitions fail on their own first failed write);
 the answer lists partitions in request order (Kafka's follows a hash map).
+Authorization (with an authorizer): WRITE on each topic, else TOPIC_AUTHORIZATION_FAILED
+before any other check of the partition (KafkaApis.handleProduceRequest); a transactional
+id needs WRITE on it, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition.
 """
 
 from __future__ import annotations
@@ -77,6 +80,7 @@ from dataclasses import dataclass
 
 from broker import offload
 from broker.dispatch import CloseConnection, RequestContext
+from broker.security.acl import TOPIC, TRANSACTIONAL_ID, WRITE
 from broker.topic_configs import TopicSettings
 from protocol.errors import ErrorCode
 from protocol.messages.produce import PRODUCE
@@ -239,6 +243,15 @@ async def _validate_and_append(
     if acks not in (-1, 0, 1):
         log.warning("Produce with acks=%d refused (%s)", acks, ctx.describe())
         results = {tp: _partition(tp[1], ErrorCode.INVALID_REQUIRED_ACKS) for tp in entries}
+    elif request.transactional_id is not None and not ctx.authorized(
+        WRITE, TRANSACTIONAL_ID, request.transactional_id
+    ):
+        # KafkaApis.handleProduceRequest: WRITE on the transactional id, else every
+        # partition gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
+        results = {
+            tp: _partition(tp[1], ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED) for tp in order
+        }
+        early = {}
     elif request.transactional_id is None and _transactional(entries):
         # KafkaApis: transactional records need an (authorised) transactional id.
         log.warning("transactional batch without a transactional id (%s)", ctx.describe())
@@ -334,6 +347,9 @@ def _locate(
 ) -> Message | _Work:
     """KafkaApis' first pass: metadataCache.contains (validateRecords follows in _prepare)."""
     name, index = tp
+    if not ctx.authorized(WRITE, TOPIC, name):
+        # Before existence, as KafkaApis.handleProduceRequest (filterByAuthorized first).
+        return _partition(index, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
     state = ctx.state
     info = state.store.topic(name)
     plog = state.store.partition(name, index)

@@ -4,12 +4,15 @@ Behaviour: the leader's assignments are stored and handed to every member of the
 generation; followers are parked until the leader syncs. Errors as Kafka: unknown group or
 member UNKNOWN_MEMBER_ID, wrong generation ILLEGAL_GENERATION, rebalance started
 REBALANCE_IN_PROGRESS, v5 protocol type/name that differ INCONSISTENT_GROUP_PROTOCOL.
+Authorization (with an authorizer): READ on the group, else GROUP_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
 
 from broker.dispatch import RequestContext
 from broker.handlers._groups import coordinator
+from broker.security.acl import GROUP, READ
+from protocol.errors import ErrorCode
 from protocol.messages.sync_group import SYNC_GROUP
 from protocol.schema import Message
 
@@ -19,6 +22,14 @@ MAX_VERSION = 5
 
 
 async def handle(ctx: RequestContext, request: Message) -> Message:
+    if not ctx.authorized(READ, GROUP, request.group_id):
+        return Message(
+            throttle_time_ms=0,
+            error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED,
+            protocol_type=None,
+            protocol_name=None,
+            assignment=b"",
+        )
     result = await coordinator(ctx).sync(
         request.group_id,
         request.member_id,

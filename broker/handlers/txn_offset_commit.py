@@ -18,6 +18,8 @@ the transactional append to the offsets partition):
 Accepted offsets are kept with the transaction (durable before the answer) and become the
 group's committed offsets only when the transaction commits; an abort drops them.
 OffsetFetch with require_stable answers UNSTABLE_OFFSET_COMMIT for them meanwhile.
+Authorization (with an authorizer): WRITE on the transactional id, then READ on the group
+(each answered on every partition), READ on each topic (TOPIC_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from __future__ import annotations
 from broker.dispatch import RequestContext
 from broker.groups.coordinator import OFFSET_METADATA_MAX_BYTES
 from broker.handlers._txn import coordinator
+from broker.security.acl import GROUP, READ, TOPIC, TRANSACTIONAL_ID, WRITE
 from broker.transactions import GROUP_OFFSETS_TOPIC, offsets_partition
 from protocol.errors import ErrorCode
 from protocol.messages.txn_offset_commit import TXN_OFFSET_COMMIT
@@ -47,9 +50,23 @@ async def handle(ctx: RequestContext, request: Message) -> Message:
     errors: dict[tuple[str, int], int] = {}
     valid: list[PendingOffset] = []
     store = ctx.state.store
+    # KafkaApis.handleTxnOffsetCommitRequest: WRITE on the transactional id, READ on the
+    # group (each failure answered on every partition), READ on each topic.
+    whole = None
+    if not ctx.authorized(WRITE, TRANSACTIONAL_ID, request.transactional_id):
+        whole = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    elif not ctx.authorized(READ, GROUP, request.group_id):
+        whole = ErrorCode.GROUP_AUTHORIZATION_FAILED
     for topic in request.topics:
+        topic_denied = whole is None and not ctx.authorized(READ, TOPIC, topic.name)
         for part in topic.partitions:
             key = (topic.name, part.partition_index)
+            if whole is not None:
+                errors[key] = whole
+                continue
+            if topic_denied:
+                errors[key] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                continue
             if store.partition(*key) is None:
                 errors[key] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue

@@ -24,6 +24,7 @@ import logging
 
 from broker.dispatch import RequestContext
 from broker.handlers._txn import coordinator
+from broker.security.acl import CLUSTER, CLUSTER_ACTION, CLUSTER_NAME
 from broker.transactions import GROUP_OFFSETS_TOPIC, OFFSETS_TOPIC_PARTITIONS, wall_ms
 from protocol.errors import ErrorCode
 from protocol.messages.write_txn_markers import WRITE_TXN_MARKERS
@@ -71,11 +72,18 @@ async def _write(
 async def handle(ctx: RequestContext, request: Message) -> Message:
     results: dict[int, dict[str, list[Message]]] = {}
     written: list[PartitionLog] = []
+    # KafkaApis.handleWriteTxnMarkersRequest: CLUSTER_ACTION on the cluster, else every
+    # partition answers CLUSTER_AUTHORIZATION_FAILED.
+    allowed = ctx.authorized(CLUSTER_ACTION, CLUSTER, CLUSTER_NAME)
     for marker in request.markers:
         topics = results.setdefault(marker.producer_id, {})
         for topic in marker.topics:
             for index in topic.partition_indexes:
-                error = await _write(ctx, marker, topic.name, index, written)
+                error = (
+                    await _write(ctx, marker, topic.name, index, written)
+                    if allowed
+                    else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+                )
                 topics.setdefault(topic.name, []).append(
                     Message(partition_index=index, error_code=error)
                 )

@@ -118,7 +118,7 @@ def test_log_level_property_sets_the_root_level(
 def test_config_error_exits_2_before_starting_the_server(
     fake_server: list[tuple[Config, str]], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert cli.main(["--override", "listeners=SSL://127.0.0.1:9093"]) == 2
+    assert cli.main(["--override", "listeners=PLAINTEXT://127.0.0.1:99999"]) == 2
     assert fake_server == []
     err = capsys.readouterr().err
     assert err.startswith("minikafka: invalid value for listeners: ")

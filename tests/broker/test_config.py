@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import types
 import typing
 from pathlib import Path
@@ -419,17 +420,60 @@ def test_only_controller_listeners_is_an_error() -> None:
     assert error.property == "listeners"
 
 
-def test_listener_with_non_plaintext_protocol_is_an_error() -> None:
-    error = error_for({"listeners": "SSL://127.0.0.1:9093"})
-    assert error.property == "listeners"
-    assert "PLAINTEXT" in error.message
+def test_tls_listener_without_a_keystore_is_an_error() -> None:
+    error = error_for({"listeners": "SSL://127.0.0.1:9093", "ssl.keystore.type": "PEM"})
+    assert error.property == "ssl.keystore.location"
+    assert "SSL" in error.message
     error = error_for(
         {
             "listeners": "CLIENT://127.0.0.1:9093",
             "listener.security.protocol.map": "CLIENT:SASL_SSL",
+            "listener.name.client.ssl.keystore.type": "PEM",
+            "listener.name.client.sasl.enabled.mechanisms": "SCRAM-SHA-256",
         }
     )
-    assert "SASL_SSL" in error.message
+    assert error.property == "ssl.keystore.location"
+
+
+def test_jks_keystore_is_an_error_naming_pem() -> None:
+    error = error_for(
+        {"listeners": "SSL://127.0.0.1:9093", "ssl.keystore.location": "/x/server.jks"}
+    )
+    assert error.property == "listener.name.ssl.ssl.keystore.type"
+    assert "PEM" in error.message
+
+
+def test_listener_prefixed_security_configs_win_over_unprefixed_ones() -> None:
+    config = make_config(
+        {
+            "listeners": "SSL://127.0.0.1:9093,SASL_PLAINTEXT://127.0.0.1:9094",
+            "ssl.keystore.type": "PEM",
+            "ssl.keystore.location": "/global.pem",
+            "listener.name.ssl.ssl.keystore.location": "/ssl.pem",
+            "listener.name.ssl.ssl.client.auth": "required",
+            "sasl.enabled.mechanisms": "GSSAPI",
+            "listener.name.sasl_plaintext.sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": (
+                "org.apache.kafka.common.security.plain.PlainLoginModule required "
+                'username="admin" password="a" user_admin="a" user_bob="b=;\\"c";'
+            ),
+            "listener.name.sasl_plaintext.scram-sha-512.connections.max.reauth.ms": "5000",
+        }
+    )
+    tls, sasl = config.listeners
+    assert tls.protocol == "SSL" and tls.security.tls is not None
+    assert tls.security.tls.keystore_location == "/ssl.pem"
+    assert tls.security.tls.client_auth == "required"
+    assert sasl.security.sasl is not None and sasl.security.tls is None
+    assert sasl.security.sasl.mechanisms == ("PLAIN", "SCRAM-SHA-512")
+    assert sasl.security.sasl.plain_users() == {"admin": "a", "bob": 'b=;"c'}
+    assert sasl.security.sasl.reauth_ms == {"PLAIN": 0, "SCRAM-SHA-512": 5000}
+
+
+def test_sasl_mechanism_kafka_has_and_minikafka_does_not_is_an_error() -> None:
+    error = error_for({"listeners": "SASL_PLAINTEXT://127.0.0.1:9093"})
+    assert error.property == "sasl.enabled.mechanisms"
+    assert "GSSAPI" in error.message
 
 
 def test_listener_missing_from_protocol_map_is_an_error() -> None:
@@ -644,3 +688,57 @@ def test_describe_configs_shows_the_offsets_retention_the_broker_acts_on() -> No
     overridden = make_config({"offsets.retention.minutes": "5"})
     entry = {e.name: e for e in describe_broker(overridden, {}, {})}["offsets.retention.minutes"]
     assert (entry.value, entry.source) == ("5", ConfigSource.STATIC_BROKER_CONFIG)
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("SCRAM-SHA-1=[name=a,password=b]", "The add-scram mechanism SCRAM-SHA-1 is not supported"),
+        ("SCRAM-SHA-256=name=a,password=b", "start with ["),
+        ("SCRAM-SHA-256=[password=b]", "You must supply 'name'"),
+        ("SCRAM-SHA-256=[name=a]", "one of 'password' or 'saltedpassword'"),
+        ("SCRAM-SHA-256=[name=a,password=b,iterations=100]", "between 4096 and 16384"),
+        ("SCRAM-SHA-256=[name=a,password=b,colour=red]", "Unknown SCRAM configurations: colour"),
+    ],
+)
+def test_bad_scram_bootstrap_users_stop_start_up_with_kafka_storages_messages(
+    value: str, message: str
+) -> None:
+    error = error_for({"minikafka.scram.bootstrap.users": value})
+    assert error.property == "minikafka.scram.bootstrap.users"
+    assert message in error.message
+
+
+def test_the_readme_security_example_loads_as_written(tmp_path: Path) -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme[readme.index("## Security") : readme.index("## Docker")]
+    (example,) = re.findall(r"```properties\n(.*?)```", section, re.S)
+    path = tmp_path / "server.properties"
+    path.write_text(example)
+    config, warnings, _ = load_config(str(path), {}, [])
+    assert warnings == []
+    plain, secure = config.listeners
+    assert (plain.protocol, secure.protocol) == ("PLAINTEXT", "SASL_SSL")
+    assert secure.security.sasl is not None
+    assert secure.security.sasl.plain_users() == {"admin": "admin-secret", "alice": "alice-secret"}
+    assert config.authorizer.enabled and config.authorizer.super_users == ("User:admin",)
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("ssl.principal.mapping.rules", "RULE:^CN=(.*?),.*$/$1/L,DEFAULT"),
+        ("listener.name.ssl.ssl.principal.mapping.rules", "RULE:^CN=(.*?),.*$/$1/"),
+        ("principal.builder.class", "com.example.MyPrincipalBuilder"),
+        ("sasl.server.callback.handler.class", "com.example.LdapCallbackHandler"),
+        (
+            "listener.name.sasl_plaintext.plain.sasl.server.callback.handler.class",
+            "com.example.LdapCallbackHandler",
+        ),
+    ],
+)
+def test_security_plugins_minikafka_cannot_load_stop_start_up(name: str, value: str) -> None:
+    # Silently ignoring them would authenticate or name principals differently from Kafka.
+    error = error_for({name: value})
+    assert error.property == name
+    assert "not supported" in error.message

@@ -13,6 +13,7 @@ import os
 import re
 import shlex
 import shutil
+import ssl
 import subprocess
 import sys
 from pathlib import Path
@@ -107,7 +108,8 @@ def test_dockerfile_is_multi_stage_on_python_slim_with_a_non_root_user() -> None
     assert len(froms) == 2 and all(f.startswith("python:3.11-slim") for f in froms)
     users = [rest for keyword, rest in steps if keyword == "USER"]
     assert users and users[-1] not in ("root", "0", "0:0")
-    assert ("EXPOSE", "9092") in steps
+    exposed = {port for keyword, rest in steps if keyword == "EXPOSE" for port in rest.split()}
+    assert exposed == {"9092", "9093"}  # PLAINTEXT, and the usual TLS/SASL listener port
     volumes = [json.loads(rest) for keyword, rest in steps if keyword == "VOLUME"]
     assert volumes == [["/var/lib/minikafka"]]
 
@@ -147,7 +149,7 @@ def test_dockerignore_keeps_what_the_build_copies() -> None:
             assert f"!{source.rstrip('/')}/" in ignore or f"!{source}" in ignore, source
 
 
-def test_compose_broker_has_two_listeners_volume_and_healthcheck(
+def test_compose_broker_has_its_listeners_volumes_and_healthcheck(
     compose_model: dict[str, Any],
 ) -> None:
     broker = compose_model["services"]["broker"]
@@ -155,12 +157,13 @@ def test_compose_broker_has_two_listeners_volume_and_healthcheck(
     config, warnings, _ = load_config(None, {**_env_defaults(), **env}, [])
     assert warnings == []
     advertised = {(lst.advertised_host, lst.advertised_port) for lst in config.listeners}
-    assert advertised == {("broker", 9092), ("localhost", 19092)}
+    assert advertised == {("broker", 9092), ("localhost", 19092), ("localhost", 19093)}
     published = {(p["host_ip"], int(p["published"]), p["target"]) for p in broker["ports"]}
-    assert published == {("127.0.0.1", 19092, 19092)}
-    (volume,) = broker["volumes"]
-    assert volume["type"] == "volume" and volume["target"] == "/var/lib/minikafka"
-    assert volume["source"] in compose_model["volumes"]
+    assert published == {("127.0.0.1", 19092, 19092), ("127.0.0.1", 19093, 19093)}
+    data, certs = broker["volumes"]
+    assert data["type"] == "volume" and data["target"] == "/var/lib/minikafka"
+    assert certs["target"] == "/etc/minikafka/certs" and certs["read_only"]
+    assert {data["source"], certs["source"]} <= set(compose_model["volumes"])
     test = broker["healthcheck"]["test"]
     assert test[:3] == ["CMD", "minikafka", "health"]
     assert not any(" " in arg for arg in test)
@@ -197,3 +200,56 @@ def test_an_apache_kafka_service_environment_works_unchanged() -> None:
     assert (listener.host, listener.port) == ("", 9092)
     assert (listener.advertised_host, listener.advertised_port) == ("kafka", 9092)
     assert config.num_partitions == 3 and config.log_dir == "/var/lib/minikafka/data"
+
+
+def test_compose_broker_serves_sasl_ssl_with_certificates_from_the_certs_service(
+    compose_model: dict[str, Any], tmp_path: Path
+) -> None:
+    """The compose SECURE listener as a user gets it: certificates made by the `certs`
+    service's script, the broker configured only through its KAFKA_* variables, a SCRAM
+    login over TLS from the host."""
+    from tests.support.broker_process import BrokerProcess
+    from tests.support.raw_client import RawClient
+    from tests.support.sasl import scram_login
+
+    services = compose_model["services"]
+    certs = services["certs"]
+    assert services["broker"]["depends_on"]["certs"]["condition"] == (
+        "service_completed_successfully"
+    )
+    assert any(v["target"] == "/etc/minikafka/certs" for v in certs["volumes"])
+    cert_dir = tmp_path / "certs"
+    cert_dir.mkdir()
+    done = _run(["sh", str(REPO / "docker" / "make-certs.sh"), str(cert_dir)])
+    assert done.returncode == 0, done.stderr
+    assert not (cert_dir / "ca.key").exists()  # the CA cannot sign anything else later
+    env = {k: str(v) for k, v in services["broker"]["environment"].items()}
+    env = {
+        k: v.replace("/etc/minikafka/certs", str(cert_dir))
+        .replace("0.0.0.0:9092", "127.0.0.1:0")
+        .replace("0.0.0.0:19092", "127.0.0.1:0")
+        .replace("0.0.0.0:19093", "127.0.0.1:0")
+        for k, v in env.items()
+    }
+    env["KAFKA_ADVERTISED_LISTENERS"] = ""  # each listener advertises its bound port
+    config, warnings, _ = load_config(None, {**_env_defaults(), **env}, [])
+    assert warnings == []
+    assert {lst.name: lst.protocol for lst in config.listeners} == {
+        "INTERNAL": "PLAINTEXT",
+        "EXTERNAL": "PLAINTEXT",
+        "SECURE": "SASL_SSL",
+    }
+    overrides = {config_name: value for config_name, value in _as_properties(env).items()}
+    broker = BrokerProcess(tmp_path / "data", overrides).start()
+    try:
+        context = ssl.create_default_context(cafile=str(cert_dir / "ca.pem"))
+        with RawClient(broker.ports["SECURE"], host="localhost", ssl_context=context) as client:
+            assert scram_login(client, "SCRAM-SHA-512", "admin", "admin-secret").error_code == 0
+    finally:
+        broker.stop()
+
+
+def _as_properties(env: dict[str, str]) -> dict[str, str]:
+    from broker.config import env_var_to_property
+
+    return {name: v for k, v in env.items() if (name := env_var_to_property(k)) is not None}

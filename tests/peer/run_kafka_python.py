@@ -55,8 +55,10 @@ KAFKA_4_0_PASSED = 54
 # Its tests rely on them: CreatePartitions assigns replicas to broker 0, test_group uses
 # session_timeout_ms=3000 (Kafka's default group.min.session.timeout.ms is 6000), and
 # DescribeConfigs must report advertised.listeners as STATIC_BROKER_CONFIG.
-# (authorizer.class.name is left out: minikafka has no authorizer, see the ACL exclusion.)
+# Its ACL test needs StandardAuthorizer with allow.everyone.if.no.acl.found=true, as there.
 SUITE_BROKER_CONFIG = {
+    "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "allow.everyone.if.no.acl.found": "true",
     "node.id": "0",
     "listeners": "PLAINTEXT://127.0.0.1:0",
     "advertised.listeners": "PLAINTEXT://127.0.0.1:0",

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 READY = re.compile(r"minikafka started .*listeners=\w+://[^:]+:(\d+)")
+LISTENER = re.compile(r"(\w+)://\[?[^\s\]]*?\]?:(\d+) \(advertised")
 
 
 class BrokerProcess:
@@ -20,6 +21,8 @@ class BrokerProcess:
         self.overrides = dict(overrides or {})
         self.proc: subprocess.Popen[str] | None = None
         self.port = 0
+        # Bound port of each listener by name (the first one is also ``port``).
+        self.ports: dict[str, int] = {}
         self.lines: list[str] = []
         self._ready = threading.Event()
         self._reader: threading.Thread | None = None
@@ -59,6 +62,7 @@ class BrokerProcess:
             match = READY.search(line)
             if match:
                 self.port = int(match.group(1))
+                self.ports = {name: int(port) for name, port in LISTENER.findall(line)}
                 self._ready.set()
 
     def log_text(self) -> str:

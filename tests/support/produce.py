@@ -10,7 +10,7 @@ from protocol.messages.fetch import FETCH
 from protocol.messages.init_producer_id import INIT_PRODUCER_ID
 from protocol.messages.metadata import METADATA
 from protocol.messages.produce import PRODUCE
-from protocol.records import BatchHeader, build_batch
+from protocol.records import BatchHeader, build_batch, decode_records
 from protocol.schema import Message
 from tests.support.raw_client import RawClient
 
@@ -140,3 +140,12 @@ def stored(data_dir: Path, topic: str, partition: int = 0) -> list[tuple[BatchHe
     if not path.exists():
         return []
     return list(iter_partition_batches(path))
+
+
+def stored_values(data_dir: Path, topic: str, partition: int = 0) -> list[bytes | None]:
+    """The record values the broker wrote for a partition, in offset order, from its segments."""
+    return [
+        record.value
+        for header, batch in stored(data_dir, topic, partition)
+        for record in decode_records(batch, header)
+    ]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import socket
+import ssl
 import struct
 from typing import Any
 
@@ -36,6 +37,7 @@ class RawClient:
         client_id: str = "raw-test",
         *,
         receive_buffer: int | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         if receive_buffer is None:
             self.sock = socket.create_connection((host, port), timeout=10)
@@ -46,6 +48,8 @@ class RawClient:
             self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
             self.sock.settimeout(10)
             self.sock.connect((host, port))
+        if ssl_context is not None:
+            self.sock = ssl_context.wrap_socket(self.sock, server_hostname=host)
         self.client_id = client_id
         self._ids = itertools.count(1)
         self.pending: list[tuple[int, Api, int]] = []

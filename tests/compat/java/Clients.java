@@ -1,3 +1,6 @@
+import java.io.FileReader;
+import java.io.IOException;
+import java.io.Reader;
 import java.util.Properties;
 import java.util.concurrent.ExecutionException;
 
@@ -12,6 +15,15 @@ final class Clients {
         // Fail well inside pytest's timeout instead of retrying for Kafka's default minute.
         props.put("request.timeout.ms", "15000");
         props.put("default.api.timeout.ms", "30000");
+        // Security settings (security.protocol, sasl.*, ssl.*) for the security tests.
+        String extra = System.getenv("MINIKAFKA_CLIENT_PROPERTIES");
+        if (extra != null) {
+            try (Reader reader = new FileReader(extra)) {
+                props.load(reader);
+            } catch (IOException e) {
+                throw new IllegalStateException("cannot read " + extra, e);
+            }
+        }
         return props;
     }
 
