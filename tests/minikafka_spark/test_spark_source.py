@@ -210,3 +210,32 @@ def test_source_refuses_the_options_spark_s_connector_refuses(
         base.option("subscribe", "t").option("startingOffsets", "latest").load().collect()
     with pytest.raises(Exception, match=r"Kafka option 'auto\.offset\.reset' is not supported"):
         base.option("subscribe", "t").option("kafka.auto.offset.reset", "earliest").load().collect()
+
+
+def test_include_producer_metadata_gives_each_record_its_producer_id_epoch_and_sequence(
+    spark: Any, broker: BrokerProcess
+) -> None:
+    create_topic(broker.bootstrap, "audited", 2)
+    produce(broker, "audited", 3000, 2)
+    produce(broker, "audited", 1000, 2, first=3000)  # a second producer session
+    frame = (
+        spark.read.format("minikafka")
+        .option("kafka.bootstrap.servers", broker.bootstrap)
+        .option("subscribe", "audited")
+        .option("includeHeaders", "true")
+        .option("includeProducerMetadata", "true")
+        .load()
+    )
+    got = {
+        (r["partition"], r["offset"]): (r["producerId"], r["producerEpoch"], r["sequence"])
+        for r in frame.collect()
+    }
+    stored = stored_records(broker.data_dir, "audited", 2)
+    assert got == {
+        (r.partition, r.offset): (r.producer_id, r.producer_epoch, r.sequence) for r in stored
+    }
+    assert len({pid for pid, _, _ in got.values()}) == 2
+    # The other columns are the same as without producer metadata.
+    assert sorted(source_rows(frame), key=lambda r: (r[1], r[2])) == sorted(
+        broker_rows(broker, "audited", 2), key=lambda r: (r[1], r[2])
+    )
