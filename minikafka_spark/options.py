@@ -163,6 +163,10 @@ class SourceOptions:
             # librdkafka's "error" is Java's "none": an offset out of range is reported, never
             # silently reset, so data loss is detected (KafkaDataConsumer.fetchRecord).
             "auto.offset.reset": "error",
+            # A task reads one partition from start to end: larger fetches mean fewer round
+            # trips (librdkafka's defaults suit many partitions per consumer).
+            "max.partition.fetch.bytes": 8 * 1024 * 1024,
+            "fetch.max.bytes": 64 * 1024 * 1024,
         }
         config.update(self.client_params)
         return config
