@@ -145,7 +145,10 @@ java-runtime:
 		  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq default-jre-headless; }; \
 	fi
 
+# minikafka_spark is type-checked here (strict, as the packages) because `make typecheck`
+# runs where pyspark may not be installed.
 spark: setup java-runtime $(SPARK_STAMP)
+	$(VENV)/bin/mypy minikafka_spark
 	$(PY) -m pytest -m spark tests/minikafka_spark $(PYTEST_ARGS)
 
 # Spark session start-up and the data source's batch read/write rates (bench/results/spark.md).

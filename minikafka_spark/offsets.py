@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient, OffsetSpec
+from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]
 
 from minikafka_spark.options import OptionError, SourceOptions
 
@@ -104,7 +104,7 @@ class OffsetResolver:
 
     def __init__(self, options: SourceOptions) -> None:
         self.options = options
-        config: dict[str, str | int | bool] = {
+        config: dict[str, str | int | float | bool] = {
             "bootstrap.servers": options.bootstrap_servers,
             "client.id": f"{options.group_id_prefix}-{uuid.uuid4()}-driver",
         }
@@ -146,12 +146,12 @@ class OffsetResolver:
         return result
 
     def earliest(self, partitions: Iterable[TopicPartitionKey]) -> PartitionOffsets:
-        return self._list({tp: OffsetSpec.earliest() for tp in partitions})
+        return self._list({tp: OffsetSpec.earliest() for tp in partitions})  # type: ignore[no-untyped-call]
 
     def latest(self, partitions: Iterable[TopicPartitionKey]) -> PartitionOffsets:
         # At the consumer's isolation level: read_committed gets the last stable offset, as
         # KafkaOffsetReaderAdmin's listOffsets with the configured isolation level.
-        return self._list({tp: OffsetSpec.latest() for tp in partitions})
+        return self._list({tp: OffsetSpec.latest() for tp in partitions})  # type: ignore[no-untyped-call]
 
     def for_timestamps(self, timestamps: Mapping[TopicPartitionKey, int]) -> PartitionOffsets:
         """-1 where no record has a timestamp at or after the one asked for."""

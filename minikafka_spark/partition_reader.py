@@ -145,7 +145,7 @@ def _consume(
                 offset,
                 stamp,
                 _TIMESTAMP_TYPE.get(kind, -1),
-                message.headers(),
+                message.headers(),  # type: ignore[arg-type]  # a consumer's are a list
             )
             position.next_offset = offset + 1
             position.last_progress = time.monotonic()

@@ -18,6 +18,7 @@ writes nothing. Readers with isolation.level=read_committed thus see every recor
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -43,6 +44,10 @@ from minikafka_spark.columns import HEADER_TYPE
 from minikafka_spark.options import OptionError, SinkOptions
 
 _TXN_TIMEOUT_S = 60.0
+# One record to send: topic, key, value, partition (None: the partitioner's choice), headers.
+OutRecord = tuple[
+    str, bytes | None, bytes | None, int | None, list[tuple[str, str | bytes | None]] | None
+]
 # Spark's local properties naming the running micro-batch and query (MicroBatchExecution
 # .BATCH_ID_KEY, StreamExecution.QUERY_ID_KEY); the Python worker sees them in TaskContext.
 BATCH_ID_PROPERTY = "streaming.sql.batchId"
@@ -108,14 +113,10 @@ def _bytes(value: object) -> bytes | None:
         return value
     if isinstance(value, str):
         return value.encode()
-    return bytes(value)  # type: ignore[call-overload]
+    return bytes(value)  # type: ignore[call-overload,no-any-return]
 
 
-def _rows(
-    batches: Iterator[pa.RecordBatch], topic_option: str | None
-) -> Iterator[
-    tuple[str, bytes | None, bytes | None, int | None, list[tuple[str, bytes | None]] | None]
-]:
+def _rows(batches: Iterator[pa.RecordBatch], topic_option: str | None) -> Iterator[OutRecord]:
     for batch in batches:
         columns = {name.lower(): batch.column(i) for i, name in enumerate(batch.schema.names)}
         count = batch.num_rows
@@ -143,9 +144,7 @@ def _rows(
 
 def _send_all(
     producer: Producer,
-    rows: Iterator[
-        tuple[str, bytes | None, bytes | None, int | None, list[tuple[str, bytes | None]] | None]
-    ],
+    rows: Iterator[OutRecord],
     delivery: _Delivery,
 ) -> int:
     sent = 0
@@ -220,15 +219,7 @@ def write_exactly_once(
         delivery = _Delivery()
         producer.begin_transaction()
 
-        def all_rows() -> Iterator[
-            tuple[
-                str, bytes | None, bytes | None, int | None, list[tuple[str, bytes | None]] | None
-            ]
-        ]:
-            yield first
-            yield from rows
-
-        sent = _send_all(producer, all_rows(), delivery)
+        sent = _send_all(producer, itertools.chain([first], rows), delivery)
         producer.flush(_TXN_TIMEOUT_S)
         delivery.check()
         producer.send_offsets_to_transaction(
