@@ -191,10 +191,16 @@ def write_exactly_once(
         return KafkaCommitMessage(0)
     config = options.producer_config()
     config["transactional.id"] = transactional_id
+    # librdkafka's 60 s default would let the coordinator abort a long task's transaction;
+    # 5 minutes bounds how long a dead task's open transaction holds read_committed readers
+    # back (the retry's InitProducerId usually ends it much sooner).
+    config.setdefault("transaction.timeout.ms", 300_000)
     producer = Producer(config)
     # Fences every earlier attempt of this task and aborts its open transaction
     # (InitProducerId with a transactional id, KIP-98).
     producer.init_transactions(_TXN_TIMEOUT_S)
+    # Partition 0 of the `topic` option's topic, else of the first record's: a retry of the
+    # same (deterministic) input finds the same marker.
     marker = TopicPartition(first[0], 0)
     marker_consumer = Consumer(
         {

@@ -239,3 +239,113 @@ def test_include_producer_metadata_gives_each_record_its_producer_id_epoch_and_s
     assert sorted(source_rows(frame), key=lambda r: (r[1], r[2])) == sorted(
         broker_rows(broker, "audited", 2), key=lambda r: (r[1], r[2])
     )
+
+
+def test_source_schema_is_spark_s_kafka_schema(spark: Any, broker: BrokerProcess) -> None:
+    # KafkaRecordToRowConverter.kafkaSchema (with headers: includeHeaders=true).
+    spark_s = (
+        "key BINARY, value BINARY, topic STRING, partition INT, offset BIGINT, "
+        "timestamp TIMESTAMP, timestampType INT, "
+        "headers ARRAY<STRUCT<key: STRING, value: BINARY>>"
+    )
+    from pyspark.sql.types import StructType
+
+    expected = StructType.fromDDL(spark_s)
+    frame = (
+        spark.read.format("minikafka")
+        .option("kafka.bootstrap.servers", broker.bootstrap)
+        .option("subscribe", "any")
+        .option("includeHeaders", "true")
+        .load()
+    )
+    assert [(f.name, f.dataType) for f in frame.schema.fields] == [
+        (f.name, f.dataType) for f in expected.fields
+    ]
+
+
+def test_batch_round_trip_of_100000_records_through_sink_and_source(
+    spark: Any, broker: BrokerProcess
+) -> None:
+    from pyspark.sql.types import StructType
+
+    create_topic(broker.bootstrap, "round-trip", 3)
+    rows = [
+        (
+            None if i % 13 == 0 else b"k-%d" % i,
+            None if i % 17 == 0 else b"v-%d-" % i + b"x" * (i % 50),
+            "round-trip",
+            i % 3,
+            [("h", b"%d" % i), ("null", None)] if i % 2 else [],
+        )
+        for i in range(100_000)
+    ]
+    schema = StructType.fromDDL(
+        "key BINARY, value BINARY, topic STRING, partition INT, "
+        "headers ARRAY<STRUCT<key: STRING, value: BINARY>>"
+    )
+    spark.createDataFrame(rows, schema).write.mode("append").format("minikafka").option(
+        "kafka.bootstrap.servers", broker.bootstrap
+    ).save()
+    frame = (
+        spark.read.format("minikafka")
+        .option("kafka.bootstrap.servers", broker.bootstrap)
+        .option("subscribe", "round-trip")
+        .option("includeHeaders", "true")
+        .load()
+    )
+    got = source_rows(frame)
+    # What the source read is exactly what the broker stored ...
+    assert sorted(got, key=lambda r: (r[1], r[2])) == sorted(
+        broker_rows(broker, "round-trip", 3), key=lambda r: (r[1], r[2])
+    )
+    # ... and what the sink was given, once each.
+    assert Counter((r[0], r[1], r[3], r[4], r[5]) for r in got) == Counter(
+        (t, p, k, v, tuple(h)) for k, v, t, p, h in rows
+    )
+
+
+def produce_transactions(bootstrap: str, topic: str) -> None:
+    """Committed c-0..c-9, aborted a-0..a-9, committed d-0..d-9, on one partition."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"tx-{topic}"})
+    producer.init_transactions(30)
+    for prefix, commit in ((b"c", True), (b"a", False), (b"d", True)):
+        producer.begin_transaction()
+        for i in range(10):
+            producer.produce(topic, b"%s-%d" % (prefix, i), partition=0)
+        producer.flush(30)
+        if commit:
+            producer.commit_transaction(30)
+        else:
+            producer.abort_transaction(30)
+
+
+@pytest.mark.xfail(strict=True, reason="needs transactions (issue 14)")
+@pytest.mark.parametrize("producer_metadata", ["false", "true"])
+def test_read_committed_source_skips_aborted_records_and_markers(
+    spark: Any, broker: BrokerProcess, producer_metadata: str
+) -> None:
+    topic = f"txn-read-{producer_metadata}"
+    create_topic(broker.bootstrap, topic, 1)
+    produce_transactions(broker.bootstrap, topic)
+
+    def values(isolation: str) -> list[bytes]:
+        frame = (
+            spark.read.format("minikafka")
+            .option("kafka.bootstrap.servers", broker.bootstrap)
+            .option("subscribe", topic)
+            .option("includeProducerMetadata", producer_metadata)
+            .option("kafka.isolation.level", isolation)
+            .load()
+        )
+        return [bytes(r["value"]) for r in frame.orderBy("offset").collect()]
+
+    committed = [b"c-%d" % i for i in range(10)] + [b"d-%d" % i for i in range(10)]
+    aborted = [b"a-%d" % i for i in range(10)]
+    assert values("read_committed") == committed
+    assert sorted(values("read_uncommitted")) == sorted(committed + aborted)
+    # The broker stored all 30 records and the markers that tell them apart.
+    stored = stored_records(broker.data_dir, topic, 1)
+    assert sorted(r.value for r in stored) == sorted(committed + aborted)
+    assert all(r.transactional for r in stored)
