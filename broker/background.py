@@ -11,7 +11,10 @@
   log.flush.scheduler.interval.ms) and segments rolled since their last fsync;
 - file deletion: files of deleted segments and topics, each when its file.delete.delay.ms
   is up (Kafka's "delete-file" and "kafka-delete-logs" scheduler tasks); the task sleeps
-  until the next one is due and is woken when an earlier one is added.
+  until the next one is due and is woken when an earlier one is added;
+- group cleanup (offsets.retention.check.interval.ms): expired committed offsets and Empty
+  groups without offsets go (Kafka's "expire-group-metadata" timer, first run one interval
+  after the coordinator loads, as here).
 """
 
 from __future__ import annotations
@@ -51,6 +54,9 @@ class Background:
             config.producer_id_expiration_check_interval_ms, "producer-expiration", self._expire
         )
         self._every(config.snapshot_interval_ms, "producer-snapshots", self._snapshots)
+        self._every(
+            config.offsets_retention_check_interval_ms, "group-cleanup", self._cleanup_groups
+        )
         # Rolled segments are fsynced in the background (Kafka flushes them asynchronously
         # on roll), so this runs whatever the flush policy; flush.ms may ask for more often.
         self._every(
@@ -116,6 +122,9 @@ class Background:
         )
         if expired:
             log.info("forgot %d expired producer id(s)", expired)
+
+    async def _cleanup_groups(self) -> None:
+        await self.state.groups.cleanup_group_metadata()
 
     def _snapshots(self) -> None:
         now = now_ms()

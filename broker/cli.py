@@ -2,7 +2,8 @@
 
 Shaped like Kafka's ``kafka-server-start.sh server.properties --override k=v`` so the
 same files and flags work; ``minikafka dump ...`` runs the log-inspection tool instead and
-``minikafka health`` the container health check.
+``minikafka health`` the container health check and ``minikafka fault ...`` talks to a
+broker's fault-injection control plane.
 Exit status 2 means the command line or the configuration was rejected.
 """
 
@@ -31,7 +32,8 @@ Configuration uses Kafka's property names, from three sources; later ones win:
 Unknown properties are warned about and ignored; an invalid value stops start-up.
 
 'minikafka dump ...' inspects log files instead (see 'minikafka dump --help');
-'minikafka health' checks that a broker answers ApiVersions (exit 0/1, for containers)."""
+'minikafka health' checks that a broker answers ApiVersions (exit 0/1, for containers);
+'minikafka fault ...' injects faults through a broker's control plane (see --help there)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -69,6 +71,10 @@ def main(argv: list[str] | None = None) -> int:
         from broker.health import main as health_main
 
         return health_main(args[1:])
+    if args and args[0] == "fault":
+        from broker.fault_cli import main as fault_main
+
+        return fault_main(args[1:])
 
     try:
         ns = build_parser().parse_args(args)

@@ -90,9 +90,20 @@ class Config:
     message_timestamp_before_max_ms: int
     message_timestamp_after_max_ms: int
     socket_request_max_bytes: int
+    # Connection limits and request queueing (Kafka's SocketServer, ConnectionQuotas).
+    max_connections: int
+    max_connections_per_ip: int
+    max_connections_per_ip_overrides: tuple[tuple[str, int], ...]
+    connections_max_idle_ms: int
+    queued_max_requests: int
+    queued_max_request_bytes: int
     index_interval_bytes: int
     producer_id_expiration_ms: int
     producer_id_expiration_check_interval_ms: int
+    transaction_max_timeout_ms: int
+    transactional_id_expiration_ms: int
+    transaction_abort_timed_out_transaction_cleanup_interval_ms: int
+    transaction_remove_expired_transaction_cleanup_interval_ms: int
     # Derived from log.retention.{ms,minutes,hours} / log.roll.{ms,hours} as Kafka does.
     retention_ms: int
     retention_bytes: int
@@ -106,11 +117,18 @@ class Config:
     group_initial_rebalance_delay_ms: int
     group_min_session_timeout_ms: int
     group_max_session_timeout_ms: int
+    # offsets.retention.minutes in ms (or minikafka.offsets.retention.ms when set).
+    offsets_retention_ms: int
+    offsets_retention_check_interval_ms: int
     max_incremental_fetch_session_cache_slots: int
     log_level: str
     record_validation: str
     event_loop: str
     cluster_id: str | None
+    # Fault-injection control plane (broker.control_http): bind host (None = off) and port.
+    control_host: str | None
+    control_port: int
+    control_allow_remote: bool
     # Where the configuration came from, for the start-up log line.
     source_summary: str
     # Properties set explicitly (canonical name, raw value), e.g. for DescribeConfigs.
@@ -209,6 +227,20 @@ def _log_dirs(raw: str) -> str:
             f"minikafka supports a single log directory, got {len(dirs)}: {', '.join(dirs)}"
         )
     return dirs[0]
+
+
+def _parse_ip_overrides(raw: str) -> tuple[tuple[str, int], ...]:
+    """Kafka's getMap: 'host:count' pairs, comma-separated (the count after the last ':')."""
+    pairs: list[tuple[str, int]] = []
+    for item in raw.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        host, sep, count = item.rpartition(":")
+        if not sep or not host.strip():
+            raise ValueError(f"{item!r} is not host:count")
+        pairs.append((host.strip(), _parse_int(count)))
+    return tuple(pairs)
 
 
 INT = Kind("int", _parse_int)
@@ -354,6 +386,52 @@ PROPERTIES: tuple[Property, ...] = (
         validator=_at_least(1),
     ),
     Property(
+        "max.connections",
+        INT,
+        "2147483647",
+        "Connections served at once; a new one waits (unread) until another closes.",
+        attr="max_connections",
+        validator=_at_least(0),
+    ),
+    Property(
+        "max.connections.per.ip",
+        INT,
+        "2147483647",
+        "Connections allowed from one address; a new one beyond it is closed at once.",
+        attr="max_connections_per_ip",
+        validator=_at_least(0),
+    ),
+    Property(
+        "max.connections.per.ip.overrides",
+        Kind("list of host:count", _parse_ip_overrides),
+        "",
+        "Per-address (or host name) exceptions to max.connections.per.ip, e.g. "
+        "'hostName:100,127.0.0.1:200'.",
+        attr="max_connections_per_ip_overrides",
+    ),
+    Property(
+        "connections.max.idle.ms",
+        LONG,
+        "600000",
+        "Close a connection with no bytes read or written for this long; -1 = never.",
+        attr="connections_max_idle_ms",
+    ),
+    Property(
+        "queued.max.requests",
+        INT,
+        "500",
+        "Requests read and not yet started, over all connections, before reading stops.",
+        attr="queued_max_requests",
+        validator=_at_least(1),
+    ),
+    Property(
+        "queued.max.request.bytes",
+        LONG,
+        "-1",
+        "Bytes of requests held (read, not yet answered) before no more are read; -1 = no limit.",
+        attr="queued_max_request_bytes",
+    ),
+    Property(
         "log.index.interval.bytes",
         INT,
         "4096",
@@ -375,6 +453,39 @@ PROPERTIES: tuple[Property, ...] = (
         "600000",
         "How often expired producer ids are looked for.",
         attr="producer_id_expiration_check_interval_ms",
+        validator=_at_least(1),
+    ),
+    Property(
+        "transaction.max.timeout.ms",
+        INT,
+        "900000",
+        "Largest transaction.timeout.ms a transactional producer may ask for in "
+        "InitProducerId (above it: INVALID_TRANSACTION_TIMEOUT).",
+        attr="transaction_max_timeout_ms",
+        validator=_at_least(1),
+    ),
+    Property(
+        "transactional.id.expiration.ms",
+        INT,
+        "604800000",
+        "Idle time after which a transactional id with no open transaction is forgotten.",
+        attr="transactional_id_expiration_ms",
+        validator=_at_least(1),
+    ),
+    Property(
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+        INT,
+        "10000",
+        "How often transactions open longer than their timeout are looked for and aborted.",
+        attr="transaction_abort_timed_out_transaction_cleanup_interval_ms",
+        validator=_at_least(1),
+    ),
+    Property(
+        "transaction.remove.expired.transaction.cleanup.interval.ms",
+        INT,
+        "3600000",
+        "How often expired transactional ids are looked for.",
+        attr="transaction_remove_expired_transaction_cleanup_interval_ms",
         validator=_at_least(1),
     ),
     Property(
@@ -491,6 +602,32 @@ PROPERTIES: tuple[Property, ...] = (
         validator=_at_least(0),
     ),
     Property(
+        "offsets.retention.minutes",
+        INT,
+        "10080",
+        "Committed offsets expire this long after the group became Empty (or, for a group "
+        "that never had members, after their commit; a Stable consumer group keeps the "
+        "offsets of the topics it subscribes to); an Empty group is deleted with its last "
+        "offset (Kafka's default: 7 days).",
+        validator=_at_least(1),
+    ),
+    Property(
+        "offsets.retention.check.interval.ms",
+        LONG,
+        "600000",
+        "How often expired offsets and Empty groups without offsets are removed.",
+        attr="offsets_retention_check_interval_ms",
+        validator=_at_least(1),
+    ),
+    Property(
+        "minikafka.offsets.retention.ms",
+        LONG,
+        None,
+        "minikafka: offsets retention in ms, replacing offsets.retention.minutes when set "
+        "(Kafka's minimum of one minute is too long for tests).",
+        validator=_at_least(1),
+    ),
+    Property(
         "max.incremental.fetch.session.cache.slots",
         INT,
         "1000",
@@ -526,6 +663,20 @@ PROPERTIES: tuple[Property, ...] = (
         "records",
         "minikafka: check batch header and CRC only ('header') or each record too.",
         attr="record_validation",
+    ),
+    Property(
+        "minikafka.control.listener",
+        OPTIONAL_STRING,
+        None,
+        "minikafka: host:port of the HTTP fault-injection control plane (off when unset; "
+        "port 0 = ephemeral). Loopback only unless minikafka.control.allow.remote=true.",
+    ),
+    Property(
+        "minikafka.control.allow.remote",
+        BOOLEAN,
+        "false",
+        "minikafka: let the control plane bind and answer non-loopback addresses.",
+        attr="control_allow_remote",
     ),
     Property(
         "minikafka.event.loop",
@@ -788,6 +939,37 @@ def _advertisable(bind_host: str) -> str:
     return bind_host
 
 
+def is_loopback(host: str) -> bool:
+    """127.0.0.0/8, ::1 or localhost (what the control plane may bind without opting in)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _control_listener(raw: str | None, allow_remote: bool) -> tuple[str | None, int]:
+    # Fault injection can crash the broker and drop answers: anyone who can reach it can break
+    # every client, so it binds loopback unless explicitly opened.
+    name = "minikafka.control.listener"
+    if raw is None:
+        return None, 0
+    host, sep, port_text = raw.rpartition(":")
+    if not sep or not _INT_RE.fullmatch(port_text) or not 0 <= int(port_text) <= 65535:
+        raise ConfigError(name, f"{raw!r} is not host:port")
+    host = host.strip("[]")
+    if not host:
+        raise ConfigError(name, f"{raw!r} names no host (use 127.0.0.1:{port_text})")
+    if not allow_remote and not is_loopback(host):
+        raise ConfigError(
+            name,
+            f"{host} is not a loopback address; the control plane can crash the broker, so "
+            "set minikafka.control.allow.remote=true to serve it there",
+        )
+    return host, int(port_text)
+
+
 def _build_listeners(values: Mapping[str, Any]) -> tuple[Listener, ...]:
     listeners = _parse_endpoints("listeners", values["listeners"])
     advertised_raw = values["advertised.listeners"]
@@ -901,6 +1083,7 @@ def load_config(
         values[prop.name] = value
 
     listeners = _build_listeners(values)
+    _check_socket_server(values)
     if values["default.replication.factor"] > 1:
         warnings.append(
             f"default.replication.factor={values['default.replication.factor']}: "
@@ -909,6 +1092,9 @@ def load_config(
 
     attrs = {p.attr: values[p.name] for p in PROPERTIES if p.attr is not None}
     attrs.update(_derived_times(values))
+    attrs["control_host"], attrs["control_port"] = _control_listener(
+        values["minikafka.control.listener"], values["minikafka.control.allow.remote"]
+    )
     config = Config(
         listeners=listeners,
         source_summary=", ".join(summary) or "defaults",
@@ -919,6 +1105,30 @@ def load_config(
 
 
 _NEVER = 2**63 - 1
+# Kafka's failed.authentication.delay.ms default: connections.max.idle.ms must exceed it.
+_FAILED_AUTHENTICATION_DELAY_MS = 100
+
+
+def _check_socket_server(values: Mapping[str, Any]) -> None:
+    """KafkaConfig.validateValues' checks on the socket server settings."""
+    queued = values["queued.max.request.bytes"]
+    if 0 < queued < values["socket.request.max.bytes"]:
+        raise ConfigError(
+            "queued.max.request.bytes",
+            "must be larger or equal to socket.request.max.bytes",
+        )
+    if values["max.connections.per.ip"] == 0 and not values["max.connections.per.ip.overrides"]:
+        raise ConfigError(
+            "max.connections.per.ip",
+            "can be set to zero only if max.connections.per.ip.overrides property is set",
+        )
+    idle = values["connections.max.idle.ms"]
+    if 0 <= idle <= _FAILED_AUTHENTICATION_DELAY_MS:
+        raise ConfigError(
+            "connections.max.idle.ms",
+            f"failed.authentication.delay.ms={_FAILED_AUTHENTICATION_DELAY_MS} should always "
+            f"be less than connections.max.idle.ms={idle}",
+        )
 
 
 def _derived_times(values: Mapping[str, Any]) -> dict[str, int]:
@@ -941,8 +1151,13 @@ def _derived_times(values: Mapping[str, Any]) -> dict[str, int]:
     # checked every second unless the scheduler interval says otherwise.
     if scheduler is None:
         scheduler = 1000 if flush_ms is not None else _NEVER
+    offsets_retention_ms = values["minikafka.offsets.retention.ms"]
+    if offsets_retention_ms is None:
+        # GroupCoordinatorConfig.offsetsRetentionMs: minutes * 60 * 1000.
+        offsets_retention_ms = values["offsets.retention.minutes"] * 60_000
     return {
         "retention_ms": retention_ms,
+        "offsets_retention_ms": offsets_retention_ms,
         "segment_ms": segment_ms,
         "flush_ms": _NEVER if flush_ms is None else flush_ms,
         "flush_scheduler_interval_ms": scheduler,

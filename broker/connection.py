@@ -6,6 +6,16 @@ worker task handles one request at a time, as Kafka does by muting a channel unt
 response is sent; clients pipeline up to max.in.flight requests and match responses to the
 head of their FIFO, so order is the contract (KAFKA_NOTES §3).
 
+Reading is bounded like Kafka's muted channel (SocketServer.Processor mutes after each
+complete receive and unmutes once the response is sent): while a request is being handled
+the connection reads ahead at most READ_AHEAD_BYTES / READ_AHEAD_REQUESTS more, then pauses
+its transport, leaving the rest in the kernel's socket buffers. Only the next request to be
+handled is read whole (up to socket.request.max.bytes). Broker-wide, queued.max.requests and
+queued.max.request.bytes (broker.request_budget) stop reading as Kafka's request queue and
+memory pool do, and connections.max.idle.ms closes a connection that read and wrote nothing
+for that long (Kafka's Selector idle expiry). Deviation: Kafka reads nothing ahead; the
+small read-ahead keeps pipelined small requests from paying a pause/resume each.
+
 Errors: a Kafka error code belongs in the response (handlers do that); anything that makes
 the request unreadable closes the connection, logged with peer, client id and correlation id.
 """
@@ -34,25 +44,42 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# Stop reading from a client that has this many requests queued; resume once drained.
-MAX_QUEUED_REQUESTS = 32
+# What a connection may read beyond the request it is handling (bytes, whole requests).
+READ_AHEAD_BYTES = 64 * 1024
+READ_AHEAD_REQUESTS = 8
 
 
 class KafkaConnection(asyncio.Protocol):
-    def __init__(self, state: BrokerState, dispatcher: Dispatcher, listener: Listener) -> None:
+    def __init__(
+        self,
+        state: BrokerState,
+        dispatcher: Dispatcher,
+        listener: Listener,
+        quota_address: str | None = None,
+    ) -> None:
         self.state = state
         self.dispatcher = dispatcher
         self.listener = listener
+        # The address counted in ConnectionQuotas for this connection (None: not counted).
+        self.quota_address = quota_address
         self.peer = "?"
         self.transport: asyncio.Transport | None = None
         self._buf = bytearray()
-        self._frames: collections.deque[bytes] = collections.deque()
+        # Complete requests not yet started, with the pool bytes each holds.
+        self._frames: collections.deque[tuple[bytes, int]] = collections.deque()
+        self._queued_bytes = 0
+        # Pool bytes taken for the partial request in _buf; -1 while waiting for them.
+        self._partial_reserved = 0
+        self._busy = False
+        self._eof = False
         self._wakeup = asyncio.Event()
         self._can_write = asyncio.Event()
         self._can_write.set()
         self._reading_paused = False
         self._closing = False
         self._worker: asyncio.Task[None] | None = None
+        self._idle_timer: asyncio.TimerHandle | None = None
+        self._last_active = 0.0
         self.idle = asyncio.Event()
         self.idle.set()
 
@@ -66,14 +93,20 @@ class KafkaConnection(asyncio.Protocol):
         self.peer = f"{peername[0]}:{peername[1]}" if peername else "?"
         self.state.connections.add(self)
         log.debug("connection from %s on listener %s", self.peer, self.listener.name)
-        self._worker = asyncio.get_running_loop().create_task(self._run())
+        loop = asyncio.get_running_loop()
+        self._worker = loop.create_task(self._run())
+        self._last_active = loop.time()
+        self._schedule_idle_check(self.state.config.connections_max_idle_ms / 1000)
 
     def data_received(self, data: bytes) -> None:
         if self._closing:
             return
+        self._last_active = asyncio.get_running_loop().time()
         buf = self._buf
         buf += data
         max_bytes = self.state.config.socket_request_max_bytes
+        budget = self.state.request_budget
+        queued = False
         while len(buf) >= 4:
             length = read_length(buf)
             try:
@@ -86,14 +119,17 @@ class KafkaConnection(asyncio.Protocol):
             end = 4 + length
             if len(buf) < end:
                 break
-            self._frames.append(bytes(buf[4:end]))
+            with memoryview(buf) as view, view[4:end] as body:
+                frame = bytes(body)
             del buf[:end]
-        if self._frames:
+            self._frames.append((frame, max(self._partial_reserved, 0)))
+            self._partial_reserved = 0
+            self._queued_bytes += length
+            budget.request_queued()
+            queued = True
+        if queued:
             self._wakeup.set()
-            if len(self._frames) >= MAX_QUEUED_REQUESTS and not self._reading_paused:
-                assert self.transport is not None
-                self.transport.pause_reading()
-                self._reading_paused = True
+        self._update_reading()
 
     def eof_received(self) -> bool | None:
         if self._buf:
@@ -104,7 +140,7 @@ class KafkaConnection(asyncio.Protocol):
             )
             self._buf.clear()
         # Keep the transport half-open so requests already received still get answers.
-        self._frames.append(b"")  # sentinel: close after the queued requests
+        self._eof = True
         self._wakeup.set()
         return True
 
@@ -112,6 +148,12 @@ class KafkaConnection(asyncio.Protocol):
         log.debug("connection from %s closed (%s)", self.peer, exc or "eof")
         self._closing = True
         self.state.connections.discard(self)
+        if self.quota_address is not None:
+            self.state.connection_quotas.dec(self.quota_address)
+            self.quota_address = None
+        self._release_budget()
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
         self._can_write.set()
         self._wakeup.set()
         if self._worker is not None and not self._worker.done():
@@ -123,6 +165,101 @@ class KafkaConnection(asyncio.Protocol):
     def resume_writing(self) -> None:
         self._can_write.set()
 
+    # --- reading bounds ------------------------------------------------------------------
+
+    def _update_reading(self) -> None:
+        """Pause or resume the transport as the bounds in the module docstring say."""
+        if self._closing or self.transport is None:
+            return
+        self._maybe_reserve_partial()
+        self._set_reading(self._may_read())
+
+    def _may_read(self) -> bool:
+        if self._partial_reserved < 0:
+            return False  # waiting for queued.max.request.bytes
+        budget = self.state.request_budget
+        if budget.requests_full:
+            budget.wait_for_request_room(id(self), self._update_reading)
+            return False
+        if not self._busy and not self._frames:
+            return True  # the partial request is the next one handled: read it whole
+        return (
+            len(self._frames) < READ_AHEAD_REQUESTS
+            and self._queued_bytes + len(self._buf) < READ_AHEAD_BYTES
+        )
+
+    def _maybe_reserve_partial(self) -> None:
+        """Take the next request's size from queued.max.request.bytes before reading it
+        whole (Kafka's NetworkReceive allocates from the MemoryPool on its size)."""
+        budget = self.state.request_budget
+        if (
+            not budget.limits_bytes
+            or self._partial_reserved != 0
+            or self._busy
+            or self._frames
+            or len(self._buf) < 4
+        ):
+            return
+        length = read_length(self._buf)
+        if length <= READ_AHEAD_BYTES:
+            return
+        self._partial_reserved = length
+        if not budget.try_reserve(length, lambda: self._reserve_granted(length)):
+            self._partial_reserved = -1
+            log.debug("connection from %s waits for queued.max.request.bytes", self.peer)
+
+    def _reserve_granted(self, length: int) -> None:
+        if self._closing:
+            # Closed meanwhile: give the bytes straight back.
+            self.state.request_budget.release(length)
+            return
+        self._partial_reserved = length
+        self._update_reading()
+
+    def _set_reading(self, on: bool) -> None:
+        assert self.transport is not None
+        if on and self._reading_paused:
+            self._reading_paused = False
+            self.transport.resume_reading()
+        elif not on and not self._reading_paused:
+            self._reading_paused = True
+            self.transport.pause_reading()
+
+    def _release_budget(self) -> None:
+        budget = self.state.request_budget
+        budget.forget(id(self))
+        for _, reserved in self._frames:
+            budget.request_started()
+            budget.release(reserved)
+        self._frames.clear()
+        self._queued_bytes = 0
+        if self._partial_reserved > 0:
+            budget.release(self._partial_reserved)
+        self._partial_reserved = 0
+
+    def _schedule_idle_check(self, delay_s: float) -> None:
+        if self.state.config.connections_max_idle_ms < 0:
+            return
+        self._idle_timer = asyncio.get_running_loop().call_later(delay_s, self._check_idle)
+
+    def _check_idle(self) -> None:
+        if self._closing:
+            return
+        max_idle = self.state.config.connections_max_idle_ms / 1000
+        idle_for = asyncio.get_running_loop().time() - self._last_active
+        if idle_for >= max_idle:
+            # Kafka's Selector closes a connection idle (no read or write) for
+            # connections.max.idle.ms, whatever it is waiting for.
+            log.info(
+                "closing connection from %s: idle for %.0f ms (connections.max.idle.ms=%d)",
+                self.peer,
+                idle_for * 1000,
+                self.state.config.connections_max_idle_ms,
+            )
+            self.close()
+            return
+        self._schedule_idle_check(max_idle - idle_for)
+
     # --- request loop --------------------------------------------------------------------
 
     def close(self) -> None:
@@ -133,32 +270,41 @@ class KafkaConnection(asyncio.Protocol):
 
     async def _run(self) -> None:
         frames = self._frames
+        budget = self.state.request_budget
         while not self._closing:
             if not frames:
+                if self._eof:
+                    self.close()
+                    break
                 self.idle.set()
                 self._wakeup.clear()
                 await self._wakeup.wait()
                 continue
             self.idle.clear()
-            frame = frames.popleft()
-            if self._reading_paused and len(frames) < MAX_QUEUED_REQUESTS // 2:
-                assert self.transport is not None
-                self._reading_paused = False
-                self.transport.resume_reading()
-            if not frame:
-                self.close()
-                break
-            response = await self._handle(frame)
-            if response is None or self._closing:
-                continue
+            frame, reserved = frames.popleft()
+            self._queued_bytes -= len(frame)
+            budget.request_started()
+            self._busy = True
+            self._update_reading()
             try:
-                await self._write(response)
-            except (OSError, RuntimeError) as exc:
-                log.warning(
-                    "closing connection to %s: sending a response failed: %s", self.peer, exc
-                )
-                self.close()
-                break
+                try:
+                    response = await self._handle(frame)
+                finally:
+                    del frame
+                    budget.release(reserved)
+                if response is None or self._closing:
+                    continue
+                try:
+                    await self._write(response)
+                except (OSError, RuntimeError) as exc:
+                    log.warning(
+                        "closing connection to %s: sending a response failed: %s", self.peer, exc
+                    )
+                    self.close()
+                    break
+            finally:
+                self._busy = False
+                self._update_reading()
         self.idle.set()
 
     async def _write(self, parts: list[bytes | bytearray | Deferred]) -> None:
@@ -185,6 +331,7 @@ class KafkaConnection(asyncio.Protocol):
                 transport.write(part.read())
             if not self._can_write.is_set():
                 await self._can_write.wait()
+        self._last_active = asyncio.get_running_loop().time()
 
     async def _handle(self, frame: bytes) -> list[bytes | bytearray | Deferred] | None:
         try:

@@ -22,6 +22,7 @@ from protocol.schema import Api, Message
 
 if TYPE_CHECKING:
     from broker.config import Listener
+    from broker.faults import FaultInjector
     from broker.state import BrokerState
 
 log = logging.getLogger(__name__)
@@ -87,8 +88,10 @@ Interceptor = Callable[[RequestContext, Message], Awaitable[None] | None]
 class Dispatcher:
     def __init__(self) -> None:
         self.handlers: dict[int, Handler] = {}
-        # A seam for tests and fault injection: called before each handler.
+        # A seam for tests: called before each handler.
         self.interceptors: list[Interceptor] = []
+        # Fault injection (broker.faults) wraps the handler while any fault is set.
+        self.faults: FaultInjector | None = None
 
     def register(
         self,
@@ -138,9 +141,14 @@ class Dispatcher:
             res = interceptor(ctx, request)
             if inspect.isawaitable(res):
                 await res
-        result: Any = handler.fn(ctx, request)
-        if inspect.isawaitable(result):
-            result = await result
+        faults = self.faults
+        result: Any
+        if faults is not None and faults.engaged:
+            result = await faults.around(handler, ctx, request)
+        else:
+            result = handler.fn(ctx, request)
+            if inspect.isawaitable(result):
+                result = await result
         if result is None:
             return None
         return codec.encode_parts(api.response, ctx.version, flexible, result)

@@ -25,6 +25,7 @@ class Flusher:
         self._pending: set[Flushable] = set()
         self._next: asyncio.Future[None] | None = None
         self._running = False
+        self._job: asyncio.Future[None] | None = None
         self.rounds = 0
 
     async def flush(self, logs: Iterable[Flushable]) -> None:
@@ -44,7 +45,7 @@ class Flusher:
         assert done is not None
         self._running = True
         self.rounds += 1
-        job = loop.run_in_executor(None, _fsync_all, logs)
+        job = self._job = loop.run_in_executor(None, _fsync_all, logs)
 
         def finished(job: asyncio.Future[None]) -> None:
             self._running = False
@@ -58,6 +59,13 @@ class Flusher:
                 self._start_round(loop)
 
         job.add_done_callback(finished)
+
+    async def settle(self) -> None:
+        """Return once no flush round is running (one may start more when it ends)."""
+        while self._running and self._job is not None:
+            await asyncio.gather(self._job, return_exceptions=True)
+            # The round's done-callback runs next; let it start the next round, if any.
+            await asyncio.sleep(0)
 
 
 def _fsync_all(logs: list[Flushable]) -> None:

@@ -4,22 +4,28 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
 import os
 import signal
 import time
 
 from broker import __version__
+from broker.acceptor import Acceptor, bind
 from broker.background import Background
 from broker.config import Config, Listener
 from broker.connection import KafkaConnection
+from broker.faults import FaultInjector, RefusedConnection
 from broker.groups import GroupCoordinator, GroupSettings
 from broker.handlers import build_dispatcher
 from broker.state import BrokerState
+from broker.transactions import Settings as TransactionSettings
+from broker.transactions import TransactionCoordinator
 from storage.committed_offsets import CommittedOffsets
 from storage.log_config import LogConfig
 from storage.producer_ids import ProducerIdAllocator
 from storage.store import Store
+from storage.txn_state_log import TxnStateLog
 
 log = logging.getLogger(__name__)
 
@@ -30,10 +36,11 @@ SHUTDOWN_GRACE_S = 3.0
 
 
 class Broker:
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, faults: FaultInjector | None = None) -> None:
         self.config = config
+        self.faults = faults
         self.state: BrokerState | None = None
-        self.servers: list[asyncio.Server] = []
+        self.servers: list[Acceptor] = []
         self.stopped = asyncio.Event()
         self.background: Background | None = None
 
@@ -44,19 +51,29 @@ class Broker:
         producer_ids = ProducerIdAllocator(config.log_dir)
         state = BrokerState(config, store, producer_ids, build_dispatcher())
         state.groups = _open_groups(config, state)
+        state.transactions = _open_transactions(config, state)
+        state.transactions.on_markers = state.notify_appended
         self.state = state
-        loop = asyncio.get_running_loop()
+        faults = self.faults
+        if faults is not None:
+            faults.attach(state)
         resolved: dict[str, Listener] = {}
+
+        def connection(name: str, address: str) -> asyncio.Protocol:
+            if faults is not None and faults.refusing():
+                # Refused on purpose (fault injection): it never counts against the quotas.
+                state.connection_quotas.dec(address)
+                return RefusedConnection()
+            return KafkaConnection(state, state.dispatcher, resolved[name], address)
+
         for listener in config.listeners:
-            server = await loop.create_server(
-                lambda name=listener.name: KafkaConnection(state, state.dispatcher, resolved[name]),
-                host=listener.host or None,
-                port=listener.port,
-                reuse_address=True,
-                start_serving=False,
+            server = Acceptor(
+                bind(listener.host, listener.port),
+                functools.partial(connection, listener.name),
+                state.connection_quotas,
             )
             self.servers.append(server)
-            port = server.sockets[0].getsockname()[1]
+            port = server.port
             # Port 0 binds an ephemeral port; advertise the real one.
             resolved[listener.name] = dataclasses.replace(
                 listener, port=port, advertised_port=listener.advertised_port or port
@@ -66,10 +83,11 @@ class Broker:
         self.config = config
         state.config = config
         for server in self.servers:
-            await server.start_serving()
+            server.start()
         self.background = Background(state)
         self.background.start()
         state.groups.start()
+        state.transactions.start()
         log.info(
             "%s version=%s node.id=%d cluster.id=%s log.dirs=%s listeners=%s startup_ms=%.0f",
             READY_MARKER,
@@ -95,7 +113,7 @@ class Broker:
             # Parked JoinGroup/SyncGroup answers go out now (NOT_COORDINATOR), not at timeout.
             state.groups.shutdown()
             # Long-polling fetches wake up and answer with what they have.
-            state.notify_appended()
+            state.complete_parked_fetches()
             waits = [conn.idle.wait() for conn in list(state.connections)]
             if waits:
                 try:
@@ -106,6 +124,7 @@ class Broker:
                 conn.close()
             if self.background is not None:
                 await self.background.stop()
+            await state.transactions.close()
             await state.groups.close()
             started = time.monotonic()
             # Final snapshots, fsync, close files, then the clean-shutdown marker.
@@ -113,6 +132,46 @@ class Broker:
             log.info("store closed cleanly in %.0f ms", (time.monotonic() - started) * 1000)
         log.info("minikafka stopped")
         self.stopped.set()
+
+    async def crash(self) -> None:
+        """Stop as SIGKILL would: connections reset, nothing flushed, snapshotted or marked
+        clean, so the next start on this data directory recovers (fault injection)."""
+        state = self.state
+        for server in self.servers:
+            server.close()
+        if state is not None:
+            state.shutting_down = True
+            for conn in list(state.connections):
+                if conn.transport is not None:
+                    conn.transport.abort()
+            if self.background is not None:
+                await self.background.stop()
+            # The coordinator's log is fsynced at every change: closing it loses nothing a
+            # SIGKILL would keep, and stops its timers.
+            await state.transactions.close()
+            await state.groups.abandon()
+            # A flush round in a worker thread must not find its files closed under it.
+            await state.flusher.settle()
+            state.store.close_unclean()
+        log.warning("minikafka crashed on purpose (fault injection)")
+        self.stopped.set()
+
+
+def _open_transactions(config: Config, state: BrokerState) -> TransactionCoordinator:
+    settings = TransactionSettings(
+        max_timeout_ms=config.transaction_max_timeout_ms,
+        id_expiration_ms=config.transactional_id_expiration_ms,
+        abort_interval_ms=config.transaction_abort_timed_out_transaction_cleanup_interval_ms,
+        expire_interval_ms=config.transaction_remove_expired_transaction_cleanup_interval_ms,
+    )
+    return TransactionCoordinator(
+        settings,
+        state.store,
+        TxnStateLog.open(config.log_dir),
+        state.producer_ids,
+        state.flusher,
+        state.groups,
+    )
 
 
 def _open_groups(config: Config, state: BrokerState) -> GroupCoordinator:
@@ -125,6 +184,7 @@ def _open_groups(config: Config, state: BrokerState) -> GroupCoordinator:
         initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,
         min_session_timeout_ms=config.group_min_session_timeout_ms,
         max_session_timeout_ms=config.group_max_session_timeout_ms,
+        offsets_retention_ms=config.offsets_retention_ms,
     )
     return GroupCoordinator(settings, offsets, state.flusher)
 
@@ -145,7 +205,10 @@ def log_config(config: Config) -> LogConfig:
 
 
 async def serve(config: Config) -> int:
-    broker = Broker(config)
+    # The host keeps faults, the control plane and the ports across fault-injected crashes.
+    from broker.host import BrokerHost
+
+    broker = BrokerHost(config)
     await broker.start()
     loop = asyncio.get_running_loop()
     stop_requested = asyncio.Event()

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from broker import topic_configs
+from broker.connection_quotas import ConnectionQuotas
+from broker.fetch_purgatory import FetchPurgatory
 from broker.fetch_sessions import FetchSessionCache
 from broker.flusher import Flusher
 from broker.log_limiter import LogLimiter
+from broker.request_budget import RequestBudget
 from broker.topic_configs import TopicSettings
 from storage.broker_config_store import BrokerConfigStore
 from storage.client_quota_store import ClientQuotaStore
+from storage.partition_log import PartitionLog
 from storage.producer_ids import ProducerIdAllocator
 from storage.scram_credential_store import ScramCredentialStore
 from storage.store import Store, TopicInfo
@@ -23,6 +27,7 @@ if TYPE_CHECKING:
     from broker.connection import KafkaConnection
     from broker.dispatch import Dispatcher
     from broker.groups import GroupCoordinator
+    from broker.transactions import TransactionCoordinator
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +35,8 @@ log = logging.getLogger(__name__)
 class BrokerState:
     # Consumer groups and committed offsets; set by the server once the store is open.
     groups: GroupCoordinator
+    # Transactional ids and their transactions; set by the server once the store is open.
+    transactions: TransactionCoordinator
 
     def __init__(
         self,
@@ -44,13 +51,23 @@ class BrokerState:
         self.producer_ids = producer_ids
         self.node_id = config.node_id
         self.connections: set[KafkaConnection] = set()
+        self.connection_quotas = ConnectionQuotas(
+            config.max_connections,
+            config.max_connections_per_ip,
+            config.max_connections_per_ip_overrides,
+        )
+        # queued.max.requests / queued.max.request.bytes over every connection.
+        self.request_budget = RequestBudget(
+            config.queued_max_requests, config.queued_max_request_bytes
+        )
         self.flusher = Flusher()
         self.shutting_down = False
         # Zero-copy fetch sends; switched off if the event loop cannot sendfile (uvloop).
         self.sendfile = True
-        self._appended = asyncio.Event()
         # Metadata naming invalid topics: one log line per client and minute.
         self.invalid_topic_log = LogLimiter(60.0)
+        # Long-polling fetches, parked per partition (Kafka's delayed-fetch purgatory).
+        self.fetch_purgatory = FetchPurgatory()
         # Incremental fetch sessions (KIP-227), shared by every connection as in Kafka.
         self.fetch_sessions = FetchSessionCache(config.max_incremental_fetch_session_cache_slots)
         # Per-topic config overrides (CreateTopics, AlterConfigs) and what they amount to.
@@ -72,14 +89,15 @@ class BrokerState:
         if self.scram_credentials.problem:
             log.warning("SCRAM credential file ignored: %s", self.scram_credentials.problem)
 
-    def append_signal(self) -> asyncio.Event:
-        """An event set at the next append (long-polling fetches wait on it)."""
-        return self._appended
+    def notify_appended(self, logs: Iterable[PartitionLog]) -> None:
+        """Data was appended to these partitions: wake the fetches parked on them, and only
+        those (ReplicaManager's checkAndComplete per TopicPartitionOperationKey)."""
+        for plog in logs:
+            self.fetch_purgatory.check_and_complete((plog.topic, plog.partition))
 
-    def notify_appended(self) -> None:
-        # Wake every waiter once, then start a fresh event for the next round.
-        self._appended.set()
-        self._appended = asyncio.Event()
+    def complete_parked_fetches(self) -> None:
+        """Answer every parked fetch now (shutdown, topic deletion)."""
+        self.fetch_purgatory.complete_all()
 
     @property
     def cluster_id(self) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from protocol.messages.add_offsets_to_txn import ADD_OFFSETS_TO_TXN
+from protocol.messages.add_partitions_to_txn import ADD_PARTITIONS_TO_TXN
 from protocol.messages.alter_client_quotas import ALTER_CLIENT_QUOTAS
 from protocol.messages.alter_configs import ALTER_CONFIGS
 from protocol.messages.alter_partition_reassignments import ALTER_PARTITION_REASSIGNMENTS
@@ -21,8 +23,10 @@ from protocol.messages.describe_log_dirs import DESCRIBE_LOG_DIRS
 from protocol.messages.describe_producers import DESCRIBE_PRODUCERS
 from protocol.messages.describe_quorum import DESCRIBE_QUORUM
 from protocol.messages.describe_topic_partitions import DESCRIBE_TOPIC_PARTITIONS
+from protocol.messages.describe_transactions import DESCRIBE_TRANSACTIONS
 from protocol.messages.describe_user_scram_credentials import DESCRIBE_USER_SCRAM_CREDENTIALS
 from protocol.messages.elect_leaders import ELECT_LEADERS
+from protocol.messages.end_txn import END_TXN
 from protocol.messages.fetch import FETCH
 from protocol.messages.find_coordinator import FIND_COORDINATOR
 from protocol.messages.heartbeat import HEARTBEAT
@@ -33,6 +37,7 @@ from protocol.messages.leave_group import LEAVE_GROUP
 from protocol.messages.list_groups import LIST_GROUPS
 from protocol.messages.list_offsets import LIST_OFFSETS
 from protocol.messages.list_partition_reassignments import LIST_PARTITION_REASSIGNMENTS
+from protocol.messages.list_transactions import LIST_TRANSACTIONS
 from protocol.messages.metadata import METADATA
 from protocol.messages.offset_commit import OFFSET_COMMIT
 from protocol.messages.offset_delete import OFFSET_DELETE
@@ -40,6 +45,8 @@ from protocol.messages.offset_fetch import OFFSET_FETCH
 from protocol.messages.offset_for_leader_epoch import OFFSET_FOR_LEADER_EPOCH
 from protocol.messages.produce import PRODUCE
 from protocol.messages.sync_group import SYNC_GROUP
+from protocol.messages.txn_offset_commit import TXN_OFFSET_COMMIT
+from protocol.messages.write_txn_markers import WRITE_TXN_MARKERS
 from protocol.schema import Api
 
 ALL_APIS: dict[int, Api] = {
@@ -87,5 +94,13 @@ ALL_APIS: dict[int, Api] = {
         ALTER_CLIENT_QUOTAS,
         DESCRIBE_USER_SCRAM_CREDENTIALS,
         ALTER_USER_SCRAM_CREDENTIALS,
+        # Transactions (issue 14).
+        ADD_PARTITIONS_TO_TXN,
+        ADD_OFFSETS_TO_TXN,
+        END_TXN,
+        WRITE_TXN_MARKERS,
+        TXN_OFFSET_COMMIT,
+        DESCRIBE_TRANSACTIONS,
+        LIST_TRANSACTIONS,
     )
 }

@@ -528,3 +528,50 @@ def build_batch(
     buf += body
     write_crc(buf)
     return bytes(buf)
+
+
+# Control records (Kafka's ControlRecordType, EndTransactionMarker): key int16 version 0 +
+# int16 type; an end-transaction marker's value is int16 version 0 + int32 coordinator epoch.
+CONTROL_ABORT = 0
+CONTROL_COMMIT = 1
+_CONTROL_KEY = struct.Struct(">hh")
+_MARKER_VALUE = struct.Struct(">hi")
+
+
+@dataclass(frozen=True, slots=True)
+class EndTxnMarker:
+    commit: bool
+    coordinator_epoch: int
+
+
+def build_end_txn_marker(
+    producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool, timestamp: int
+) -> bytes:
+    """MemoryRecords.withEndTransactionMarker: one control record, transactional and control
+    bits set, uncompressed, no sequence (-1), the transaction's producer id and epoch."""
+    kind = CONTROL_COMMIT if commit else CONTROL_ABORT
+    record = Record(0, 0, _CONTROL_KEY.pack(0, kind), _MARKER_VALUE.pack(0, coordinator_epoch), ())
+    return build_batch(
+        [record],
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=NO_SEQUENCE,
+        transactional=True,
+        control=True,
+        base_timestamp=timestamp,
+    )
+
+
+def parse_end_txn_marker(
+    batch: bytes | bytearray | memoryview, header: BatchHeader
+) -> EndTxnMarker | None:
+    """The COMMIT/ABORT marker a control batch holds; None for other control records."""
+    records = decode_records(bytes(batch), header)
+    if not records or records[0].key is None or len(records[0].key) < _CONTROL_KEY.size:
+        return None
+    _, kind = _CONTROL_KEY.unpack_from(records[0].key)
+    if kind not in (CONTROL_ABORT, CONTROL_COMMIT):
+        return None
+    value = records[0].value or b""
+    epoch = _MARKER_VALUE.unpack_from(value)[1] if len(value) >= _MARKER_VALUE.size else -1
+    return EndTxnMarker(kind == CONTROL_COMMIT, epoch)

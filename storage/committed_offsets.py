@@ -5,12 +5,16 @@ the same idea in one file: an append-only log of records, each ``uint32 CRC-32C`
 rest, ``int32 length``, then the payload, after an 8-byte file header (magic + version).
 The in-memory map is the result of replaying the log in order.
 
-Record types: offset, offset tombstone, group tombstone, and the group metadata record
-(Kafka's GroupMetadataValue: protocol type, generation, protocol name, leader and every
-member with its ids, client id/host, timeouts, subscription and assignment), written when
-a group becomes Stable or Empty. Version 1 files hold an older group record with only the
-protocol type and generation; they still load (the group comes back without members) and
-are rewritten as version 2 at open.
+Record types: offset (Kafka's OffsetCommitValue: offset, leader epoch, metadata, commit
+timestamp, and the expire timestamp that OffsetCommit v2-4's retention_time_ms sets, in a
+record type of its own as Kafka writes OffsetCommitValue v1 only then), offset tombstone,
+group tombstone, and the group metadata record (Kafka's GroupMetadataValue: protocol type,
+generation, protocol name, leader, current state timestamp and every member with its ids,
+client id/host, timeouts, subscription and assignment), written when a group becomes Stable
+or Empty. Older files still load and are rewritten in the current version at open: version
+1 holds a group record with only the protocol type and generation (the group comes back
+without members), version 2 group records without the state timestamp (Kafka's -1: offsets
+of such an Empty group expire counted from their commits).
 
 - ``commit``/``delete_*``/``put_group`` write one frame each at the log's end, at an explicit
   position (``pwrite`` at the size of the valid prefix), then update the map; they do not
@@ -46,13 +50,15 @@ log = logging.getLogger(__name__)
 
 FILE_NAME = "committed-offsets.log"
 MAGIC = b"MKCO"
-VERSION = 2
+VERSION = 3
 _HEADER = MAGIC + struct.pack(">HH", VERSION, 0)
 _VERSION_AT = len(MAGIC)
 _FRAME = struct.Struct(">Ii")  # crc32c, payload length
 
-# GROUP (protocol type + generation only) is read from version 1 files, never written.
+# GROUP (protocol type + generation only) is read from version 1 files, GROUP_METADATA
+# (without the state timestamp) from version 2 files; neither is written any more.
 OFFSET, OFFSET_TOMBSTONE, GROUP, GROUP_TOMBSTONE, GROUP_METADATA = 1, 2, 3, 4, 5
+GROUP_METADATA_STATE_TIME, OFFSET_WITH_EXPIRY = 6, 7
 
 # Compact when the log has this many records more than twice the live entries.
 COMPACT_SLACK = 10_000
@@ -68,6 +74,8 @@ class CommittedOffset:
     leader_epoch: int
     metadata: str | None
     commit_timestamp_ms: int
+    # Set only by OffsetCommit v2-4 with a retention_time_ms (Kafka's expireTimestampMs).
+    expire_timestamp_ms: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +103,9 @@ class GroupRecord:
     protocol_name: str | None = None
     leader: str | None = None
     members: tuple[MemberRecord, ...] = ()
+    # Wall-clock ms of the group's last state change (Kafka's currentStateTimestamp);
+    # None when unknown (records from version 2 files).
+    state_timestamp_ms: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,6 +301,12 @@ class CommittedOffsets:
         os.close(self._fd)
         self._fd = -1
 
+    def close_unclean(self) -> None:
+        """Close without compacting or fsyncing (a crash)."""
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
     # --- internals -------------------------------------------------------------------------
 
     def _append(self, data: bytes | bytearray, records: int) -> None:
@@ -321,9 +338,11 @@ class CommittedOffsets:
             protocol_type, pos = _read_nullable_str(payload, pos)
             (generation,) = struct.unpack_from(">i", payload, pos)
             self._groups[group] = GroupRecord(protocol_type, generation)
-        elif kind == GROUP_METADATA:
-            self._groups[group] = _read_group(payload, pos)
-        elif kind in (OFFSET, OFFSET_TOMBSTONE):
+        elif kind in (GROUP_METADATA, GROUP_METADATA_STATE_TIME):
+            self._groups[group] = _read_group(
+                payload, pos, with_state_time=kind == GROUP_METADATA_STATE_TIME
+            )
+        elif kind in (OFFSET, OFFSET_TOMBSTONE, OFFSET_WITH_EXPIRY):
             topic, pos = _read_str(payload, pos)
             (partition,) = struct.unpack_from(">i", payload, pos)
             pos += 4
@@ -336,7 +355,10 @@ class CommittedOffsets:
             offset, epoch, timestamp = struct.unpack_from(">qiq", payload, pos)
             pos += 20
             metadata, pos = _read_nullable_str(payload, pos)
-            value = CommittedOffset(offset, epoch, metadata, timestamp)
+            expire: int | None = None
+            if kind == OFFSET_WITH_EXPIRY:
+                (expire,) = struct.unpack_from(">q", payload, pos)
+            value = CommittedOffset(offset, epoch, metadata, timestamp, expire)
             self._offsets.setdefault(group, {})[(topic, partition)] = value
         else:
             raise ValueError(f"unknown record type {kind}")
@@ -357,14 +379,16 @@ def _str(kind: int, group: str) -> bytes:
 
 
 def _offset_payload(group: str, topic: str, partition: int, value: CommittedOffset) -> bytes:
-    return (
-        _str(OFFSET, group)
+    expire = value.expire_timestamp_ms
+    payload = (
+        _str(OFFSET if expire is None else OFFSET_WITH_EXPIRY, group)
         + _enc(topic)
         + struct.pack(
             ">iqiq", partition, value.offset, value.leader_epoch, value.commit_timestamp_ms
         )
         + _enc(value.metadata)
     )
+    return payload if expire is None else payload + struct.pack(">q", expire)
 
 
 def _tombstone_payload(group: str, topic: str, partition: int) -> bytes:
@@ -376,7 +400,7 @@ def _bytes(data: bytes) -> bytes:
 
 
 def _group_payload(group: str, record: GroupRecord) -> bytes:
-    out = bytearray(_str(GROUP_METADATA, group))
+    out = bytearray(_str(GROUP_METADATA_STATE_TIME, group))
     out += _enc(record.protocol_type)
     out += struct.pack(">i", record.generation)
     out += _enc(record.protocol_name)
@@ -387,10 +411,12 @@ def _group_payload(group: str, record: GroupRecord) -> bytes:
         out += _enc(m.client_id) + _enc(m.client_host)
         out += struct.pack(">ii", m.rebalance_timeout_ms, m.session_timeout_ms)
         out += _bytes(m.subscription) + _bytes(m.assignment)
+    state_time = record.state_timestamp_ms
+    out += struct.pack(">q", -1 if state_time is None else state_time)
     return bytes(out)
 
 
-def _read_group(data: bytes, pos: int) -> GroupRecord:
+def _read_group(data: bytes, pos: int, *, with_state_time: bool) -> GroupRecord:
     protocol_type, pos = _read_nullable_str(data, pos)
     (generation,) = struct.unpack_from(">i", data, pos)
     protocol_name, pos = _read_nullable_str(data, pos + 4)
@@ -420,9 +446,14 @@ def _read_group(data: bytes, pos: int) -> GroupRecord:
                 assignment,
             )
         )
+    state_time: int | None = None
+    if with_state_time:
+        (stamp,) = struct.unpack_from(">q", data, pos)
+        pos += 8
+        state_time = None if stamp == -1 else stamp
     if pos != len(data):
         raise ValueError("trailing bytes after the group record")
-    return GroupRecord(protocol_type, generation, protocol_name, leader, tuple(members))
+    return GroupRecord(protocol_type, generation, protocol_name, leader, tuple(members), state_time)
 
 
 def _frame(payload: bytes) -> bytes:

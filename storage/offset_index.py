@@ -85,6 +85,14 @@ class OffsetIndex:
             return self.base_offset, 0
         return self.base_offset + self._offsets[i], self._positions[i]
 
+    def upper_bound_offset(self, position: int) -> int | None:
+        """Offset of the first entry at or after ``position`` (Kafka's
+        OffsetIndex.fetchUpperBoundOffset); None when every entry lies before it."""
+        i = bisect.bisect_left(self._positions, position)
+        if i >= len(self._positions):
+            return None
+        return self.base_offset + self._offsets[i]
+
     def replace(self, entries: list[tuple[int, int]]) -> bool:
         """Make the index hold exactly ``entries``; rewrite the file only if it differs.
 

@@ -8,6 +8,14 @@ check and the state change it guards").
 Also here, as in Kafka's UnifiedLog/LogLoader: recovery at open (KAFKA_NOTES §6), producer
 state snapshots, roll by size and time, retention by time and size, and the flush policy.
 
+Transactions (TRANSACTIONS.md §4-§6, §8): a transactional batch is accepted only while its
+producer's transaction is open here or when the caller verified it with the coordinator
+(UnifiedLog.analyzeAndValidateProducerState); ``append_marker`` writes a COMMIT/ABORT control
+batch (ProducerAppendInfo.appendEndTxnMarker's checks), an abort adds an entry to the
+``.txnindex`` of the segment the marker landed in (LogSegment.updateTxnIndex), and
+``last_stable_offset`` is the first offset of the earliest open transaction (else the high
+watermark), never below the log start (UnifiedLog's firstUnstableOffset handling).
+
 Threads: everything runs on the owner's thread except ``flush``, which may run in a worker
 thread while appends continue. The shared bookkeeping (segment list, recovery point) is
 guarded by a lock that is never held across an fsync.
@@ -26,9 +34,16 @@ from pathlib import Path
 from typing import Literal
 
 from protocol.errors import ErrorCode
-from protocol.records import BatchHeader, set_base_offset, set_partition_leader_epoch
+from protocol.records import (
+    BatchHeader,
+    build_end_txn_marker,
+    parse_end_txn_marker,
+    set_base_offset,
+    set_partition_leader_epoch,
+)
 
 from . import snapshot as snapshots
+from . import txn_index
 from .atomic_file import TMP_SUFFIX, fsync_dir
 from .delayed_delete import DelayedDeletes
 from .log_config import LogConfig
@@ -43,9 +58,10 @@ from .segment import (
     parse_file_name,
 )
 from .time_index import TIME_INDEX_SUFFIX, TimestampOffset
+from .txn_index import TXN_INDEX_SUFFIX, AbortedTxn
 
 # Files that belong to a segment besides its .log; removed with it.
-_SEGMENT_INDEX_SUFFIXES = (INDEX_SUFFIX, TIME_INDEX_SUFFIX)
+_SEGMENT_INDEX_SUFFIXES = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
 
 log = logging.getLogger(__name__)
 
@@ -143,6 +159,11 @@ class PartitionLog:
         self._closed = False
         # Why the partition is offline (a write or fsync failed), None while it is online.
         self.offline: str | None = None
+        # Every aborted transaction of the log, marker order; each sits in the .txnindex of
+        # the segment holding its marker (last_offset).
+        self._aborted: list[AbortedTxn] = []
+        # .txnindex files appended to since the last snapshot, fsynced before the next one.
+        self._txn_index_dirty: set[Path] = set()
 
     @property
     def name(self) -> str:
@@ -202,6 +223,7 @@ class PartitionLog:
             # roll; again here when recovery rebuilt the index or it predates time indexes).
             for seg in segments[:-1]:
                 seg.seal_time_index()
+            plog._load_txn_indexes()
             plog._recover_producer_state(newest, candidates)
             if info.checked_segments:
                 # What was read back may sit only in the page cache (the process died, not
@@ -244,7 +266,11 @@ class PartitionLog:
                 self._producers.restore(entry)
             info.snapshot_offset = snap.offset
             replay_from = snap.offset
+        # The aborted-transaction entries of the replayed range are rebuilt by the replay
+        # (LogSegment.recover rebuilds the txn index of the segments it recovers).
+        self._aborted = [a for a in self._aborted if a.last_offset < replay_from]
         info.replayed_batches = self._replay_producer_state(replay_from)
+        self._rewrite_txn_indexes(replay_from)
         # Producers whose every batch lies below the log start stay: only expiration forgets
         # a producer (KAFKA-7190). The snapshot is what still knows them.
         if snap is not None and info.replayed_batches == 0 and snap.offset == end:
@@ -253,24 +279,120 @@ class PartitionLog:
 
     def _replay_producer_state(self, from_offset: int) -> int:
         replayed = 0
-        for header in self.headers(from_offset):
-            if header.base_offset < from_offset:
-                continue  # a batch straddling the start (cannot happen at a snapshot offset)
-            replayed += 1
-            if header.producer_id < 0 or header.base_sequence < 0:
-                continue  # not idempotent, or a control batch (no sequence)
-            # The same update as at append time, from the batch alone (expiration counts
-            # from its max timestamp either way), so a replay rebuilds identical state.
-            self._producers.update(
-                header.producer_id,
-                header.producer_epoch,
-                header.base_sequence,
-                header.last_sequence,
-                header.base_offset,
-                header.last_offset,
-                header.max_timestamp,
-            )
+        for segment in self._segments[self._segment_index(from_offset) :]:
+            start = segment.lookup(from_offset) if from_offset > segment.base_offset else 0
+            for pos, header in segment.headers(start):
+                if header.base_offset < from_offset:
+                    continue  # a batch straddling the start (not at a snapshot offset)
+                replayed += 1
+                if header.is_control:
+                    if header.producer_id >= 0:
+                        self._replay_marker(segment, pos, header)
+                    continue
+                if header.producer_id < 0 or header.base_sequence < 0:
+                    continue  # not idempotent
+                # The same update as at append time, from the batch alone (expiration counts
+                # from its max timestamp either way), so a replay rebuilds identical state.
+                self._producers.update(
+                    header.producer_id,
+                    header.producer_epoch,
+                    header.base_sequence,
+                    header.last_sequence,
+                    header.base_offset,
+                    header.last_offset,
+                    header.max_timestamp,
+                    transactional=header.is_transactional,
+                )
         return replayed
+
+    def _replay_marker(self, segment: Segment, pos: int, header: BatchHeader) -> None:
+        marker = parse_end_txn_marker(segment.read_at(pos, header.size), header)
+        if marker is None:
+            return
+        self._complete_txn(
+            header.producer_id,
+            header.producer_epoch,
+            marker.coordinator_epoch,
+            marker.commit,
+            header.base_offset,
+            header.max_timestamp,
+            segment,
+        )
+
+    # -- transaction index ---------------------------------------------------------------
+
+    def _txn_index_path(self, segment: Segment) -> Path:
+        return self.path / f"{segment.base_offset:020d}{TXN_INDEX_SUFFIX}"
+
+    def _load_txn_indexes(self) -> None:
+        self._aborted = [
+            entry
+            for segment in self._segments
+            for entry in txn_index.read_entries(self._txn_index_path(segment))
+        ]
+
+    def _rewrite_txn_indexes(self, from_offset: int) -> None:
+        """Make the files of the segments from ``from_offset`` on hold the entries in memory."""
+        for segment in self._segments[self._segment_index(from_offset) :]:
+            path = self._txn_index_path(segment)
+            mine = [
+                a
+                for a in self._aborted
+                if segment.base_offset <= a.last_offset < segment.next_offset
+            ]
+            if txn_index.read_entries(path) != mine or (not mine and path.exists()):
+                txn_index.write_entries(path, mine)
+                self._txn_index_dirty.add(path)
+
+    def _complete_txn(
+        self,
+        producer_id: int,
+        epoch: int,
+        coordinator_epoch: int,
+        commit: bool,
+        marker_offset: int,
+        timestamp_ms: int,
+        segment: Segment,
+    ) -> None:
+        """ProducerStateManager.completeTxn + LogSegment.updateTxnIndex for one marker."""
+        first = self._producers.end_txn(producer_id, epoch, coordinator_epoch, timestamp_ms)
+        if first < 0 or commit:
+            return
+        # ProducerStateManager.lastStableOffset(completedTxn): the earliest other open
+        # transaction's first offset, else the offset after the marker.
+        other = self._producers.first_unstable_offset_excluding(producer_id)
+        entry = AbortedTxn(
+            producer_id, first, marker_offset, other if other is not None else marker_offset + 1
+        )
+        self._aborted.append(entry)
+        path = self._txn_index_path(segment)
+        txn_index.append_entry(path, entry)
+        self._txn_index_dirty.add(path)
+
+    def aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
+        """TransactionIndex.collectAbortedTxns over the log: every aborted transaction whose
+        marker is at or after ``fetch_offset`` and whose first offset is below
+        ``upper_bound``, in marker order."""
+        return [
+            a
+            for a in self._aborted
+            if a.last_offset >= fetch_offset and a.first_offset < upper_bound
+        ]
+
+    def fetch_upper_bound(self, where: SegmentSlice) -> int:
+        """LocalLog.addAbortedTransactions' upper bound for a read: the offset of the first
+        index entry at or after the read's end, else the next segment's base, else the log
+        end."""
+        found = where.segment.index.upper_bound_offset(where.position + where.length)
+        if found is not None:
+            return found
+        i = bisect.bisect_right(self._bases, where.segment.base_offset)
+        return self._bases[i] if i < len(self._bases) else self.log_end_offset
+
+    def _sync_txn_indexes(self) -> None:
+        dirty, self._txn_index_dirty = self._txn_index_dirty, set()
+        for path in dirty:
+            txn_index.fsync_file(path)
 
     # -- properties ----------------------------------------------------------------------
 
@@ -286,6 +408,19 @@ class PartitionLog:
     def high_watermark(self) -> int:
         # Single node, no followers: everything appended is committed.
         return self.log_end_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        """UnifiedLog.lastStableOffset: the earliest open transaction's first offset, else
+        the high watermark; never below the log start (a first unstable offset below it
+        is moved up to it, as UnifiedLog.maybeIncrementFirstUnstableOffset does)."""
+        first = self._producers.first_unstable_offset()
+        if first is None:
+            return self.high_watermark
+        return max(min(first, self.high_watermark), self._log_start_offset)
+
+    def has_ongoing_txn(self, producer_id: int, epoch: int) -> bool:
+        return self._producers.has_ongoing_txn(producer_id, epoch)
 
     @property
     def recovery_point(self) -> int:
@@ -322,8 +457,15 @@ class PartitionLog:
         header: BatchHeader,
         now_ms: int,
         leader_epoch: int = 0,
+        *,
+        verified: bool = False,
     ) -> AppendResult:
-        """Append one validated batch; ``batch`` is patched in place (base offset, epoch)."""
+        """Append one validated batch; ``batch`` is patched in place (base offset, epoch).
+
+        ``verified``: the transaction coordinator confirmed that this partition is part of
+        the producer's ongoing transaction (KIP-890's verification; without it a
+        transactional batch needs a transaction already open here).
+        """
         if self.offline is not None:
             # Kafka: a partition in an offline log dir answers KAFKA_STORAGE_ERROR.
             return AppendResult(
@@ -331,8 +473,31 @@ class PartitionLog:
             )
         pid = header.producer_id
         if pid >= 0:
+            entry = self._producers.get(pid)
+            duplicate = (
+                entry.find_duplicate(
+                    header.producer_epoch, header.base_sequence, header.last_sequence
+                )
+                if entry is not None
+                else None
+            )
+            if (
+                duplicate is None
+                and header.is_transactional
+                and not verified
+                and not self._producers.has_ongoing_txn(pid, header.producer_epoch)
+            ):
+                # UnifiedLog.analyzeAndValidateProducerState: after the duplicate check,
+                # before the epoch and sequence checks.
+                return AppendResult(
+                    ErrorCode.INVALID_TXN_STATE, -1, NO_TIMESTAMP, self._log_start_offset
+                )
             check = self._producers.check(
-                pid, header.producer_epoch, header.base_sequence, header.last_sequence
+                pid,
+                header.producer_epoch,
+                header.base_sequence,
+                header.last_sequence,
+                header.is_transactional,
             )
             if check.error != ErrorCode.NONE:
                 return AppendResult(check.error, -1, NO_TIMESTAMP, self._log_start_offset)
@@ -373,8 +538,46 @@ class PartitionLog:
                 base_offset,
                 last_offset,
                 header.max_timestamp,
+                transactional=header.is_transactional,
             )
         return AppendResult(ErrorCode.NONE, base_offset, NO_TIMESTAMP, self._log_start_offset)
+
+    def append_marker(
+        self,
+        producer_id: int,
+        epoch: int,
+        coordinator_epoch: int,
+        *,
+        commit: bool,
+        now_ms: int,
+        leader_epoch: int = 0,
+    ) -> AppendResult:
+        """Write a COMMIT or ABORT marker for the producer's transaction (WriteTxnMarkers).
+
+        Checks as ProducerAppendInfo.appendEndTxnMarker: an epoch below the producer's ->
+        INVALID_PRODUCER_EPOCH; a coordinator epoch below the last marker's ->
+        TRANSACTION_COORDINATOR_FENCED. With no open transaction (a resent marker) the batch
+        is still written and only the producer's entry changes, as in Kafka.
+        """
+        error = self._producers.check_marker(producer_id, epoch, coordinator_epoch)
+        if error != ErrorCode.NONE:
+            return AppendResult(error, -1, NO_TIMESTAMP, self._log_start_offset)
+        batch = bytearray(
+            build_end_txn_marker(producer_id, epoch, coordinator_epoch, commit, now_ms)
+        )
+        offset = self.log_end_offset
+        set_base_offset(batch, offset)
+        set_partition_leader_epoch(batch, leader_epoch)
+        try:
+            segment = self._segment_for_append(len(batch), offset, now_ms, now_ms)
+            segment.append(batch, offset, offset, now_ms)
+        except OSError:
+            log.exception("%s: marker append failed", self.name)
+            return AppendResult(
+                ErrorCode.KAFKA_STORAGE_ERROR, -1, NO_TIMESTAMP, self._log_start_offset
+            )
+        self._complete_txn(producer_id, epoch, coordinator_epoch, commit, offset, now_ms, segment)
+        return AppendResult(ErrorCode.NONE, offset, NO_TIMESTAMP, self._log_start_offset)
 
     def _segment_for_append(
         self, size: int, last_offset: int, max_timestamp: int, now_ms: int
@@ -441,7 +644,12 @@ class PartitionLog:
         return b""
 
     def read_slice(
-        self, offset: int, max_bytes: int, *, min_one_message: bool = True
+        self,
+        offset: int,
+        max_bytes: int,
+        *,
+        min_one_message: bool = True,
+        max_offset: int | None = None,
     ) -> SegmentSlice:
         """Where the bytes a fetch at ``offset`` returns lie, for a zero-copy send.
 
@@ -449,15 +657,22 @@ class PartitionLog:
         fetch responses do. With ``min_one_message`` the first batch is returned whole even
         above ``max_bytes``; without it a first batch larger than ``max_bytes`` gives an empty
         slice marked ``first_entry_incomplete`` (LogSegment.read). Raises
-        OffsetOutOfRangeError like ``read``.
+        OffsetOutOfRangeError like ``read``. ``max_offset`` (read_committed: the last stable
+        offset, a batch boundary) ends the read before the batch there, as LocalLog.read's
+        maxOffsetMetadata; at or past it the slice is empty.
         """
         if offset < self._log_start_offset or offset > self.log_end_offset:
             raise OffsetOutOfRangeError(
                 f"offset {offset} outside {self._log_start_offset}..{self.log_end_offset}"
             )
         segment = self._segments[-1]
+        if max_offset is not None and offset >= max_offset:
+            return SegmentSlice(self._segments[self._segment_index(offset)], 0, 0)
         for segment in self._segments[self._segment_index(offset) :]:
             position, length, first_size = segment.locate(offset, max_bytes, min_one_message)
+            if first_size and max_offset is not None and max_offset < segment.next_offset:
+                # LogSegment.read: fetchSize = min(maxPosition - startPosition, adjusted).
+                length = min(length, segment.lookup(max_offset) - position)
             if first_size:
                 if length < first_size and length > 0:
                     return SegmentSlice(segment, position, 0, first_entry_incomplete=True)
@@ -518,6 +733,8 @@ class PartitionLog:
         if state[0] == self._log_start_offset and not len(self._producers):
             return False  # an empty log with no producers: nothing to restore
         offset, _, recovery_point = state
+        # The snapshot vouches for the aborted-transaction entries below its offset.
+        self._sync_txn_indexes()
         snapshots.write_snapshot(self.path, offset, recovery_point, self._producers.entries())
         self._snapshot_state = state
         self._delete_old_snapshots()
@@ -679,9 +896,18 @@ class PartitionLog:
         their files ``*.deleted`` now (durably: they must not come back after a crash), remove
         them file.delete.delay.ms later. A fetch response being sent from one of them keeps
         reading its open file meanwhile instead of being cut mid-frame."""
+        first_kept = self._segments[0].base_offset
+        self._aborted = [a for a in self._aborted if a.last_offset >= first_kept]
+        txn_files: list[Path] = []
         try:
             for seg in doomed:
                 seg.mark_deleted()
+                path = self._txn_index_path(seg)
+                self._txn_index_dirty.discard(path)
+                if path.exists():
+                    deleted = path.with_name(path.name + DELETED_SUFFIX)
+                    os.rename(path, deleted)
+                    txn_files.append(deleted)
             fsync_dir(self.path)
         finally:
             what = f"{self.name}: segment(s) " + ", ".join(str(s.base_offset) for s in doomed)
@@ -689,6 +915,8 @@ class PartitionLog:
             def remove() -> None:
                 for seg in doomed:
                     seg.delete()
+                for path in txn_files:
+                    path.unlink(missing_ok=True)
 
             def close() -> None:
                 for seg in doomed:

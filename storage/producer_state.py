@@ -4,6 +4,10 @@ Pure logic, no I/O. The rules are Kafka's (ProducerStateManager / ProducerAppend
 KAFKA_NOTES §5. ``check`` decides without mutating so that a partition log can run
 check -> write -> ``update`` as one synchronous step and leave the state untouched when the
 check fails or the write raises.
+
+Transactions (TRANSACTIONS.md §4-§5, Kafka's ProducerAppendInfo): each producer may have one
+open transaction, whose first offset pins the partition's last stable offset; a COMMIT or
+ABORT marker (``check_marker`` / ``end_txn``) closes it and records the coordinator epoch.
 """
 
 from __future__ import annotations
@@ -41,6 +45,8 @@ class SequenceCheck:
 ACCEPT = SequenceCheck(ErrorCode.NONE)
 _FENCED = SequenceCheck(ErrorCode.INVALID_PRODUCER_EPOCH)
 _OUT_OF_ORDER = SequenceCheck(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER)
+_INVALID_TXN_STATE = SequenceCheck(ErrorCode.INVALID_TXN_STATE)
+NO_OFFSET = -1
 
 
 def next_sequence(seq: int) -> int:
@@ -51,11 +57,31 @@ def next_sequence(seq: int) -> int:
 class ProducerEntry:
     """State of one producer id on one partition."""
 
-    __slots__ = ("batches", "epoch", "last_timestamp_ms", "producer_id")
+    __slots__ = (
+        "batches",
+        "coordinator_epoch",
+        "current_txn_first_offset",
+        "epoch",
+        "last_timestamp_ms",
+        "producer_id",
+    )
 
-    def __init__(self, producer_id: int, epoch: int, last_timestamp_ms: int = -1) -> None:
+    def __init__(
+        self,
+        producer_id: int,
+        epoch: int,
+        last_timestamp_ms: int = -1,
+        *,
+        coordinator_epoch: int = -1,
+        current_txn_first_offset: int = NO_OFFSET,
+    ) -> None:
         self.producer_id = producer_id
         self.epoch = epoch
+        # Epoch of the transaction coordinator that wrote the last marker (-1: none yet);
+        # a marker from an older coordinator is fenced (TRANSACTION_COORDINATOR_FENCED).
+        self.coordinator_epoch = coordinator_epoch
+        # Offset of the open transaction's first batch (-1: none open).
+        self.current_txn_first_offset = current_txn_first_offset
         # Oldest first; deque(maxlen) drops the oldest as the sixth arrives.
         self.batches: deque[BatchMetadata] = deque(maxlen=NUM_BATCHES_TO_RETAIN)
         # Max timestamp of the last batch (Kafka's ProducerStateEntry.lastTimestamp):
@@ -86,8 +112,14 @@ class ProducerEntry:
     def __repr__(self) -> str:
         return (
             f"ProducerEntry(producer_id={self.producer_id}, epoch={self.epoch}, "
-            f"batches={list(self.batches)!r}, last_timestamp_ms={self.last_timestamp_ms})"
+            f"batches={list(self.batches)!r}, last_timestamp_ms={self.last_timestamp_ms}, "
+            f"coordinator_epoch={self.coordinator_epoch}, "
+            f"current_txn_first_offset={self.current_txn_first_offset})"
         )
+
+    @property
+    def in_transaction(self) -> bool:
+        return self.current_txn_first_offset >= 0
 
 
 class ProducerStateManager:
@@ -110,8 +142,82 @@ class ProducerStateManager:
     def __iter__(self) -> Iterator[ProducerEntry]:
         return iter(list(self._producers.values()))
 
-    def check(self, producer_id: int, epoch: int, first_seq: int, last_seq: int) -> SequenceCheck:
-        """Apply KAFKA_NOTES §5 in order, without changing anything."""
+    def check(
+        self,
+        producer_id: int,
+        epoch: int,
+        first_seq: int,
+        last_seq: int,
+        transactional: bool = False,
+    ) -> SequenceCheck:
+        """Apply KAFKA_NOTES §5 in order, without changing anything.
+
+        Then, as ProducerAppendInfo.appendDataBatch after its epoch and sequence checks, a
+        non-transactional batch while the producer's transaction is open is INVALID_TXN_STATE.
+        """
+        verdict = self._check_sequence(producer_id, epoch, first_seq, last_seq)
+        if verdict.error != ErrorCode.NONE or verdict.duplicate is not None:
+            return verdict
+        entry = self._producers.get(producer_id)
+        if entry is not None and entry.in_transaction and not transactional:
+            return _INVALID_TXN_STATE
+        return verdict
+
+    def has_ongoing_txn(self, producer_id: int, epoch: int) -> bool:
+        """ProducerStateManager.hasOngoingTransaction: an open transaction at this epoch."""
+        entry = self._producers.get(producer_id)
+        return entry is not None and entry.epoch == epoch and entry.in_transaction
+
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of the earliest open transaction (None: none open)."""
+        firsts = [e.current_txn_first_offset for e in self._producers.values() if e.in_transaction]
+        return min(firsts) if firsts else None
+
+    def first_unstable_offset_excluding(self, producer_id: int) -> int | None:
+        firsts = [
+            e.current_txn_first_offset
+            for e in self._producers.values()
+            if e.in_transaction and e.producer_id != producer_id
+        ]
+        return min(firsts) if firsts else None
+
+    def open_transactions(self) -> list[ProducerEntry]:
+        return [e for e in self._producers.values() if e.in_transaction]
+
+    def check_marker(self, producer_id: int, epoch: int, coordinator_epoch: int) -> ErrorCode:
+        """ProducerAppendInfo.appendEndTxnMarker's checks, in its order."""
+        entry = self._producers.get(producer_id)
+        if entry is None:
+            return ErrorCode.NONE
+        if epoch < entry.epoch:
+            return ErrorCode.INVALID_PRODUCER_EPOCH
+        if entry.coordinator_epoch > coordinator_epoch:
+            return ErrorCode.TRANSACTION_COORDINATOR_FENCED
+        return ErrorCode.NONE
+
+    def end_txn(
+        self, producer_id: int, epoch: int, coordinator_epoch: int, timestamp_ms: int
+    ) -> int:
+        """Apply a marker (after ``check_marker``); returns the closed transaction's first
+        offset, -1 when none was open (a resent marker: only the entry changes)."""
+        self.changes += 1
+        entry = self._producers.get(producer_id)
+        if entry is None:
+            entry = ProducerEntry(producer_id, epoch)
+            self._producers[producer_id] = entry
+        elif epoch != entry.epoch:
+            # ProducerStateEntry.maybeUpdateProducerEpoch: a new epoch clears the window.
+            entry.epoch = epoch
+            entry.batches.clear()
+        first = entry.current_txn_first_offset
+        entry.current_txn_first_offset = NO_OFFSET
+        entry.coordinator_epoch = coordinator_epoch
+        entry.last_timestamp_ms = timestamp_ms
+        return first
+
+    def _check_sequence(
+        self, producer_id: int, epoch: int, first_seq: int, last_seq: int
+    ) -> SequenceCheck:
         entry = self._producers.get(producer_id)
         if entry is None:
             # KIP-360: an unknown producer (new, or expired) is accepted with any sequence;
@@ -144,6 +250,7 @@ class ProducerStateManager:
         base_offset: int,
         last_offset: int,
         max_timestamp: int,
+        transactional: bool = False,
     ) -> ProducerEntry:
         """Record an appended batch (call only after ``check`` accepted it).
 
@@ -167,6 +274,9 @@ class ProducerStateManager:
         # append). A batch with old CreateTime timestamps therefore expires early; Kafka's
         # too, and clients cannot tell the difference from an idle producer.
         entry.last_timestamp_ms = max_timestamp
+        if transactional and not entry.in_transaction:
+            # The transaction's first batch: the LSO stays at or below it until its marker.
+            entry.current_txn_first_offset = base_offset
         return entry
 
     def restore(self, entry: ProducerEntry) -> None:
@@ -188,12 +298,13 @@ class ProducerStateManager:
         The only way a producer is forgotten: since KAFKA-7190 (Kafka 2.4) moving the log
         start (retention, DeleteRecords) keeps every producer, so a retry of a deleted batch
         is still a duplicate and a gap still OUT_OF_ORDER_SEQUENCE_NUMBER. Kafka's
-        isProducerExpired: ``now - lastTimestamp >= producer.id.expiration.ms``.
+        isProducerExpired: ``now - lastTimestamp >= producer.id.expiration.ms`` and no open
+        transaction.
         """
         expired = [
             pid
             for pid, entry in self._producers.items()
-            if now_ms - entry.last_timestamp_ms >= expiration_ms
+            if not entry.in_transaction and now_ms - entry.last_timestamp_ms >= expiration_ms
         ]
         for pid in expired:
             del self._producers[pid]

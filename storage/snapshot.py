@@ -34,11 +34,16 @@ from .segment import file_name, parse_file_name
 
 SNAPSHOT_SUFFIX = ".snapshot"
 CORRUPT_SUFFIX = ".corrupt"
-VERSION = 1
+# Version 2 adds each producer's coordinator epoch and open transaction (Kafka's
+# ProducerSnapshot.json v1 carries both); version 1 files are still read.
+VERSION = 2
+_READABLE_VERSIONS = (1, 2)
 
 _PREFIX = struct.Struct(">hI")  # version, CRC-32C of everything after it
 _HEAD = struct.Struct(">qqi")  # offset, recovery point, producer count
-_PRODUCER = struct.Struct(">qhqh")  # producer id, epoch, last timestamp, batch count
+_PRODUCER_V1 = struct.Struct(">qhqh")  # producer id, epoch, last timestamp, batch count
+# producer id, epoch, last timestamp, coordinator epoch, current txn first offset, batches
+_PRODUCER_V2 = struct.Struct(">qhqiqh")
 _BATCH = struct.Struct(">iiqiq")  # first seq, last seq, base offset, last offset delta, max ts
 
 
@@ -71,8 +76,13 @@ def encode(offset: int, recovery_point: int, producers: Iterable[ProducerEntry])
     body = bytearray(_HEAD.pack(offset, recovery_point, len(entries)))
     for entry in entries:
         batches = list(entry.batches)
-        body += _PRODUCER.pack(
-            entry.producer_id, entry.epoch, entry.last_timestamp_ms, len(batches)
+        body += _PRODUCER_V2.pack(
+            entry.producer_id,
+            entry.epoch,
+            entry.last_timestamp_ms,
+            entry.coordinator_epoch,
+            entry.current_txn_first_offset,
+            len(batches),
         )
         for b in batches:
             body += _BATCH.pack(
@@ -90,7 +100,7 @@ def decode(data: bytes, expected_offset: int | None = None) -> Snapshot:
     if len(data) < _PREFIX.size + _HEAD.size:
         raise CorruptSnapshotError(f"{len(data)} bytes is too short for a snapshot")
     version, crc = _PREFIX.unpack_from(data)
-    if version != VERSION:
+    if version not in _READABLE_VERSIONS:
         raise CorruptSnapshotError(f"unsupported snapshot version {version}")
     body = memoryview(data)[_PREFIX.size :]
     if crc32c.crc32c(body) != crc:
@@ -103,19 +113,32 @@ def decode(data: bytes, expected_offset: int | None = None) -> Snapshot:
     pos = _HEAD.size
     producers: list[ProducerEntry] = []
     seen: set[int] = set()
+    layout = _PRODUCER_V2 if version == 2 else _PRODUCER_V1
     for _ in range(count):
-        if pos + _PRODUCER.size > len(body):
+        if pos + layout.size > len(body):
             raise CorruptSnapshotError("truncated producer entry")
-        pid, epoch, last_ts, n = _PRODUCER.unpack_from(body, pos)
-        pos += _PRODUCER.size
+        coordinator_epoch, txn_first = -1, -1
+        if version == 2:
+            pid, epoch, last_ts, coordinator_epoch, txn_first, n = layout.unpack_from(body, pos)
+        else:
+            pid, epoch, last_ts, n = layout.unpack_from(body, pos)
+        pos += layout.size
         # Any int16 epoch is plausible: Produce checks no range (Kafka's neither), so a
         # producer id sent with epoch -1 is stored and must survive a restart.
         if pid < 0 or pid in seen:
             raise CorruptSnapshotError(f"bad producer id {pid}")
         if not 0 <= n <= NUM_BATCHES_TO_RETAIN or pos + n * _BATCH.size > len(body):
             raise CorruptSnapshotError(f"producer {pid}: bad batch count {n}")
+        if not -1 <= txn_first < offset:
+            raise CorruptSnapshotError(f"producer {pid}: open transaction at {txn_first}")
         seen.add(pid)
-        entry = ProducerEntry(pid, epoch, last_ts)
+        entry = ProducerEntry(
+            pid,
+            epoch,
+            last_ts,
+            coordinator_epoch=coordinator_epoch,
+            current_txn_first_offset=txn_first,
+        )
         previous = -1
         for _ in range(n):
             first_seq, last_seq, base, delta, max_ts = _BATCH.unpack_from(body, pos)

@@ -32,9 +32,14 @@ What this module does, following Apache Kafka's GroupMetadataManager / ClassicGr
 - ``on_change`` is called on the transitions after which Kafka writes the group's metadata
   record: Stable with the leader's assignments, Empty, and a static member's new id in a
   Stable group. ``restore`` rebuilds a group from that record after a broker restart.
+- Offset retention (Kafka's ClassicGroup.offsetExpirationCondition and isSubscribedToTopic):
+  ``offset_expiration_base`` says from when a committed offset's retention counts, or that
+  it cannot expire now; ``state_timestamp_ms`` is the wall-clock time of the last state
+  change (Kafka's currentStateTimestamp, kept in the group's record).
 
-Time is passed in (monotonic milliseconds); parked responses are asyncio futures created by
-the caller and completed here. Nothing here awaits, so no check is separated from the
+Time is passed in (monotonic milliseconds) except the state timestamp, which is wall-clock
+time from ``clock`` since it must survive restarts; parked responses are asyncio futures
+created by the caller and completed here. Nothing here awaits, so no check is separated from the
 change it guards. Expirations are applied by ``tick``; ``next_deadline`` says when.
 """
 
@@ -43,6 +48,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import struct
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -58,6 +64,16 @@ FENCED_INSTANCE_ID = ErrorCode.FENCED_INSTANCE_ID
 
 NEW_MEMBER_JOIN_TIMEOUT_MS = 300_000  # Kafka's classicGroupNewMemberJoinTimeoutMs (5 min)
 CONSUMER_PROTOCOL_TYPE = "consumer"
+# Kafka's OFFSETS_RETENTION_MINUTES_DEFAULT (7 days), in ms.
+DEFAULT_OFFSETS_RETENTION_MS = 7 * 24 * 60 * 60 * 1000
+
+
+def wall_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _commit_time(commit_timestamp_ms: int) -> int:
+    return commit_timestamp_ms
 
 
 class GroupState(Enum):
@@ -73,6 +89,7 @@ class GroupSettings:
     initial_rebalance_delay_ms: int
     min_session_timeout_ms: int
     max_session_timeout_ms: int
+    offsets_retention_ms: int = DEFAULT_OFFSETS_RETENTION_MS
 
 
 @dataclass(slots=True)
@@ -172,6 +189,7 @@ class ClassicGroup:
         generation: int = 0,
         protocol_type: str | None = None,
         on_change: Callable[[ClassicGroup], None] | None = None,
+        clock: Callable[[], int] = wall_ms,
     ) -> None:
         self.group_id = group_id
         self.settings = settings
@@ -192,6 +210,10 @@ class ClassicGroup:
         self._sync_deadline: tuple[int, int] | None = None  # (deadline, generation)
         # Called after the group became Stable or Empty (to persist its metadata record).
         self._on_change = on_change
+        self._clock = clock
+        # Kafka's currentStateTimestamp: a new group's is its creation; None when loaded
+        # from a record that did not keep it.
+        self.state_timestamp_ms: int | None = clock()
 
     def restore(
         self, protocol_name: str, leader_id: str | None, members: list[Member], now: int
@@ -254,6 +276,41 @@ class ClassicGroup:
                 return None
             topics |= parsed
         return topics
+
+    def is_subscribed_to_topic(self, topic: str) -> bool:
+        """Kafka's ClassicGroup.isSubscribedToTopic: when the subscriptions are unknown
+        (unreadable), a consumer group counts as subscribed, any other as not."""
+        topics = self.subscribed_topics()
+        if topics is None:
+            return self.protocol_type == CONSUMER_PROTOCOL_TYPE
+        return topic in topics
+
+    def offset_expiration_base(self) -> Callable[[int], int] | None:
+        """Kafka's ClassicGroup.offsetExpirationCondition: maps an offset's commit timestamp
+        to the time its retention counts from, or None when no offset may expire now.
+
+        - no protocol type (only standalone consumers committed): from each commit;
+        - Empty: from when the group became Empty (from each commit if that is unknown).
+          Commits do not move that time, so as in Kafka an offset committed to a group that
+          has been Empty longer than the retention (an admin tool's reset) goes at the next
+          check;
+        - Stable consumer group with readable subscriptions: from each commit (the caller
+          spares the topics it subscribes to);
+        - anything else (rebalancing, or members of another protocol type): never."""
+        if not self.protocol_type:
+            return _commit_time
+        if self.state is GroupState.EMPTY:
+            became_empty = self.state_timestamp_ms
+            if became_empty is None:
+                return _commit_time
+            return lambda _commit_timestamp_ms: became_empty
+        if (
+            self.protocol_type == CONSUMER_PROTOCOL_TYPE
+            and self.state is GroupState.STABLE
+            and self.subscribed_topics() is not None
+        ):
+            return _commit_time
+        return None
 
     def next_deadline(self) -> int | None:
         deadlines = [m.deadline for m in self.members.values() if m.deadline is not None]
@@ -563,6 +620,7 @@ class ClassicGroup:
     def _transition(self, state: GroupState) -> None:
         self.previous_state = self.state
         self.state = state
+        self.state_timestamp_ms = self._clock()
 
     # --- SyncGroup -------------------------------------------------------------------------
 

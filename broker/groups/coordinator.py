@@ -5,7 +5,8 @@ each operation checks and changes state without awaiting in between (the only aw
 parked JoinGroup/SyncGroup answer and the fsync of committed offsets, both after the change).
 
 - ``groups`` maps group id -> ``ClassicGroup`` (the state machine in ``classic``). A group
-  exists once a member joined or an offset was committed for it, and until DeleteGroups.
+  exists once a member joined or an offset was committed for it, and until DeleteGroups or
+  the periodic cleanup deletes it (Empty, with no offsets left).
 - Committed offsets live in ``storage.committed_offsets``; an OffsetCommit is answered only
   after its records are fsynced, through the broker's grouped flusher (one fsync serves all
   commits waiting at that moment).
@@ -20,6 +21,11 @@ parked JoinGroup/SyncGroup answer and the fsync of committed offsets, both after
   the load, so members carry on heartbeating with their member id and generation and no
   rebalance happens. A restart in the middle of a rebalance goes back to the last Stable
   generation; members then get ILLEGAL_GENERATION and rejoin, as with Kafka.
+- ``cleanup_group_metadata`` is Kafka's GroupCoordinatorShard.cleanupGroupMetadata, run by
+  the broker's background task every offsets.retention.check.interval.ms: the offsets that
+  ``offset_expiration`` finds expired are tombstoned in the committed-offsets log, and a
+  group left without offsets (or that never had any) is deleted if it is Empty (Kafka's
+  GroupMetadataManager.maybeDeleteGroup), so neither grows without bound.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from broker.flusher import Flusher
@@ -39,7 +46,9 @@ from broker.groups.classic import (
     JoinResult,
     Member,
     SyncResult,
+    wall_ms,
 )
+from broker.groups.offset_expiration import expired_offsets
 from protocol.errors import ErrorCode
 from storage.committed_offsets import (
     CommittedOffset,
@@ -62,10 +71,6 @@ def monotonic_ms() -> int:
     return int(time.monotonic() * 1000)
 
 
-def wall_ms() -> int:
-    return int(time.time() * 1000)
-
-
 @dataclass(slots=True)
 class OffsetToCommit:
     topic: str
@@ -86,10 +91,18 @@ class FetchedOffset:
 
 
 class GroupCoordinator:
-    def __init__(self, settings: GroupSettings, store: CommittedOffsets, flusher: Flusher) -> None:
+    def __init__(
+        self,
+        settings: GroupSettings,
+        store: CommittedOffsets,
+        flusher: Flusher,
+        clock: Callable[[], int] = wall_ms,
+    ) -> None:
         self.settings = settings
         self.store = store
         self._flusher = flusher
+        # Wall-clock ms: commit timestamps, group state timestamps, offset expiration.
+        self._clock = clock
         self.groups: dict[str, ClassicGroup] = {}
         self._wake = asyncio.Event()
         self._timer: asyncio.Task[None] | None = None
@@ -124,8 +137,22 @@ class GroupCoordinator:
         await asyncio.gather(*set(self._group_flushes.values()), return_exceptions=True)
         self.store.close()
 
+    async def abandon(self) -> None:
+        """Stop without answering or writing anything (a crash, for fault injection)."""
+        self.closed = True
+        if self._timer is not None:
+            self._timer.cancel()
+            await asyncio.gather(self._timer, return_exceptions=True)
+            self._timer = None
+        for task in set(self._group_flushes.values()):
+            task.cancel()
+        self.store.close_unclean()
+
     async def _run_timers(self) -> None:
-        while True:
+        # Not ``while True``: Python 3.11's asyncio.wait_for swallows a cancel that arrives
+        # as the event it waits on is set (a poke just before close()), so the loop also
+        # ends on its own once the coordinator is closed.
+        while not self.closed:
             now = monotonic_ms()
             deadlines = [d for g in self.groups.values() if (d := g.next_deadline()) is not None]
             timeout = None if not deadlines else max(min(deadlines) - now, 0) / 1000
@@ -154,10 +181,17 @@ class GroupCoordinator:
             generation=record.generation if record is not None else 0,
             protocol_type=record.protocol_type if record is not None else None,
             on_change=self._persist_group,
+            clock=self._clock,
         )
 
     def _load_group(self, group_id: str, record: GroupRecord | None, now: int) -> ClassicGroup:
         group = self._new_group(group_id, record)
+        if record is not None:
+            # As Kafka's replay of GroupMetadataValue: the time of the state it was written
+            # in, so an Empty group's offsets expire counted from before the restart. A
+            # group known only by its offsets gets the load time (a new group), which
+            # matters little: without a protocol type its offsets count from their commits.
+            group.state_timestamp_ms = record.state_timestamp_ms
         if record is None or not record.members or record.protocol_name is None:
             return group
         protocol_type = record.protocol_type or ""
@@ -195,7 +229,12 @@ class GroupCoordinator:
             # after a restart the members get UNKNOWN_MEMBER_ID and rejoin.
             log.warning("group %s: metadata too large to keep its members", group.group_id)
             self.store.put_group(
-                group.group_id, GroupRecord(record.protocol_type, record.generation)
+                group.group_id,
+                GroupRecord(
+                    record.protocol_type,
+                    record.generation,
+                    state_timestamp_ms=record.state_timestamp_ms,
+                ),
             )
         except OSError:
             log.exception("group %s: writing the group record failed", group.group_id)
@@ -369,9 +408,43 @@ class GroupCoordinator:
             return ErrorCode.REBALANCE_IN_PROGRESS
         return ErrorCode.NONE
 
-    async def commit(self, group_id: str, offsets: list[OffsetToCommit]) -> list[int]:
-        """Store validated offsets; returns once they are on disk. Per-offset errors."""
-        now = wall_ms()
+    def validate_txn_commit(
+        self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int
+    ) -> int:
+        """TxnOffsetCommit: OffsetMetadataManager.validateTransactionalOffsetCommit and
+        ClassicGroup.validateOffsetCommit(isTransactional=true): no member information (v0-2)
+        is accepted in any state and the rebalance state is not checked."""
+        refused = self._refusal(group_id)
+        if refused is not None:
+            return refused
+        group = self.groups.get(group_id)
+        if group is None:
+            if generation_id < 0:
+                self.groups[group_id] = self._new_group(group_id, None)
+                return ErrorCode.NONE
+            return ErrorCode.ILLEGAL_GENERATION
+        if group.state is GroupState.DEAD:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if generation_id < 0 and group.is_empty():
+            return ErrorCode.NONE
+        if generation_id >= 0 or member_id != "" or group_instance_id is not None:
+            error = group.validate_member(member_id, group_instance_id)
+            if error:
+                return error
+            if generation_id != group.generation_id:
+                return ErrorCode.ILLEGAL_GENERATION
+        return ErrorCode.NONE
+
+    async def commit(
+        self, group_id: str, offsets: list[OffsetToCommit], retention_time_ms: int = -1
+    ) -> list[int]:
+        """Store validated offsets; returns once they are on disk. Per-offset errors.
+
+        ``retention_time_ms`` (OffsetCommit v2-4) other than -1 gives the offsets an expire
+        timestamp that replaces offsets.retention.minutes for them, as Kafka 4.0's
+        OffsetMetadataManager.expireTimestampMs (-1 is DEFAULT_RETENTION_TIME)."""
+        now = self._clock()
+        expire = None if retention_time_ms == -1 else now + retention_time_ms
         errors: list[int] = []
         accepted: list[tuple[str, int, CommittedOffset]] = []
         for item in offsets:
@@ -380,7 +453,7 @@ class GroupCoordinator:
                 errors.append(ErrorCode.OFFSET_METADATA_TOO_LARGE)
                 continue
             errors.append(ErrorCode.NONE)
-            value = CommittedOffset(item.offset, item.leader_epoch, item.metadata, now)
+            value = CommittedOffset(item.offset, item.leader_epoch, item.metadata, now, expire)
             accepted.append((item.topic, item.partition, value))
         if accepted:
             self.store.commit(group_id, accepted)
@@ -443,6 +516,45 @@ class GroupCoordinator:
             await self._flush()
         return ErrorCode.NONE, errors
 
+    async def cleanup_group_metadata(self) -> None:
+        """Kafka's GroupCoordinatorShard.cleanupGroupMetadata: expire offsets, then delete
+        each Empty group that has no offsets left (or never had any). Tombstones reach the
+        disk in one shared fsync round, so expired offsets stay gone after a restart."""
+        if self.closed:
+            return
+        started = monotonic_ms()
+        now = self._clock()
+        tombstones = deleted = 0
+        for group_id, group in list(self.groups.items()):
+            if group.state is GroupState.DEAD:
+                continue
+            expired, none_left = expired_offsets(
+                group, self.store.offsets(group_id), now, self.settings.offsets_retention_ms
+            )
+            if expired:
+                self.store.delete_offsets(group_id, expired)
+                tombstones += len(expired)
+                log.info(
+                    "group %s: %d committed offset(s) expired: %s",
+                    group_id,
+                    len(expired),
+                    ", ".join(f"{t}-{p}" for t, p in expired),
+                )
+            if none_left and group.is_empty():
+                self.store.delete_group(group_id)  # first: a failed write keeps the group
+                group.mark_dead()
+                del self.groups[group_id]
+                deleted += 1
+                log.info("group %s: Empty without committed offsets: deleted", group_id)
+        if tombstones or deleted:
+            log.info(
+                "group cleanup: %d offset(s) expired and %d group(s) deleted in %d ms",
+                tombstones,
+                deleted,
+                monotonic_ms() - started,
+            )
+            await self._flush()
+
     # --- admin -----------------------------------------------------------------------------
 
     def describe(self, group_id: str) -> ClassicGroup | None:
@@ -483,7 +595,9 @@ class GroupCoordinator:
 def _group_record(group: ClassicGroup) -> GroupRecord:
     """Kafka's GroupMetadataValue for the group: members only while it is Stable."""
     if group.state is not GroupState.STABLE:
-        return GroupRecord(group.protocol_type, group.generation_id)
+        return GroupRecord(
+            group.protocol_type, group.generation_id, state_timestamp_ms=group.state_timestamp_ms
+        )
     return GroupRecord(
         group.protocol_type,
         group.generation_id,
@@ -502,4 +616,5 @@ def _group_record(group: ClassicGroup) -> GroupRecord:
             )
             for m in group.members.values()
         ),
+        group.state_timestamp_ms,
     )

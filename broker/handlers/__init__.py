@@ -6,6 +6,8 @@ from types import ModuleType
 
 from broker.dispatch import Dispatcher
 from broker.handlers import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     alter_client_quotas,
     alter_configs,
     alter_partition_reassignments,
@@ -27,6 +29,7 @@ from broker.handlers import (
     describe_topic_partitions,
     describe_user_scram_credentials,
     elect_leaders,
+    end_txn,
     fetch,
     find_coordinator,
     heartbeat,
@@ -44,6 +47,7 @@ from broker.handlers import (
     offset_for_leader_epoch,
     produce,
     sync_group,
+    txn_offset_commit,
 )
 
 MODULES: tuple[ModuleType, ...] = (
@@ -89,6 +93,11 @@ MODULES: tuple[ModuleType, ...] = (
     alter_client_quotas,
     describe_user_scram_credentials,
     alter_user_scram_credentials,
+    # Transactions (broker.transactions).
+    add_partitions_to_txn,
+    add_offsets_to_txn,
+    end_txn,
+    txn_offset_commit,
 )
 
 

@@ -124,5 +124,5 @@ def handle(ctx: RequestContext, request: Message) -> Message:
         results.append(_result(info.name, info.topic_id, ErrorCode.NONE, None))
     if any(r.error_code == ErrorCode.NONE for r in results):
         # Long-polling fetches on a deleted topic answer now (UNKNOWN_TOPIC_OR_PARTITION).
-        state.notify_appended()
+        state.complete_parked_fetches()
     return Message(throttle_time_ms=0, responses=results)

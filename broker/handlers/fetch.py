@@ -18,14 +18,23 @@ ReplicaManager.fetchMessages / readFromLog, UnifiedLog.read, LogSegment.read):
 - a read that fails (OFFSET_OUT_OF_RANGE, UNKNOWN_LEADER_EPOCH for a current_leader_epoch
   above this broker's 0; negative means "not given") answers high watermark, last stable
   offset and log start offset -1 and null aborted_transactions (createLogReadResult);
+- read_committed (isolation 1) reads whole batches below the last stable offset only
+  (LocalLog.read with maxOffsetMetadata = LSO); an offset in [LSO, LEO] reads nothing, with
+  no error. last_stable_offset is answered at both levels;
 - aborted_transactions: null for read_uncommitted, and for read_committed where the first
-  batch did not fit; [] for read_committed wherever the log was read (there are no
-  transactions, so never any entry);
+  batch did not fit; for read_committed otherwise every aborted transaction whose ABORT
+  marker is at or after the fetch offset and whose first offset is below the read's upper
+  bound (LocalLog.addAbortedTransactions: the first offset-index entry at or after the
+  read's end, else the next segment's base, else the log end), as (producer id, first
+  offset) in marker order;
 - last_fetched_epoch (v12+, KIP-320): an epoch above 0 is OFFSET_OUT_OF_RANGE; epoch 0 with a
   fetch offset past the log end answers diverging_epoch (0, log end), as
   Partition.readRecords does;
-- long-poll: with fewer than min_bytes readable the answer waits up to max_wait_ms for new
-  appends; it is sent at once when a read failed or an epoch diverged.
+- long-poll: with fewer than min_bytes readable (counted over all its partitions) the answer
+  waits up to max_wait_ms, parked per partition (broker.fetch_purgatory, Kafka's DelayedFetch
+  purgatory): only an append to one of its partitions wakes it to read again, a topic
+  deletion or shutdown answers it; it is sent at once when a read failed or an epoch
+  diverged.
 Deviation: a negative partition_max_bytes (or request max_bytes) that reaches a read gets
 INVALID_FETCH_SIZE; Kafka's LogSegment.read throws an IllegalArgumentException there, which
 clients see as UNKNOWN_SERVER_ERROR.
@@ -33,12 +42,12 @@ clients see as UNKNOWN_SERVER_ERROR.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Callable
 
 from broker.dispatch import RequestContext
+from broker.fetch_purgatory import Watch
 from broker.fetch_sessions import (
     ZERO_UUID,
     Answered,
@@ -100,24 +109,36 @@ async def handle(ctx: RequestContext, request: Message) -> Message:
             interesting.append((ref, wanted))
 
     deadline = time.monotonic() + max(request.max_wait_ms, 0) / 1000
-    while True:
-        # Taken before reading, so an append between the read and the wait is not missed.
-        appended = state.append_signal()
-        read, readable, at_once = _read_all(ctx, interesting, request)
-        remaining = deadline - time.monotonic()
-        if (
+
+    def answerable(readable: int, at_once: bool) -> bool:
+        return (
             not interesting
             or readable >= request.min_bytes
             or at_once
-            or remaining <= 0
+            or deadline <= time.monotonic()
             or state.shutting_down
-        ):
-            break
-        try:
-            await asyncio.wait_for(appended.wait(), remaining)
-        except TimeoutError:
-            read, _, _ = _read_all(ctx, interesting, request)
-            break
+        )
+
+    read, readable, at_once = _read_all(ctx, interesting, request)
+    # Parked under each partition it reads (DelayedFetch watched per
+    # TopicPartitionOperationKey): only an append to one of those wakes it.
+    keys = [(ref.topic, ref.index) for ref, _ in interesting if ref.topic is not None]
+    watch: Watch | None = None
+    try:
+        while not answerable(readable, at_once):
+            if watch is not None:
+                watch.cancel()
+            watch = state.fetch_purgatory.watch(keys)
+            # Read again once watched, so an append just before the watch is not missed.
+            read, readable, at_once = _read_all(ctx, interesting, request)
+            if answerable(readable, at_once):
+                break
+            if not await watch.wait(deadline - time.monotonic()):
+                read, _, _ = _read_all(ctx, interesting, request)
+                break
+    finally:
+        if watch is not None:
+            watch.cancel()
 
     outcome = context.respond(read + erroneous)
     return Message(
@@ -220,7 +241,10 @@ def _read(
     try:
         # A negative size is refused only where a batch would be read, as LogSegment.read.
         where = plog.read_slice(
-            part.fetch_offset, max(max_bytes, 0), min_one_message=min_one_message or max_bytes < 0
+            part.fetch_offset,
+            max(max_bytes, 0),
+            min_one_message=min_one_message or max_bytes < 0,
+            max_offset=plog.last_stable_offset if read_committed else None,
         )
     except OffsetOutOfRangeError:
         return _failed(ref.index, ErrorCode.OFFSET_OUT_OF_RANGE)
@@ -242,7 +266,16 @@ def _read(
         # no aborted-transactions list.
         return _answer(ref.index, plog, b"", None)
     records: bytes | FileRecords = FileRecords(where) if where.length else b""
-    return _answer(ref.index, plog, records, [] if read_committed else None)
+    aborted = None
+    if read_committed:
+        # Nothing read (at or past the LSO): LocalLog's emptyFetchDataInfo, an empty list.
+        found = (
+            plog.aborted_transactions(part.fetch_offset, plog.fetch_upper_bound(where))
+            if where.length
+            else []
+        )
+        aborted = [Message(producer_id=a.producer_id, first_offset=a.first_offset) for a in found]
+    return _answer(ref.index, plog, records, aborted)
 
 
 def _log_for(store: Store, ref: PartitionRef) -> tuple[PartitionLog | None, ErrorCode]:
@@ -269,8 +302,7 @@ def _answer(
         partition_index=index,
         error_code=ErrorCode.NONE,
         high_watermark=end,
-        # No transactions here: the last stable offset is the high watermark.
-        last_stable_offset=end,
+        last_stable_offset=plog.last_stable_offset,
         log_start_offset=plog.log_start_offset,
         aborted_transactions=aborted,
         preferred_read_replica=-1,

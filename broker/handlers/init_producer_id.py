@@ -5,9 +5,13 @@ across restarts (ids come from storage.producer_ids, which persists reserved blo
 way Kafka's ProducerIdManager reserves blocks of 1000). Kafka does the same for an
 idempotent producer that sends its current id and epoch (v3+): it gets a fresh id.
 
-With a transactional id: transactions are not implemented yet. The answer is
-TRANSACTIONAL_ID_AUTHORIZATION_FAILED (53), which every client treats as fatal, so a
-transactional producer fails at init_transactions() instead of hanging in retries.
+With a transactional id: broker.transactions (TransactionCoordinator.handleInitProducerId):
+"" -> INVALID_REQUEST; a timeout <= 0 or above transaction.max.timeout.ms ->
+INVALID_TRANSACTION_TIMEOUT; only one of producer id / epoch given -> INVALID_REQUEST; a new
+id gets a new producer id with epoch 0, a known one its epoch bumped (KIP-360 re-init with
+the current id and epoch, a retry of the last bump answered again); an open transaction
+is fenced (epoch bump, aborted) and the answer is CONCURRENT_TRANSACTIONS, so the client
+retries. PRODUCER_FENCED is answered as INVALID_PRODUCER_EPOCH below v4 (KafkaApis).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import logging
 
 from broker.dispatch import RequestContext
+from broker.handlers._txn import coordinator, for_version
 from protocol.errors import ErrorCode
 from protocol.messages.init_producer_id import INIT_PRODUCER_ID
 from protocol.schema import Message
@@ -22,22 +27,31 @@ from protocol.schema import Message
 API = INIT_PRODUCER_ID
 MIN_VERSION = 0
 MAX_VERSION = 5
+PRODUCER_FENCED_SINCE = 4
 
 log = logging.getLogger(__name__)
 
 
-def handle(ctx: RequestContext, request: Message) -> Message:
+async def handle(ctx: RequestContext, request: Message) -> Message:
     if request.transactional_id is not None:
-        log.warning(
-            "refusing transactional id %r: transactions are not supported (%s)",
+        result = await coordinator(ctx).init_producer_id(
             request.transactional_id,
-            ctx.describe(),
+            request.transaction_timeout_ms,
+            request.producer_id,
+            request.producer_epoch,
         )
+        if result.error:
+            log.info(
+                "InitProducerId for %r: %s (%s)",
+                request.transactional_id,
+                result.error.name,
+                ctx.describe(),
+            )
         return Message(
             throttle_time_ms=0,
-            error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-            producer_id=-1,
-            producer_epoch=-1,
+            error_code=for_version(result.error, ctx.version, PRODUCER_FENCED_SINCE),
+            producer_id=result.producer_id,
+            producer_epoch=result.producer_epoch,
         )
     producer_id = ctx.state.producer_ids.next_id()
     log.debug("producer id %d for %s", producer_id, ctx.describe())

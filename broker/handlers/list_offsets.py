@@ -3,14 +3,16 @@
 Per partition, by the request's timestamp (Kafka's UnifiedLog.fetchOffsetByTimestamp and
 ReplicaManager.fetchOffset):
 - -2 EARLIEST and -4 EARLIEST_LOCAL (v8+): the log start offset (everything is local here);
-- -1 LATEST: the high watermark, or the last stable offset for read_committed; both equal the
-  log end offset on this single node without transactions;
+- -1 LATEST: the high watermark, or the last stable offset for read_committed
+  (Partition.fetchOffsetForTimestamp's lastFetchableOffset);
 - -3 MAX_TIMESTAMP (v7+): the largest record timestamp and the offset of the first record
   carrying it (the record's offset, not its batch's, as Kafka 3.8+ answers);
 - -5 LATEST_TIERED (v9+): no tiered storage, so offset -1 and leader epoch -1, as Kafka
   answers when remote storage is disabled;
 - a timestamp >= 0: the first record whose timestamp is >= it, found through the segments'
-  time indexes, with that record's timestamp; none -> offset -1, timestamp -1;
+  time indexes, with that record's timestamp; none -> offset -1, timestamp -1; as for
+  MAX_TIMESTAMP, an offset at or above the last fetchable offset (LSO under
+  read_committed, else the high watermark) is answered as none;
 - any other negative timestamp, or a special one below the version that introduced it:
   UNSUPPORTED_VERSION (Kafka's isListOffsetsTimestampUnsupported).
 A partition listed twice gets INVALID_REQUEST (once, as Kafka's answer is keyed by partition);
@@ -44,6 +46,7 @@ MAX_VERSION = 10
 log = logging.getLogger(__name__)
 
 LATEST = -1
+READ_COMMITTED = 1
 EARLIEST = -2
 MAX_TIMESTAMP = -3
 EARLIEST_LOCAL = -4
@@ -73,7 +76,7 @@ def handle(ctx: RequestContext, request: Message) -> Message:
             if (topic.name, part.partition_index) in duplicates:
                 answer = _error(part.partition_index, ErrorCode.INVALID_REQUEST)
             else:
-                answer = _answer(ctx, topic.name, part)
+                answer = _answer(ctx, topic.name, part, request.isolation_level)
             per_topic[part.partition_index] = answer
     return Message(
         throttle_time_ms=0,
@@ -83,7 +86,7 @@ def handle(ctx: RequestContext, request: Message) -> Message:
     )
 
 
-def _answer(ctx: RequestContext, topic: str, part: Message) -> Message:
+def _answer(ctx: RequestContext, topic: str, part: Message, isolation_level: int) -> Message:
     index = part.partition_index
     timestamp = part.timestamp
     if timestamp < 0 and ctx.version < SPECIAL_SINCE.get(timestamp, MAX_VERSION + 1):
@@ -95,7 +98,7 @@ def _answer(ctx: RequestContext, topic: str, part: Message) -> Message:
     if epoch_error != ErrorCode.NONE:
         return _error(index, epoch_error)
     try:
-        found = _lookup(plog, timestamp)
+        found = _lookup(plog, timestamp, isolation_level == READ_COMMITTED)
     except CorruptBatchError:
         log.exception("%s: cannot read a batch while looking up timestamp %d", plog, timestamp)
         return _error(index, ErrorCode.CORRUPT_MESSAGE)
@@ -114,18 +117,23 @@ def _answer(ctx: RequestContext, topic: str, part: Message) -> Message:
     )
 
 
-def _lookup(plog: PartitionLog, timestamp: int) -> TimestampOffset | None:
+def _lookup(plog: PartitionLog, timestamp: int, read_committed: bool) -> TimestampOffset | None:
     if timestamp in (EARLIEST, EARLIEST_LOCAL):
         return TimestampOffset(-1, plog.log_start_offset)
+    # Partition.fetchOffsetForTimestamp's lastFetchableOffset.
+    fetchable = plog.last_stable_offset if read_committed else plog.high_watermark
     if timestamp == LATEST:
-        # Single node: the high watermark is the log end, and with no transactions the last
-        # stable offset (read_committed) equals it.
-        return TimestampOffset(-1, plog.high_watermark)
+        return TimestampOffset(-1, fetchable)
     if timestamp == LATEST_TIERED:
         return TimestampOffset(-1, -1)
-    if timestamp == MAX_TIMESTAMP:
-        return plog.max_timestamp_offset()
-    return plog.offset_for_timestamp(timestamp)
+    found = (
+        plog.max_timestamp_offset()
+        if timestamp == MAX_TIMESTAMP
+        else plog.offset_for_timestamp(timestamp)
+    )
+    if found is not None and found.offset >= fetchable:
+        return None
+    return found
 
 
 def check_leader_epoch(current_leader_epoch: int) -> ErrorCode:

@@ -8,7 +8,10 @@ REBALANCE_IN_PROGRESS while the group awaits SyncGroup; an unknown group with a 
 >= 0 gets GROUP_ID_NOT_FOUND (v9+) or ILLEGAL_GENERATION; metadata over 4096 bytes
 OFFSET_METADATA_TOO_LARGE. Durable before the answer: the records are fsynced (one grouped
 fsync for all commits in flight) before the response is sent.
-Deviation: retention_time_ms (v2-4) is ignored; committed offsets never expire.
+Retention: offsets expire after offsets.retention.minutes as Kafka 4.0's group coordinator
+decides (broker.groups.offset_expiration); a retention_time_ms other than -1 (v2-4) gives
+the committed offsets their own expire timestamp, commit time + retention_time_ms, as
+Kafka 4.0's OffsetMetadataManager.expireTimestampMs still does.
 """
 
 from __future__ import annotations
@@ -58,7 +61,8 @@ async def handle(ctx: RequestContext, request: Message) -> Message:
             for item in valid:
                 errors[(item.topic, item.partition)] = group_error
         else:
-            results = await groups.commit(request.group_id, valid)
+            # v5+ has no retention_time_ms: it decodes as -1, Kafka's DEFAULT_RETENTION_TIME.
+            results = await groups.commit(request.group_id, valid, request.retention_time_ms)
             for item, error in zip(valid, results, strict=True):
                 errors[(item.topic, item.partition)] = error
     return Message(

@@ -2,10 +2,11 @@
 
 Behaviour: the committed offset, leader epoch and metadata of each requested partition;
 -1 with empty metadata where nothing is committed (also for unknown groups, as Kafka).
-Null topics (v2+) = every partition the group committed. require_stable is accepted (there
-are no transactional offsets to wait for). v9's member id/epoch only matter to KIP-848
-groups and are ignored. Group-level errors go to error_code (v2-7), to each group (v8+),
-or to each partition (v1).
+Null topics (v2+) = every partition the group committed. require_stable (v7+, KIP-447): a
+partition with transactional offsets waiting for their transaction's end answers
+UNSTABLE_OFFSET_COMMIT with offset -1 (OffsetMetadataManager.fetchOffsets); clients retry.
+v9's member id/epoch only matter to KIP-848 groups and are ignored. Group-level errors go
+to error_code (v2-7), to each group (v8+), or to each partition (v1).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from broker.dispatch import RequestContext
 from broker.groups.coordinator import FetchedOffset, GroupCoordinator
 from broker.handlers._groups import coordinator
+from protocol.errors import ErrorCode
 from protocol.messages.offset_fetch import OFFSET_FETCH
 from protocol.schema import Message
 
@@ -22,10 +24,23 @@ MAX_VERSION = 9
 
 
 def _lookup(
-    groups: GroupCoordinator, group_id: str, topics: list[Message] | None
+    ctx: RequestContext,
+    groups: GroupCoordinator,
+    group_id: str,
+    topics: list[Message] | None,
+    require_stable: bool,
 ) -> tuple[int, list[FetchedOffset]]:
     wanted = None if topics is None else [(t.name, p) for t in topics for p in t.partition_indexes]
-    return groups.fetch_offsets(group_id, wanted)
+    error, offsets = groups.fetch_offsets(group_id, wanted)
+    if require_stable and not error:
+        unstable = ctx.state.transactions.pending_offset_partitions(group_id)
+        offsets = [
+            FetchedOffset(o.topic, o.partition, -1, -1, "", ErrorCode.UNSTABLE_OFFSET_COMMIT)
+            if (o.topic, o.partition) in unstable
+            else o
+            for o in offsets
+        ]
+    return error, offsets
 
 
 def _by_topic(offsets: list[FetchedOffset], error: int) -> list[Message]:
@@ -48,12 +63,14 @@ def handle(ctx: RequestContext, request: Message) -> Message:
     if ctx.version >= 8:
         out = []
         for group in request.groups:
-            error, offsets = _lookup(groups, group.group_id, group.topics)
+            error, offsets = _lookup(
+                ctx, groups, group.group_id, group.topics, request.require_stable
+            )
             out.append(
                 Message(group_id=group.group_id, topics=_by_topic(offsets, 0), error_code=error)
             )
         return Message(throttle_time_ms=0, groups=out)
-    error, offsets = _lookup(groups, request.group_id, request.topics)
+    error, offsets = _lookup(ctx, groups, request.group_id, request.topics, request.require_stable)
     if ctx.version < 2:
         # No top-level error code before v2: each partition carries it.
         return Message(throttle_time_ms=0, topics=_by_topic(offsets, error))

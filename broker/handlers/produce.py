@@ -29,6 +29,17 @@ the replication factor (Partition.effectiveMinIsr, KAFKA-15583), which is 1 here
 acks=0: processed normally, no response; if any partition failed the connection is closed
 so the client refreshes its metadata (Kafka's behaviour).
 
+Transactional batches (KafkaApis / ReplicaManager / UnifiedLog, TRANSACTIONS.md §5): with
+no transactional_id every partition gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED; batches of
+two producer ids -> INVALID_PRODUCER_ID_MAPPING; a partition with no transaction open for
+the batch's producer id and epoch is verified with the transaction coordinator first
+(KIP-890 part 1, verify-only up to v11): unknown producer id ->
+INVALID_PRODUCER_ID_MAPPING, another epoch -> INVALID_PRODUCER_EPOCH (Kafka's
+PRODUCER_FENCED mapping), Prepare states -> NOT_ENOUGH_REPLICAS (CONCURRENT_TRANSACTIONS
+below v12), a partition not added -> TRANSACTION_ABORTABLE (INVALID_TXN_STATE up to v10).
+The check and the append run with no await in between, which on one node replaces Kafka's
+VerificationGuard.
+
 Heavy batches (issue 13): the checks and rewrites above are pure functions of the batch
 bytes and the topic's settings, so for a request with large or compressed batches they run
 on a worker thread (broker.offload: decompression and CRC release the GIL, the record walk
@@ -47,8 +58,7 @@ Deviations: an offline partition keeps serving Fetch of what it stored (Kafka an
 KAFKA_STORAGE_ERROR there too; the bytes up to the last acknowledged batch are intact and
 readable, so consumers carry on); only the partition goes offline, not the whole log dir
 (the other partitions fail on their own first failed write);
-the answer lists partitions in request order (Kafka's follows a hash map);
-transactions are not implemented: a transactional id or a transactional batch is refused.
+the answer lists partitions in request order (Kafka's follows a hash map).
 """
 
 from __future__ import annotations
@@ -78,6 +88,9 @@ ADVERTISED_MIN_VERSION = 0
 
 # zstd needs Produce v7+ (KIP-110): older clients could not read it back.
 ZSTD_MIN_VERSION = 7
+# TRANSACTION_ABORTABLE reaches clients from v11 (KIP-890); v12 adds partitions implicitly.
+LAST_VERSION_WITHOUT_ABORTABLE = 10
+IMPLICIT_ADD_VERSION = 12
 
 # ReplicaManager.appendToLocalLog answers these with LogAppendInfo.UNKNOWN_LOG_APPEND_INFO
 # (log_start_offset -1); every other failure goes through processFailedRecord, which
@@ -214,22 +227,26 @@ async def _validate_and_append(
     if acks not in (-1, 0, 1):
         log.warning("Produce with acks=%d refused (%s)", acks, ctx.describe())
         results = {tp: _partition(tp[1], ErrorCode.INVALID_REQUIRED_ACKS) for tp in entries}
-    elif request.transactional_id is not None:
-        log.warning(
-            "transactional Produce refused: transactions are not supported (%s)", ctx.describe()
-        )
+    elif request.transactional_id is None and _transactional(entries):
+        # KafkaApis: transactional records need an (authorised) transactional id.
+        log.warning("transactional batch without a transactional id (%s)", ctx.describe())
         results = {
             tp: _partition(tp[1], ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED) for tp in order
         }
         early = {}
+    elif len({h.producer_id for h in _transactional(entries)}) > 1:
+        # ReplicaManager: one request carries one transactional producer.
+        results = {tp: _partition(tp[1], ErrorCode.INVALID_PRODUCER_ID_MAPPING) for tp in entries}
     else:
         appended: list[PartitionLog] = []
         for tp, entry in entries.items():
-            results[tp] = _append(ctx, tp, logs[tp], entry, now_ms, appended)
+            results[tp] = _append(
+                ctx, tp, logs[tp], entry, now_ms, appended, request.transactional_id
+            )
         for tp, (_, mine) in turns.items():
             _TURNS.release(logs[tp], mine)
         if appended:
-            ctx.state.notify_appended()
+            ctx.state.notify_appended(appended)
             # Flush policy (flush.messages / flush.ms): answer only once the data is fsynced,
             # as Kafka does when it flushes in the append path; rounds are shared.
             flush_ms = int(time.time() * 1000)
@@ -348,7 +365,7 @@ def _prepare(job: _Work) -> _Entry:
     )
     entry = _Entry(job.records, checked)
     header = checked.header
-    if checked.error != ErrorCode.NONE or header is None or header.is_transactional:
+    if checked.error != ErrorCode.NONE or header is None:
         return entry
     records = job.records[: checked.size]
     verdict = check_records(records, header, checked.scan, job.rules, job.now_ms)
@@ -389,6 +406,7 @@ def _append(
     entry: _Entry,
     now_ms: int,
     appended: list[PartitionLog],
+    transactional_id: str | None,
 ) -> Message:
     """UnifiedLog.append for one batch that passed the request-level checks."""
     state = ctx.state
@@ -402,8 +420,24 @@ def _append(
     if checked.error != ErrorCode.NONE or checked.header is None:
         _log_refused(ctx, tp, checked.error, checked.message)
         return _failed(tp, checked.error, plog)
-    if checked.header.is_transactional:
-        return _failed(tp, ErrorCode.INVALID_TXN_STATE, plog)
+    header = checked.header
+    verified = False
+    if header.is_transactional and not plog.has_ongoing_txn(
+        header.producer_id, header.producer_epoch
+    ):
+        error = state.transactions.verify(
+            transactional_id or "", header.producer_id, header.producer_epoch, tp
+        )
+        if error != ErrorCode.NONE:
+            log.info(
+                "transactional batch for %s-%d refused by verification: %s (%s)",
+                name,
+                index,
+                error.name,
+                ctx.describe(),
+            )
+            return _failed(tp, _verification_error(error, ctx.version), plog)
+        verified = True
     verdict = entry.verdict
     assert verdict is not None
     if verdict.error != ErrorCode.NONE:
@@ -415,15 +449,16 @@ def _append(
         # Only LogValidator's RecordValidationException carries a message to the client.
         message = verdict.message if record_errors else None
         return _failed(tp, verdict.error, plog, record_errors=record_errors, message=message)
-    batch, header = entry.batch, entry.header
-    assert batch is not None and header is not None
+    batch, rewritten = entry.batch, entry.header
+    assert batch is not None and rewritten is not None
+    header = rewritten
     if len(batch) > settings.max_message_bytes:
         # A rebuilt batch is measured again (UnifiedLog.append, messageSizeMaybeChanged).
         return _failed(tp, ErrorCode.MESSAGE_TOO_LARGE, plog)
     if len(batch) > settings.log_config.segment_bytes:
         _log_refused(ctx, tp, ErrorCode.RECORD_LIST_TOO_LARGE, f"{len(batch)} > segment.bytes")
         return _failed(tp, ErrorCode.RECORD_LIST_TOO_LARGE, plog)
-    result = plog.append(batch, header, now_ms)
+    result = plog.append(batch, header, now_ms, verified=verified)
     if result.error != ErrorCode.NONE:
         log.info(
             "%s for %s-%d producer_id=%d epoch=%d base_sequence=%d (%s)",
@@ -450,6 +485,27 @@ def _append(
         record_errors=[],
         error_message=None,
     )
+
+
+def _transactional(entries: dict[_TopicPartition, _Entry]) -> list[BatchHeader]:
+    return [
+        e.checked.header
+        for e in entries.values()
+        if e.checked.header is not None and e.checked.header.is_transactional
+    ]
+
+
+def _verification_error(error: ErrorCode, version: int) -> ErrorCode:
+    """ReplicaManager / AddPartitionsToTxnManager's rewrites of a verification error."""
+    if error == ErrorCode.PRODUCER_FENCED:
+        return ErrorCode.INVALID_PRODUCER_EPOCH
+    if error == ErrorCode.TRANSACTION_ABORTABLE and version <= LAST_VERSION_WITHOUT_ABORTABLE:
+        return ErrorCode.INVALID_TXN_STATE
+    if error == ErrorCode.CONCURRENT_TRANSACTIONS and version < IMPLICIT_ADD_VERSION:
+        return ErrorCode.NOT_ENOUGH_REPLICAS
+    if error in (ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR):
+        return ErrorCode.NOT_ENOUGH_REPLICAS
+    return error
 
 
 def _rules(tp: _TopicPartition, settings: TopicSettings) -> TopicRules:

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from broker.broker_config_table import ConfigSource, ConfigType
+from broker.broker_configs import describe_broker
 from broker.config import (
     ACCEPTED_IGNORED,
     PROPERTIES,
@@ -562,3 +564,83 @@ def test_flush_policy_defaults_to_never_and_flush_ms_alone_is_enough() -> None:
     assert make_config({"flush.messages": "1"}).flush_messages == 1
     with pytest.raises(ConfigError, match=r"log\.flush\.interval\.messages"):
         make_config({"log.flush.interval.messages": "0"})
+
+
+# --- socket server limits (SocketServerConfigs, KafkaConfig.validateValues) ---------------
+
+
+def test_connection_and_request_queue_limits_default_as_kafka() -> None:
+    config = make_config()
+    assert config.max_connections == 2**31 - 1
+    assert config.max_connections_per_ip == 2**31 - 1
+    assert config.max_connections_per_ip_overrides == ()
+    assert config.connections_max_idle_ms == 600_000
+    assert config.queued_max_requests == 500
+    assert config.queued_max_request_bytes == -1
+
+
+def test_per_ip_overrides_parse_as_host_count_pairs() -> None:
+    config = make_config({"max.connections.per.ip.overrides": "broker-a:100, 127.0.0.1:200"})
+    assert config.max_connections_per_ip_overrides == (("broker-a", 100), ("127.0.0.1", 200))
+    assert error_for({"max.connections.per.ip.overrides": "no-count"}).property == (
+        "max.connections.per.ip.overrides"
+    )
+
+
+@pytest.mark.parametrize(
+    ("props", "name"),
+    [
+        ({"queued.max.request.bytes": "1000"}, "queued.max.request.bytes"),
+        ({"max.connections.per.ip": "0"}, "max.connections.per.ip"),
+        ({"connections.max.idle.ms": "100"}, "connections.max.idle.ms"),
+        ({"queued.max.requests": "0"}, "queued.max.requests"),
+        ({"max.connections": "-1"}, "max.connections"),
+    ],
+)
+def test_socket_server_settings_kafka_refuses_are_refused(props: dict[str, str], name: str) -> None:
+    assert error_for(props).property == name
+
+
+def test_socket_server_settings_kafka_accepts_are_accepted() -> None:
+    config = make_config(
+        {
+            "queued.max.request.bytes": str(200 * 1024 * 1024),
+            "max.connections.per.ip": "0",
+            "max.connections.per.ip.overrides": "127.0.0.1:5",
+            "connections.max.idle.ms": "-1",
+        }
+    )
+    assert config.queued_max_request_bytes == 200 * 1024 * 1024
+    assert config.connections_max_idle_ms == -1
+
+
+def test_offsets_retention_has_kafkas_names_defaults_and_minimums() -> None:
+    default = make_config()
+    assert default.offsets_retention_ms == 10080 * 60_000  # 7 days
+    assert default.offsets_retention_check_interval_ms == 600_000
+    assert make_config({"offsets.retention.minutes": "1"}).offsets_retention_ms == 60_000
+    quick = {"offsets.retention.minutes": "1", "minikafka.offsets.retention.ms": "1500"}
+    assert make_config(quick).offsets_retention_ms == 1500
+    checks = make_config({"offsets.retention.check.interval.ms": "250"})
+    assert checks.offsets_retention_check_interval_ms == 250
+    for name in (
+        "offsets.retention.minutes",
+        "offsets.retention.check.interval.ms",
+        "minikafka.offsets.retention.ms",
+    ):
+        with pytest.raises(ConfigError, match=name.replace(".", r"\.")):
+            make_config({name: "0"})
+
+
+def test_describe_configs_shows_the_offsets_retention_the_broker_acts_on() -> None:
+    by_name = {e.name: e for e in describe_broker(make_config(), {}, {})}
+    minutes = by_name["offsets.retention.minutes"]
+    assert (minutes.value, minutes.type, minutes.read_only) == ("10080", ConfigType.INT, True)
+    assert minutes.source == ConfigSource.DEFAULT_CONFIG
+    assert "does not act on it" not in minutes.doc
+    interval = by_name["offsets.retention.check.interval.ms"]
+    assert (interval.value, interval.type) == ("600000", ConfigType.LONG)
+    assert "does not act on it" not in interval.doc
+    overridden = make_config({"offsets.retention.minutes": "5"})
+    entry = {e.name: e for e in describe_broker(overridden, {}, {})}["offsets.retention.minutes"]
+    assert (entry.value, entry.source) == ("5", ConfigSource.STATIC_BROKER_CONFIG)

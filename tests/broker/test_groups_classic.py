@@ -409,3 +409,15 @@ def test_static_leader_rejoin_in_stable_before_v9_is_told_the_old_leader_id(
     assert v9.leader == v9.member_id == group.leader_id and v9.skip_assignment
     assert v9.members == [(v9.member_id, "i1", b"r")]
     assert group.state is GroupState.STABLE and group.generation_id == 1
+
+
+@pytest.mark.asyncio
+async def test_close_right_after_a_leave_stops_the_timer(tmp_path: Path) -> None:
+    # The leave wakes the timer task; the cancel of close() arriving in the same loop turn
+    # was swallowed by Python 3.11's asyncio.wait_for, and close() then waited forever.
+    coordinator = GroupCoordinator(QUICK, CommittedOffsets.open(tmp_path), Flusher())
+    coordinator.start()
+    joined = await coordinator.join("g", join_req())
+    await coordinator.sync("g", joined.member_id, None, joined.generation_id, None, None, {})
+    assert coordinator.leave("g", [(joined.member_id, None, None)]) == (0, [0])
+    await asyncio.wait_for(coordinator.close(), 5)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -123,6 +124,40 @@ def test_long_poll_wakes_at_once_on_produce_and_other_connections_are_served(
         assert answered, "the long poll never returned"
         wake = answered[0] - produced_at
         assert wake < 1.0, f"woke {wake * 1000:.1f} ms after the produce, not at once"
+
+
+def test_long_poll_min_bytes_accumulates_over_partitions_woken_one_at_a_time(
+    tmp_path: Path,
+) -> None:
+    """Parked per partition, a fetch still counts the bytes of ALL its partitions against
+    min_bytes (DelayedFetch.tryComplete): the first append is not enough, the second is."""
+    broker = BrokerProcess(tmp_path / "data", {"num.partitions": "2"}).start()
+    try:
+        with RawClient(broker.port) as waiter, RawClient(broker.port) as other:
+            create_topic(other, "acc")
+            first, second = build_batch([(None, b"a" * 100)]), build_batch([(None, b"b" * 100)])
+            request = fetch_request("acc", 0, max_wait_ms=20_000, min_bytes=len(first) + 1)
+            request.topics[0].partitions.append(
+                Message(partition=1, fetch_offset=0, partition_max_bytes=1_000_000)
+            )
+            waiter.send(FETCH, 12, request)
+            assert produce(other, "acc", first, partition=0).error_code == 0
+            # The waiter's connection is still parked: nothing to read yet.
+            waiter.sock.settimeout(0.3)
+            with pytest.raises(TimeoutError):
+                waiter.sock.recv(1, socket.MSG_PEEK)
+            started = time.perf_counter()
+            assert produce(other, "acc", second, partition=1).error_code == 0
+            waiter.sock.settimeout(10)
+            answer = waiter.receive()[1]
+            assert time.perf_counter() - started < 5
+        got = {p.partition_index: bytes(p.records) for p in answer.responses[0].partitions}
+        assert got == {
+            0: stored(broker.data_dir, "acc", 0)[0][1],
+            1: stored(broker.data_dir, "acc", 1)[0][1],
+        }
+    finally:
+        broker.stop()
 
 
 def test_long_poll_returns_empty_after_max_wait(shared_broker: BrokerProcess) -> None:

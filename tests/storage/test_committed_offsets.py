@@ -240,3 +240,51 @@ def test_commits_after_a_torn_write_are_readable_after_restart(
     assert reopened.groups() == {"g": GroupRecord("consumer", 4)}
     assert reopened.recovery.records == 3
     assert reopened.recovery.dropped_bytes == 0
+
+
+def test_group_record_keeps_the_time_of_its_state(tmp_path: Path) -> None:
+    # Kafka's GroupMetadataValue.currentStateTimestamp: offsets of an Empty group expire
+    # counted from it, also after a restart.
+    store = CommittedOffsets.open(tmp_path)
+    empty = GroupRecord("consumer", 8, state_timestamp_ms=1_700_000_000_123)
+    store.put_group("g", empty)
+    store.flush()
+    assert CommittedOffsets.open(tmp_path).groups() == {"g": empty}  # replayed
+    store.close()
+    assert CommittedOffsets.open(tmp_path).groups() == {"g": empty}  # compacted
+
+
+def test_offset_expire_timestamp_round_trips_and_is_absent_by_default(tmp_path: Path) -> None:
+    store = CommittedOffsets.open(tmp_path)
+    expiring = CommittedOffset(4, -1, "", 1000, expire_timestamp_ms=61_000)
+    store.commit("g", [("t", 0, expiring), ("t", 1, _co(2))])
+    store.flush()
+    replayed = CommittedOffsets.open(tmp_path).offsets("g")
+    assert replayed == {("t", 0): expiring, ("t", 1): _co(2)}
+    assert replayed[("t", 1)].expire_timestamp_ms is None
+    store.close()
+    assert CommittedOffsets.open(tmp_path).offsets("g") == replayed
+
+
+def test_version_2_file_loads_without_state_times_and_is_rewritten_as_current(
+    tmp_path: Path,
+) -> None:
+    # Version 2: group metadata records (type 5) without the state timestamp.
+    group = (
+        bytes([5])
+        + _enc("g")
+        + _enc("consumer")
+        + struct.pack(">i", 4)
+        + struct.pack(">i", -1)  # protocol name: null
+        + struct.pack(">i", -1)  # leader: null
+        + struct.pack(">i", 0)  # no members
+    )
+    offset = bytes([1]) + _enc("g") + _enc("t") + struct.pack(">iqiq", 0, 42, 3, 1234) + _enc("m")
+    path = tmp_path / FILE_NAME
+    path.write_bytes(MAGIC + struct.pack(">HH", 2, 0) + _v1_record(group) + _v1_record(offset))
+    store = CommittedOffsets.open(tmp_path)
+    assert store.groups() == {"g": GroupRecord("consumer", 4, state_timestamp_ms=None)}
+    assert store.offsets("g") == {("t", 0): CommittedOffset(42, 3, "m", 1234)}
+    assert struct.unpack_from(">H", path.read_bytes(), len(MAGIC)) == (VERSION,)
+    store.close()
+    assert CommittedOffsets.open(tmp_path).groups() == store.groups()

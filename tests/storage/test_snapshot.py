@@ -47,14 +47,34 @@ def test_round_trip_keeps_all_five_batches_of_each_producer() -> None:
 
 
 def test_layout_is_as_documented() -> None:
-    """docs/SNAPSHOT_FORMAT.md, byte for byte, for one producer with one batch."""
+    """docs/SNAPSHOT_FORMAT.md version 2, byte for byte, for one producer with one batch."""
     one = entry(5, 2, [(0, 3, 8, 11)])
+    one.coordinator_epoch, one.current_txn_first_offset = 4, 10
+    body = (
+        struct.pack(">qqi", 12, 8, 1)
+        + struct.pack(">qhqiqh", 5, 2, 1_700_000_000_005, 4, 10, 1)
+        + struct.pack(">iiqiq", 0, 3, 8, 3, 5_008)
+    )
+    assert encode(12, 8, [one]) == struct.pack(">hI", 2, crc32c.crc32c(body)) + body
+
+
+def test_version_1_files_are_still_read_with_no_open_transaction() -> None:
     body = (
         struct.pack(">qqi", 12, 8, 1)
         + struct.pack(">qhqh", 5, 2, 1_700_000_000_005, 1)
         + struct.pack(">iiqiq", 0, 3, 8, 3, 5_008)
     )
-    assert encode(12, 8, [one]) == struct.pack(">hI", 1, crc32c.crc32c(body)) + body
+    snap = decode(struct.pack(">hI", 1, crc32c.crc32c(body)) + body, 12)
+    (producer,) = snap.producers
+    assert (producer.producer_id, producer.epoch, producer.last_seq) == (5, 2, 3)
+    assert (producer.coordinator_epoch, producer.current_txn_first_offset) == (-1, -1)
+
+
+def test_open_transaction_at_or_above_the_snapshot_offset_is_corrupt() -> None:
+    one = entry(5, 2, [])
+    one.current_txn_first_offset = 12
+    with pytest.raises(CorruptSnapshotError):
+        decode(encode(12, 8, [one]), 12)
 
 
 def test_every_flipped_byte_is_detected() -> None:
@@ -73,7 +93,7 @@ def test_truncated_files_are_corrupt(cut: int) -> None:
         decode(data[:cut], 40)
 
 
-def _resealed(body: bytes, version: int = 1) -> bytes:
+def _resealed(body: bytes, version: int = 2) -> bytes:
     return struct.pack(">hI", version, crc32c.crc32c(body)) + body
 
 
@@ -81,7 +101,7 @@ def test_checks_beyond_the_crc() -> None:
     good = encode(40, 12, sample())
     body = good[6:]
     with pytest.raises(CorruptSnapshotError, match="version"):
-        decode(_resealed(body, version=2))
+        decode(_resealed(body, version=3))
     with pytest.raises(CorruptSnapshotError, match="file name"):
         decode(good, 41)
     with pytest.raises(CorruptSnapshotError, match="after the last producer"):
@@ -93,7 +113,7 @@ def test_checks_beyond_the_crc() -> None:
     six = b"".join(struct.pack(">iiqiq", i, i, i, 0, 0) for i in range(6))
     raw = struct.pack(">qqi", 10, 0, 1) + struct.pack(">qhqh", 1, 0, 0, 6) + six
     with pytest.raises(CorruptSnapshotError, match="batch count"):
-        decode(_resealed(raw))
+        decode(_resealed(raw, version=1))
     # The same producer twice.
     with pytest.raises(CorruptSnapshotError, match="producer id"):
         decode(encode(10, 0, [entry(1, 0, []), entry(1, 0, [])]))

@@ -1,0 +1,35 @@
+"""AddOffsetsToTxn, versions 0-4.
+
+TransactionCoordinator.handleAddPartitionsToTransaction with the group's offsets partition
+(``__consumer_offsets``-``abs(groupId.hashCode) % 50``): the same checks and errors as
+AddPartitionsToTxn v0-3 (PRODUCER_FENCED as INVALID_PRODUCER_EPOCH below v2); "" ->
+INVALID_REQUEST. The group's TxnOffsetCommit offsets then wait for the transaction's end.
+"""
+
+from __future__ import annotations
+
+from broker.dispatch import RequestContext
+from broker.handlers._txn import coordinator, for_version
+from protocol.errors import ErrorCode
+from protocol.messages.add_offsets_to_txn import ADD_OFFSETS_TO_TXN
+from protocol.schema import Message
+
+API = ADD_OFFSETS_TO_TXN
+MIN_VERSION = 0
+MAX_VERSION = 4
+PRODUCER_FENCED_SINCE = 2
+
+
+async def handle(ctx: RequestContext, request: Message) -> Message:
+    if not request.transactional_id:
+        error = ErrorCode.INVALID_REQUEST
+    else:
+        error = await coordinator(ctx).add_offsets(
+            request.transactional_id,
+            request.producer_id,
+            request.producer_epoch,
+            request.group_id,
+        )
+    return Message(
+        throttle_time_ms=0, error_code=for_version(error, ctx.version, PRODUCER_FENCED_SINCE)
+    )

@@ -1,0 +1,106 @@
+"""TxnOffsetCommit, versions 0-4 (transactions v1).
+
+As Kafka's group coordinator (OffsetMetadataManager.validateTransactionalOffsetCommit, then
+the transactional append to the offsets partition):
+- unknown topic or partition -> UNKNOWN_TOPIC_OR_PARTITION for it;
+- the group: "" -> INVALID_GROUP_ID; unknown with generation >= 0 -> ILLEGAL_GENERATION
+  (< 0 creates a simple group); Dead -> COORDINATOR_NOT_AVAILABLE; v3+ member id / instance
+  id / generation checked when given (UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID,
+  ILLEGAL_GENERATION: KIP-447 zombie fencing); without them accepted in any state;
+- the transaction (KIP-890 verification of the group's offsets partition): unknown
+  producer id -> INVALID_PRODUCER_ID_MAPPING, another epoch -> PRODUCER_FENCED mapped to
+  INVALID_PRODUCER_EPOCH (the offsets partition's epoch check), Prepare states ->
+  CONCURRENT_TRANSACTIONS, AddOffsetsToTxn not done -> TRANSACTION_ABORTABLE mapped to
+  INVALID_TXN_STATE below v5 (as Produce);
+- metadata over 4096 bytes -> OFFSET_METADATA_TOO_LARGE.
+Accepted offsets are kept with the transaction (durable before the answer) and become the
+group's committed offsets only when the transaction commits; an abort drops them.
+OffsetFetch with require_stable answers UNSTABLE_OFFSET_COMMIT for them meanwhile.
+"""
+
+from __future__ import annotations
+
+from broker.dispatch import RequestContext
+from broker.groups.coordinator import OFFSET_METADATA_MAX_BYTES
+from broker.handlers._txn import coordinator
+from broker.transactions import GROUP_OFFSETS_TOPIC, offsets_partition
+from protocol.errors import ErrorCode
+from protocol.messages.txn_offset_commit import TXN_OFFSET_COMMIT
+from protocol.schema import Message
+from storage.txn_state_log import PendingOffset
+
+API = TXN_OFFSET_COMMIT
+MIN_VERSION = 0
+MAX_VERSION = 4
+
+# ReplicaManager's mapping of verification errors for an append to a partition.
+_APPEND_ERRORS = {
+    ErrorCode.PRODUCER_FENCED: ErrorCode.INVALID_PRODUCER_EPOCH,
+    ErrorCode.TRANSACTION_ABORTABLE: ErrorCode.INVALID_TXN_STATE,
+}
+
+
+async def handle(ctx: RequestContext, request: Message) -> Message:
+    errors: dict[tuple[str, int], int] = {}
+    valid: list[PendingOffset] = []
+    store = ctx.state.store
+    for topic in request.topics:
+        for part in topic.partitions:
+            key = (topic.name, part.partition_index)
+            if store.partition(*key) is None:
+                errors[key] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                continue
+            valid.append(
+                PendingOffset(
+                    request.group_id,
+                    topic.name,
+                    part.partition_index,
+                    part.committed_offset,
+                    part.committed_leader_epoch,
+                    part.committed_metadata,
+                )
+            )
+    if valid:
+        error = _check(ctx, request)
+        accepted = []
+        for item in valid:
+            size = len(item.metadata.encode()) if item.metadata is not None else 0
+            if error:
+                errors[(item.topic, item.partition)] = error
+            elif size > OFFSET_METADATA_MAX_BYTES:
+                errors[(item.topic, item.partition)] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+            else:
+                accepted.append(item)
+        if accepted:
+            stored = await coordinator(ctx).add_pending_offsets(request.transactional_id, accepted)
+            for item in accepted:
+                errors[(item.topic, item.partition)] = stored
+    return Message(
+        throttle_time_ms=0,
+        topics=[
+            Message(
+                name=topic.name,
+                partitions=[
+                    Message(
+                        partition_index=p.partition_index,
+                        error_code=errors[(topic.name, p.partition_index)],
+                    )
+                    for p in topic.partitions
+                ],
+            )
+            for topic in request.topics
+        ],
+    )
+
+
+def _check(ctx: RequestContext, request: Message) -> int:
+    group_error = ctx.state.groups.validate_txn_commit(
+        request.group_id, request.member_id, request.group_instance_id, request.generation_id
+    )
+    if group_error:
+        return group_error
+    partition = (GROUP_OFFSETS_TOPIC, offsets_partition(request.group_id))
+    error = coordinator(ctx).verify(
+        request.transactional_id, request.producer_id, request.producer_epoch, partition
+    )
+    return _APPEND_ERRORS.get(error, error)

@@ -1,0 +1,139 @@
+"""pytest plugin: a clean Kafka broker per test (or per session), in the test process.
+
+Registered through the ``pytest11`` entry point, so installing minikafka is enough.
+
+Fixtures:
+  kafka_broker          a ``minikafka.ThreadedBroker`` for this test, on a free port, with a
+                        temporary data directory removed afterwards; ``.faults`` injects
+                        faults, ``.crash_restart()`` crashes and restarts it.
+  kafka_bootstrap       ``kafka_broker.bootstrap`` ("127.0.0.1:PORT").
+  kafka_topic           a factory: ``kafka_topic(partitions=3)`` makes a topic with a name no
+                        other test uses, on ``kafka_broker`` (or ``broker=``), and returns it.
+  kafka_session_broker  one broker for the whole session (tests share it: use kafka_topic).
+
+Configuration, Kafka property names with ``_`` for ``.``:
+  @pytest.mark.minikafka(num_partitions=3, auto_create_topics_enable=False)
+  @pytest.mark.parametrize("kafka_broker", [{"num_partitions": 3}], indirect=True)
+  ``control=True`` also opens the HTTP control plane (``kafka_broker.control_url``).
+
+The terminal summary reports how many brokers were started and their start-to-ready times;
+``--minikafka-report=FILE`` writes the same figures as JSON.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import statistics
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from broker.embedded import ThreadedBroker
+
+_READY_MS = pytest.StashKey[list[float]]()
+_names = itertools.count(1)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("minikafka")
+    group.addoption(
+        "--minikafka-report",
+        metavar="FILE",
+        default=None,
+        help="write the brokers' start-to-ready times (ms) to FILE as JSON",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "minikafka(**properties): Kafka broker properties for the kafka_broker fixture "
+        "(num_partitions=3 sets num.partitions); control=True opens the HTTP control plane",
+    )
+    config.stash[_READY_MS] = []
+
+
+def _start(config: pytest.Config, tmp: Path, settings: dict[str, Any]) -> ThreadedBroker:
+    from broker.embedded import ThreadedBroker
+
+    broker = ThreadedBroker(tmp, **settings).start()
+    config.stash[_READY_MS].append(broker.ready_ms)
+    return broker
+
+
+@pytest.fixture
+def kafka_broker(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ThreadedBroker]:
+    settings: dict[str, Any] = {}
+    for marker in reversed(list(request.node.iter_markers("minikafka"))):
+        settings.update(marker.kwargs)
+    param = getattr(request, "param", None)
+    if param is not None:
+        if not isinstance(param, dict):
+            raise TypeError("parametrize kafka_broker with dicts of broker properties")
+        settings.update(param)
+    broker = _start(request.config, tmp_path_factory.mktemp("minikafka"), settings)
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_session_broker(
+    pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ThreadedBroker]:
+    broker = _start(pytestconfig, tmp_path_factory.mktemp("minikafka-session"), {})
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+@pytest.fixture
+def kafka_bootstrap(kafka_broker: ThreadedBroker) -> str:
+    return kafka_broker.bootstrap
+
+
+@pytest.fixture
+def kafka_topic(
+    request: pytest.FixtureRequest,
+) -> Callable[..., str]:
+    base = re.sub(r"[^a-zA-Z0-9._-]", "-", request.node.name)[:120]
+
+    def make(
+        partitions: int | None = None, *, broker: ThreadedBroker | None = None, create: bool = True
+    ) -> str:
+        name = f"{base}-{next(_names)}"
+        if create:
+            target = broker if broker is not None else request.getfixturevalue("kafka_broker")
+            target.create_topic(name, partitions)
+        return name
+
+    return make
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    times = config.stash.get(_READY_MS, [])
+    if not times:
+        return
+    summary = {
+        "brokers": len(times),
+        "ready_ms_median": round(statistics.median(times), 1),
+        "ready_ms_max": round(max(times), 1),
+        "ready_ms_min": round(min(times), 1),
+    }
+    terminalreporter.write_line(
+        f"minikafka: {summary['brokers']} broker(s) started; start-to-ready median "
+        f"{summary['ready_ms_median']} ms, min {summary['ready_ms_min']} ms, "
+        f"max {summary['ready_ms_max']} ms"
+    )
+    path = config.getoption("--minikafka-report")
+    if path:
+        Path(path).write_text(json.dumps(summary, indent=2) + "\n")

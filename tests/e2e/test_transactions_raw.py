@@ -1,0 +1,275 @@
+"""Transactions over raw sockets: coordinator errors, offsets in transactions, restarts.
+
+Each answer is checked field by field and against what the broker stored (segment files,
+the coordinator's state log reloaded after a SIGKILL).
+"""
+
+from __future__ import annotations
+
+from protocol.errors import ErrorCode
+from protocol.messages.add_offsets_to_txn import ADD_OFFSETS_TO_TXN
+from protocol.messages.add_partitions_to_txn import ADD_PARTITIONS_TO_TXN
+from protocol.messages.end_txn import END_TXN
+from protocol.messages.fetch import FETCH
+from protocol.messages.init_producer_id import INIT_PRODUCER_ID
+from protocol.messages.list_offsets import LIST_OFFSETS
+from protocol.messages.offset_fetch import OFFSET_FETCH
+from protocol.messages.produce import PRODUCE
+from protocol.messages.txn_offset_commit import TXN_OFFSET_COMMIT
+from protocol.schema import Message
+from tests.support.broker_process import BrokerProcess
+from tests.support.produce import batch, create_topic, stored
+from tests.support.raw_client import RawClient
+
+TXN = "raw-txn"
+
+
+def init(client: RawClient, txn_id: str = TXN, version: int = 4) -> Message:
+    return client.request(
+        INIT_PRODUCER_ID,
+        version,
+        Message(transactional_id=txn_id, transaction_timeout_ms=60000),
+    )
+
+
+def add_partition(client: RawClient, pid: int, epoch: int, topic: str, version: int = 3) -> int:
+    answer = client.request(
+        ADD_PARTITIONS_TO_TXN,
+        version,
+        Message(
+            v3_and_below_transactional_id=TXN,
+            v3_and_below_producer_id=pid,
+            v3_and_below_producer_epoch=epoch,
+            v3_and_below_topics=[Message(name=topic, partitions=[0])],
+        ),
+    )
+    code: int = answer.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code
+    return code
+
+
+def txn_produce(client: RawClient, topic: str, data: bytes, version: int = 9) -> int:
+    answer = client.request(
+        PRODUCE,
+        version,
+        Message(
+            transactional_id=TXN,
+            acks=-1,
+            timeout_ms=30000,
+            topic_data=[Message(name=topic, partition_data=[Message(index=0, records=data)])],
+        ),
+    )
+    code: int = answer.responses[0].partition_responses[0].error_code
+    return code
+
+
+def end(client: RawClient, pid: int, epoch: int, commit: bool, version: int = 3) -> int:
+    answer = client.request(
+        END_TXN,
+        version,
+        Message(transactional_id=TXN, producer_id=pid, producer_epoch=epoch, committed=commit),
+    )
+    code: int = answer.error_code
+    return code
+
+
+def lso_and_aborted(client: RawClient, topic: str) -> tuple[int, int, list[tuple[int, int]]]:
+    answer = client.request(
+        FETCH,
+        12,
+        Message(
+            replica_id=-1,
+            max_wait_ms=0,
+            min_bytes=0,
+            max_bytes=1 << 20,
+            isolation_level=1,
+            session_id=0,
+            session_epoch=-1,
+            topics=[
+                Message(
+                    topic=topic,
+                    partitions=[
+                        Message(
+                            partition=0,
+                            current_leader_epoch=-1,
+                            fetch_offset=0,
+                            last_fetched_epoch=-1,
+                            log_start_offset=-1,
+                            partition_max_bytes=1 << 20,
+                        )
+                    ],
+                )
+            ],
+            forgotten_topics_data=[],
+            rack_id="",
+        ),
+    )
+    part = answer.responses[0].partitions[0]
+    aborted = [(a.producer_id, a.first_offset) for a in part.aborted_transactions]
+    return part.high_watermark, part.last_stable_offset, aborted
+
+
+def latest(client: RawClient, topic: str, isolation: int) -> int:
+    answer = client.request(
+        LIST_OFFSETS,
+        5,
+        Message(
+            replica_id=-1,
+            isolation_level=isolation,
+            topics=[
+                Message(
+                    name=topic,
+                    partitions=[Message(partition_index=0, current_leader_epoch=-1, timestamp=-1)],
+                )
+            ],
+        ),
+    )
+    offset: int = answer.topics[0].partitions[0].offset
+    return offset
+
+
+def test_transactional_produce_needs_the_partition_added_first(broker: BrokerProcess) -> None:
+    with RawClient(broker.port) as c:
+        create_topic(c, "raw-t")
+        answer = init(c)
+        assert answer.error_code == 0
+        pid, epoch = answer.producer_id, answer.producer_epoch
+        data = batch(pid, epoch, 0, transactional=True)
+        # Produce v9 without AddPartitionsToTxn: KIP-890 verification says TRANSACTION_ABORTABLE,
+        # which Produce v10 and older clients get as INVALID_TXN_STATE.
+        assert txn_produce(c, "raw-t", data) == ErrorCode.INVALID_TXN_STATE
+        assert stored(broker.data_dir, "raw-t") == []
+        assert add_partition(c, pid, epoch + 1, "raw-t") == ErrorCode.PRODUCER_FENCED
+        assert add_partition(c, pid, epoch, "raw-t", version=1) == ErrorCode.NONE
+        assert txn_produce(c, "raw-t", batch(pid, epoch + 1, 0, transactional=True)) == (
+            ErrorCode.INVALID_PRODUCER_EPOCH
+        )
+        assert txn_produce(c, "raw-t", data) == ErrorCode.NONE
+        assert lso_and_aborted(c, "raw-t") == (2, 0, [])
+        assert (latest(c, "raw-t", 0), latest(c, "raw-t", 1)) == (2, 0)
+        assert end(c, pid, epoch, commit=False) == ErrorCode.NONE
+        assert end(c, pid, epoch, commit=False) == ErrorCode.NONE  # a retry
+        assert end(c, pid, epoch, commit=True) == ErrorCode.INVALID_TXN_STATE
+        assert lso_and_aborted(c, "raw-t") == (3, 3, [(pid, 0)])
+        assert latest(c, "raw-t", 1) == 3
+    (first, _), (marker, _) = stored(broker.data_dir, "raw-t")
+    assert first.is_transactional and not first.is_control
+    assert marker.is_control and marker.producer_epoch == epoch
+
+
+def test_init_with_an_open_transaction_fences_and_aborts_it(broker: BrokerProcess) -> None:
+    with RawClient(broker.port) as c:
+        create_topic(c, "raw-f")
+        first = init(c)
+        pid, epoch = first.producer_id, first.producer_epoch
+        assert add_partition(c, pid, epoch, "raw-f") == ErrorCode.NONE
+        assert txn_produce(c, "raw-f", batch(pid, epoch, 0, transactional=True)) == 0
+        assert init(c).error_code == ErrorCode.CONCURRENT_TRANSACTIONS
+        again = init(c)
+        assert (again.error_code, again.producer_id, again.producer_epoch) == (0, pid, epoch + 2)
+        # The zombie: EndTxn v1 answers INVALID_PRODUCER_EPOCH (PRODUCER_FENCED from v2).
+        assert end(c, pid, epoch, commit=True, version=1) == ErrorCode.INVALID_PRODUCER_EPOCH
+        assert end(c, pid, epoch, commit=True, version=2) == ErrorCode.PRODUCER_FENCED
+        assert txn_produce(c, "raw-f", batch(pid, epoch, 2, transactional=True)) == (
+            ErrorCode.INVALID_PRODUCER_EPOCH
+        )
+        assert lso_and_aborted(c, "raw-f") == (3, 3, [(pid, 0)])
+    marker = stored(broker.data_dir, "raw-f")[-1][0]
+    assert marker.is_control and marker.producer_epoch == epoch + 1
+
+
+def test_transactional_offsets_become_visible_only_on_commit(broker: BrokerProcess) -> None:
+    with RawClient(broker.port) as c:
+        create_topic(c, "raw-o")
+        answer = init(c)
+        pid, epoch = answer.producer_id, answer.producer_epoch
+
+        def commit_offset(offset: int) -> int:
+            reply = c.request(
+                TXN_OFFSET_COMMIT,
+                3,
+                Message(
+                    transactional_id=TXN,
+                    group_id="raw-group",
+                    producer_id=pid,
+                    producer_epoch=epoch,
+                    generation_id=-1,
+                    member_id="",
+                    group_instance_id=None,
+                    topics=[
+                        Message(
+                            name="raw-o",
+                            partitions=[
+                                Message(
+                                    partition_index=0,
+                                    committed_offset=offset,
+                                    committed_leader_epoch=-1,
+                                    committed_metadata="",
+                                )
+                            ],
+                        )
+                    ],
+                ),
+            )
+            code: int = reply.topics[0].partitions[0].error_code
+            return code
+
+        def fetch_offset(require_stable: bool) -> tuple[int, int]:
+            reply = c.request(
+                OFFSET_FETCH,
+                7,
+                Message(
+                    group_id="raw-group",
+                    topics=[Message(name="raw-o", partition_indexes=[0])],
+                    require_stable=require_stable,
+                ),
+            )
+            part = reply.topics[0].partitions[0]
+            return part.error_code, part.committed_offset
+
+        # Without AddOffsetsToTxn the offsets partition is not in the transaction.
+        assert commit_offset(5) == ErrorCode.INVALID_TXN_STATE
+        added = c.request(
+            ADD_OFFSETS_TO_TXN,
+            3,
+            Message(
+                transactional_id=TXN, producer_id=pid, producer_epoch=epoch, group_id="raw-group"
+            ),
+        )
+        assert added.error_code == 0
+        assert commit_offset(5) == ErrorCode.NONE
+        assert fetch_offset(False) == (0, -1)
+        assert fetch_offset(True) == (ErrorCode.UNSTABLE_OFFSET_COMMIT, -1)
+        assert end(c, pid, epoch, commit=True) == ErrorCode.NONE
+        assert fetch_offset(True) == (0, 5)
+        # An aborted transaction's offsets never show.
+        c.request(
+            ADD_OFFSETS_TO_TXN,
+            3,
+            Message(
+                transactional_id=TXN, producer_id=pid, producer_epoch=epoch, group_id="raw-group"
+            ),
+        )
+        assert commit_offset(9) == ErrorCode.NONE
+        assert end(c, pid, epoch, commit=False) == ErrorCode.NONE
+        assert fetch_offset(True) == (0, 5)
+
+
+def test_coordinator_state_survives_sigkill(broker: BrokerProcess) -> None:
+    with RawClient(broker.port) as c:
+        create_topic(c, "raw-k")
+        answer = init(c)
+        pid, epoch = answer.producer_id, answer.producer_epoch
+        assert add_partition(c, pid, epoch, "raw-k") == ErrorCode.NONE
+        assert txn_produce(c, "raw-k", batch(pid, epoch, 0, transactional=True)) == 0
+    broker.kill()
+    broker.start()
+    with RawClient(broker.port) as c:
+        # The open transaction was reloaded: the LSO still waits for it, and the producer
+        # carries on with the same id and epoch.
+        assert lso_and_aborted(c, "raw-k") == (2, 0, [])
+        assert txn_produce(c, "raw-k", batch(pid, epoch, 2, transactional=True)) == 0
+        assert end(c, pid, epoch, commit=True) == ErrorCode.NONE
+        assert lso_and_aborted(c, "raw-k") == (5, 5, [])
+        again = init(c)
+        assert (again.producer_id, again.producer_epoch) == (pid, epoch + 1)
+    assert (broker.data_dir / "transaction-state.log").stat().st_size > 0

@@ -1,0 +1,164 @@
+"""librdkafka's own test suite against a fresh minikafka process (`make peer-tests`).
+
+    python -m tests.peer.librdkafka_suite [--version 2.15.1] [--tests 0001,0012]
+
+Builds librdkafka and its test-runner once (tests/peer/librdkafka_build.py), starts a
+broker from this tree on a free port with the settings of the suite's "default" scenario
+(tests/scenarios/default.json: auto-created topics with 4 partitions), writes the suite's
+test.conf and runs the suite with its own runner as librdkafka's `make broker` target
+does through trivup: `run-test.sh -K -L -Q -E` (no known-issue tests, broker tests only,
+quick mode, no sockem network emulation; trivup runs one test at a time, we run PARALLEL),
+telling it the broker is Kafka 4.0.0. Prints pass/fail/skip counts and exits non-zero when a test of
+tests/peer/librdkafka-<version>.must-pass fails or a failure is on no list.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.peer import kafka_cli, results
+from tests.peer.librdkafka_build import BUILD, SOURCES, ensure_built, say
+from tests.support.broker_process import BrokerProcess
+
+LISTS = Path(__file__).parent
+RUNNER_FLAGS = ["-K", "-L", "-Q", "-E"]
+# Most of the suite's time is spent waiting (session timeouts, max.poll.interval.ms, linger):
+# three tests at once cut the run from about 7.5 to under 4 minutes here; each test uses its own
+# topics and groups, and the runner stretches every timeout by parallel/3.
+PARALLEL = 3
+# The broker the suite's runner is told about: version-gated tests (TEST_BRKVER) run or
+# skip as they do against Apache Kafka 4.0.
+KAFKA_VERSION = "4.0.0"
+RUN_TIMEOUT_S = 12 * 60
+
+BROKER_OVERRIDES = {
+    # tests/scenarios/default.json: "auto_create_topics": "true", "num_partitions": 4.
+    "auto.create.topics.enable": "true",
+    "num.partitions": "4",
+    # Kafka's shipped config/server.properties sets 0 "for development and testing", and
+    # the suite's group tests wait for rebalances with that in mind.
+    "group.initial.rebalance.delay.ms": "0",
+    "log.level": "INFO",
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--version", default="2.15.1", choices=sorted(SOURCES))
+    parser.add_argument("--tests", help="TESTS for the runner: numbers, comma-separated")
+    parser.add_argument(
+        "--parallel", type=int, default=PARALLEL, help="tests the runner runs at once (-pN)"
+    )
+    args = parser.parse_args(argv)
+    source = SOURCES[args.version]
+
+    started = time.monotonic()
+    tests_dir = ensure_built(source)
+    built = time.monotonic()
+    say(f"librdkafka {source.version}: ready in {built - started:.0f} s")
+
+    run_dir = BUILD / f"run-{source.version}"
+    if run_dir.exists():
+        shutil.rmtree(run_dir)
+    run_dir.mkdir(parents=True)
+    output = _run_suite(tests_dir, run_dir, args.tests, args.parallel)
+    say(f"librdkafka {source.version}: suite ran in {time.monotonic() - built:.0f} s")
+
+    found = results.parse_summary(output)
+    suite = f"librdkafka-{source.version}"
+    must_pass = results.read_must_pass(LISTS / f"{suite}.must-pass")
+    excluded = results.read_excluded(LISTS / f"{suite}.excluded")
+    selected = set(args.tests.split(",")) if args.tests else None
+    verdict = results.judge(found, must_pass, excluded, selected)
+    _report(source.version, found, verdict, excluded, run_dir)
+    return 0 if verdict.ok else 1
+
+
+def _run_suite(tests_dir: Path, run_dir: Path, tests: str | None, parallel: int) -> str:
+    broker = BrokerProcess(run_dir / "data", BROKER_OVERRIDES).start()
+    try:
+        conf = run_dir / "test.conf"
+        conf.write_text(
+            f"bootstrap.servers={broker.bootstrap}\n"
+            # As trivup's LibrdkafkaTestApp writes it for every broker run.
+            "test.timeout.multiplier=2\n"
+        )
+        env = {
+            **os.environ,
+            "RDKAFKA_TEST_CONF": str(conf),
+            "TEST_KAFKA_VERSION": KAFKA_VERSION,
+            "TEST_SCENARIO": "default",
+            "TEST_REPORT": str(run_dir / "report.json"),
+            # test_kafka_topics() runs $KAFKA_PATH/bin/kafka-topics.sh --bootstrap-server
+            # $BROKERS: our stand-in serves it (tests/peer/kafka_cli.py).
+            "KAFKA_PATH": str(kafka_cli.install(run_dir / "kafka")),
+            "BROKERS": broker.bootstrap,
+        }
+        if tests:
+            env["TESTS"] = tests
+        say(f"running librdkafka's suite against {broker.bootstrap} (log: {run_dir})")
+        log_path = run_dir / "suite.log"
+        try:
+            done = subprocess.run(
+                # Line-buffered stdout: a runner that aborts after its summary (test.c
+                # asserts when librdkafka threads outlive a failed test) would otherwise
+                # lose the table still in its stdio buffer.
+                ["stdbuf", "-oL", "./run-test.sh", f"-p{parallel}", *RUNNER_FLAGS, "bare"],
+                cwd=tests_dir,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                timeout=RUN_TIMEOUT_S,
+            )
+            output = done.stdout.decode(errors="replace")
+        except subprocess.TimeoutExpired as expired:
+            raw = expired.stdout or b""
+            output = raw.decode(errors="replace") if isinstance(raw, bytes) else raw
+            output += f"\n[peer-tests] runner stopped after {RUN_TIMEOUT_S} s\n"
+        log_path.write_text(output)
+    finally:
+        broker.stop()
+        (run_dir / "broker.log").write_text(broker.log_text())
+    return output
+
+
+def _report(
+    version: str,
+    found: dict[str, results.TestResult],
+    verdict: results.Verdict,
+    excluded: dict[str, str],
+    run_dir: Path,
+) -> None:
+    for name, result in sorted(found.items()):
+        note = ""
+        if result.state == "FAILED":
+            note = f"excluded: {excluded[name]}" if name in excluded else result.reason
+        elif result.state == "SKIPPED":
+            note = result.reason
+        print(f"  {name:<48} {result.state:<8} {note}"[:160])
+    for name in verdict.must_pass_failed:
+        print(f"MUST-PASS FAILED: {name}")
+    for name in verdict.unlisted_failed:
+        print(f"FAILED and on no list (fix it, or exclude it with the reason): {name}")
+    for name in verdict.newly_passing:
+        print(f"passes but is not on the must-pass list, add it there: {name}")
+    for error in verdict.list_errors:
+        print(f"LIST ERROR: {error}")
+    counts = verdict.counts
+    say(f"logs: {run_dir}")
+    # The plain closing line CI reads.
+    print(
+        f"librdkafka-{version}: {counts['PASSED']} passed, {counts['FAILED']} failed, "
+        f"{counts['SKIPPED']} skipped"
+    )
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
