@@ -23,15 +23,7 @@ def produce_words(broker: BrokerProcess, topic: str, n: int) -> None:
     produce_confluent(broker.bootstrap, topic, "none", records)
 
 
-@pytest.mark.parametrize(
-    "exactly_once",
-    [
-        False,
-        pytest.param(
-            True, marks=pytest.mark.xfail(strict=True, reason="needs transactions (issue 14)")
-        ),
-    ],
-)
+@pytest.mark.parametrize("exactly_once", [False, True])
 def test_example_pipeline_writes_every_input_record_transformed_once(
     spark: Any, broker: BrokerProcess, tmp_path: Path, exactly_once: bool
 ) -> None:

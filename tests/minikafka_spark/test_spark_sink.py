@@ -255,7 +255,6 @@ def test_idempotent_pipeline_loses_nothing_through_broker_sigkill_and_task_failu
         broker.stop()
 
 
-@pytest.mark.xfail(strict=True, reason="needs transactions (issue 14)")
 def test_exactly_once_pipeline_writes_each_record_once_through_sigkill_and_task_failure(
     spark: Any, tmp_path: Path
 ) -> None:

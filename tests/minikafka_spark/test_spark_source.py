@@ -321,7 +321,6 @@ def produce_transactions(bootstrap: str, topic: str) -> None:
             producer.abort_transaction(30)
 
 
-@pytest.mark.xfail(strict=True, reason="needs transactions (issue 14)")
 @pytest.mark.parametrize("producer_metadata", ["false", "true"])
 def test_read_committed_source_skips_aborted_records_and_markers(
     spark: Any, broker: BrokerProcess, producer_metadata: str
