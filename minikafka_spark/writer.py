@@ -168,10 +168,24 @@ def _send_all(
     return sent
 
 
+def _send_or_flush_and_fail(
+    producer: Producer, rows: Iterator[OutRecord], delivery: _Delivery
+) -> int:
+    """Sends every row; when a row cannot be sent, the ones handed to the client before it are
+    still flushed before the task fails, as Spark's KafkaDataWriter.close flushes its producer
+    whatever happened (so a failed task's sent records are in Kafka: in the log for the
+    idempotent sink, in the open transaction its retry aborts for the exactly-once sink)."""
+    try:
+        return _send_all(producer, rows, delivery)
+    except BaseException:
+        producer.flush(_TXN_TIMEOUT_S)
+        raise
+
+
 def write_idempotent(options: SinkOptions, batches: Iterator[pa.RecordBatch]) -> KafkaCommitMessage:
     producer = Producer(options.producer_config())
     delivery = _Delivery()
-    sent = _send_all(producer, _rows(batches, options.topic), delivery)
+    sent = _send_or_flush_and_fail(producer, _rows(batches, options.topic), delivery)
     remaining = producer.flush(_TXN_TIMEOUT_S)
     delivery.check()
     if remaining:
@@ -225,7 +239,7 @@ def write_exactly_once(
         delivery = _Delivery()
         producer.begin_transaction()
 
-        sent = _send_all(producer, itertools.chain([first], rows), delivery)
+        sent = _send_or_flush_and_fail(producer, itertools.chain([first], rows), delivery)
         producer.flush(_TXN_TIMEOUT_S)
         delivery.check()
         producer.send_offsets_to_transaction(

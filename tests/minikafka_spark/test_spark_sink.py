@@ -102,7 +102,7 @@ def test_sink_refuses_input_without_a_value_column(spark: Any, broker: BrokerPro
 # -- a pipeline through a broker SIGKILL and a failed task ------------------------------------
 
 INPUT_RECORDS = 12_000
-FAIL_ON_VALUE = "in-7001"
+FAIL_ON_VALUE = "in-8851"  # offset 2950 of partition 1: late in its micro-batch task
 
 
 def free_port() -> int:
@@ -117,9 +117,11 @@ def start_broker(data: Path, port: int) -> BrokerProcess:
 
 
 def fail_first_attempt_at(value: str, witness: Path) -> Any:
-    """A transformation that fails its task's first attempt on one record: the records the
-    task sent before it are in Kafka (or in its open transaction) when Spark retries it.
-    `witness` is created when the failure happens, so the test knows it did."""
+    """A transformation that makes the first attempt of one task fail in the sink, mid-batch:
+    on that attempt the record `value` becomes larger than the client's message.max.bytes,
+    which the producer refuses when it is handed the record, after the task's earlier
+    records. The sink flushes those before the task fails (as Spark's KafkaDataWriter.close),
+    so Kafka holds them when Spark retries the task. `witness` says the failure happened."""
     from pyspark import TaskContext
     from pyspark.sql.functions import udf
 
@@ -127,7 +129,7 @@ def fail_first_attempt_at(value: str, witness: Path) -> Any:
         context = TaskContext.get()
         if v == value and context is not None and context.attemptNumber() == 0:
             witness.touch()
-            raise RuntimeError(f"injected failure of the first attempt at {v}")
+            return "x" * 2_000_000
         return v.replace("in-", "out-")
 
     return udf(transform, useArrow=False)
@@ -183,6 +185,7 @@ def run_pipeline(
         ],
     )
     checkpoint = tmp_path / "checkpoint"
+    witness = tmp_path / "failed-once"
 
     def start_query() -> Any:
         source = (
@@ -193,12 +196,8 @@ def run_pipeline(
             .option("maxOffsetsPerTrigger", "3000")
             .load()
         )
-        out = source.select(
-            col("key"),
-            fail_first_attempt_at(FAIL_ON_VALUE, tmp_path / "failed-once")(
-                col("value").cast("string")
-            ).alias("value"),
-        )
+        fail = fail_first_attempt_at(FAIL_ON_VALUE, witness)
+        out = source.select(col("key"), fail(col("value").cast("string")).alias("value"))
         return (
             out.writeStream.format("minikafka")
             .option("kafka.bootstrap.servers", broker.bootstrap)
@@ -230,7 +229,7 @@ def run_pipeline(
             query = start_query()
         else:
             raise AssertionError(f"pipeline kept failing: {query.exception()}")
-        assert (tmp_path / "failed-once").exists(), "the injected task failure did not happen"
+        assert witness.exists(), "the injected task failure did not happen"
         return broker, read_committed(broker.bootstrap, "pipe-out", 3, INPUT_RECORDS)
     except BaseException:
         if query.isActive:
@@ -247,10 +246,12 @@ def test_idempotent_pipeline_loses_nothing_through_broker_sigkill_and_task_failu
 ) -> None:
     broker, values = run_pipeline(spark, tmp_path, exactly_once=False)
     try:
-        # At least once, as Spark's own connector: a retried task may write its records again.
+        # At least once, as Spark's own connector: the retried task wrote again the records
+        # its failed attempt had sent.
         assert set(values) == EXPECTED
-        stored_values = {r.value for r in stored_records(broker.data_dir, "pipe-out", 3)}
-        assert stored_values == EXPECTED
+        assert max(Counter(values).values()) == 2
+        stored_values = Counter(r.value for r in stored_records(broker.data_dir, "pipe-out", 3))
+        assert stored_values == Counter(values)
     finally:
         broker.stop()
 
@@ -263,6 +264,8 @@ def test_exactly_once_pipeline_writes_each_record_once_through_sigkill_and_task_
         counts = Counter(values)
         assert set(counts) == EXPECTED
         assert max(counts.values()) == 1
+        # The failed attempt's records are in the log, in a transaction its retry aborted.
+        assert len(stored_records(broker.data_dir, "pipe-out", 3)) > INPUT_RECORDS
         # Everything in the output topic was written in transactions.
         for partition in range(3):
             for header, _ in stored(broker.data_dir, "pipe-out", partition):
