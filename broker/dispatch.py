@@ -17,7 +17,7 @@ from broker import offload
 from protocol import codec
 from protocol.codec import Deferred
 from protocol.header import RequestHeader
-from protocol.primitives import Reader
+from protocol.primitives import DecodeError, Reader
 from protocol.schema import Api, Message
 
 if TYPE_CHECKING:
@@ -35,7 +35,12 @@ log = logging.getLogger(__name__)
 MAX_DECODED_ELEMENTS = 1_000_000
 # Bodies from this size on are decoded on a worker thread (broker.offload): decoding costs
 # up to a few microseconds per byte, so a body this large may hold the loop for tens of ms.
+# Unless it holds few elements: the bulk of a Produce request is its records, decoded as
+# one slice, and a thread hop costs more than that decode (issue 19). So such a body is
+# first decoded on the loop within INLINE_DECODE_ELEMENTS array elements and tagged fields
+# (a step of Python each), and only one holding more goes to a worker.
 OFFLOAD_DECODE_BYTES = 16 * 1024
+INLINE_DECODE_ELEMENTS = 256
 
 
 class CloseConnection(Exception):
@@ -120,12 +125,18 @@ class Dispatcher:
         """Decode, run the handler, encode. Returns the response body as parts (records the
         connection sends itself stay Deferred), or None (no response)."""
         api = handler.api
-        reader = Reader(body, max_elements=MAX_DECODED_ELEMENTS)
         flexible = api.is_flexible(ctx.version)
+        decoded = None
         if len(body) >= OFFLOAD_DECODE_BYTES:
-            request = await offload.run(_decode, api, ctx.version, flexible, reader)
+            decoded = decode_on_loop(api, ctx.version, flexible, body)
+        if decoded is not None:
+            request, reader = decoded
         else:
-            request = _decode(api, ctx.version, flexible, reader)
+            reader = Reader(body, max_elements=MAX_DECODED_ELEMENTS)
+            if len(body) >= OFFLOAD_DECODE_BYTES:
+                request = await offload.run(_decode, api, ctx.version, flexible, reader)
+            else:
+                request = _decode(api, ctx.version, flexible, reader)
         if reader.remaining:
             # Kafka's AbstractRequest.parseRequest reads the fields it knows and never checks
             # that the body was consumed: librdkafka's all-topics Metadata v13 carries 3 bytes
@@ -156,3 +167,18 @@ class Dispatcher:
 
 def _decode(api: Api, version: int, flexible: bool, reader: Reader) -> Message:
     return codec.decode(api.request, version, flexible, reader, exact=False)
+
+
+def decode_on_loop(
+    api: Api, version: int, flexible: bool, body: memoryview
+) -> tuple[Message, Reader] | None:
+    """The request and its reader if it decodes within INLINE_DECODE_ELEMENTS, else None.
+
+    Any DecodeError also gives None: the worker decodes it again with the full budget, so
+    a malformed body is refused exactly as before, with the same message.
+    """
+    reader = Reader(body, max_elements=INLINE_DECODE_ELEMENTS)
+    try:
+        return _decode(api, version, flexible, reader), reader
+    except DecodeError:
+        return None

@@ -13,10 +13,11 @@ import time
 from broker import __version__
 from broker.acceptor import Acceptor, bind
 from broker.background import Background
-from broker.config import Config, Listener
+from broker.config import Config, Listener, consumer_assignors
 from broker.connection import KafkaConnection
 from broker.faults import FaultInjector, RefusedConnection
 from broker.groups import GroupCoordinator, GroupSettings
+from broker.groups.consumer_manager import ConsumerGroupSettings
 from broker.handlers import build_dispatcher
 from broker.state import BrokerState
 from broker.transactions import Settings as TransactionSettings
@@ -186,7 +187,17 @@ def _open_groups(config: Config, state: BrokerState) -> GroupCoordinator:
         max_session_timeout_ms=config.group_max_session_timeout_ms,
         offsets_retention_ms=config.offsets_retention_ms,
     )
-    return GroupCoordinator(settings, offsets, state.flusher)
+    consumer_settings = ConsumerGroupSettings(
+        session_timeout_ms=config.group_consumer_session_timeout_ms,
+        heartbeat_interval_ms=config.group_consumer_heartbeat_interval_ms,
+        max_size=config.group_consumer_max_size,
+        assignors=consumer_assignors(config.group_consumer_assignors),
+    )
+
+    def topics() -> dict[str, tuple[bytes, int]]:
+        return {t.name: (t.topic_id, len(t.partitions)) for t in state.store.topics()}
+
+    return GroupCoordinator(settings, offsets, state.flusher, consumer_settings, topics)
 
 
 def log_config(config: Config) -> LogConfig:

@@ -10,6 +10,8 @@ from protocol.messages.alter_partition_reassignments import ALTER_PARTITION_REAS
 from protocol.messages.alter_replica_log_dirs import ALTER_REPLICA_LOG_DIRS
 from protocol.messages.alter_user_scram_credentials import ALTER_USER_SCRAM_CREDENTIALS
 from protocol.messages.api_versions import API_VERSIONS
+from protocol.messages.consumer_group_describe import CONSUMER_GROUP_DESCRIBE
+from protocol.messages.consumer_group_heartbeat import CONSUMER_GROUP_HEARTBEAT
 from protocol.messages.create_partitions import CREATE_PARTITIONS
 from protocol.messages.create_topics import CREATE_TOPICS
 from protocol.messages.delete_groups import DELETE_GROUPS
@@ -69,6 +71,9 @@ ALL_APIS: dict[int, Api] = {
         LIST_GROUPS,
         DELETE_GROUPS,
         OFFSET_DELETE,
+        # KIP-848 consumer groups (issue 18).
+        CONSUMER_GROUP_HEARTBEAT,
+        CONSUMER_GROUP_DESCRIBE,
         # Admin APIs and topic configs.
         CREATE_TOPICS,
         DELETE_TOPICS,

@@ -369,6 +369,10 @@ def _plan(fields: tuple[Field, ...], version: int, flexible: bool) -> tuple[Enco
             for fl, _, _ in tagged:
                 values[fl.name] = fl.default_value()
             count = r.uvarint()
+            # Each tagged field costs a Python step like an array element does, and is
+            # bounded by the same budget (Reader.max_elements).
+            if count:
+                r.spend_elements(count, "tagged fields")
             unknown: list[tuple[int, bytes]] = []
             # As Kafka's generated readers: tags in any order (a repeated one overwrites),
             # unknown tags skipped by their size (kept here for re-encoding), and a known

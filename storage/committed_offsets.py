@@ -15,6 +15,9 @@ or Empty. Older files still load and are rewritten in the current version at ope
 1 holds a group record with only the protocol type and generation (the group comes back
 without members), version 2 group records without the state timestamp (Kafka's -1: offsets
 of such an Empty group expire counted from their commits).
+The KIP-848 consumer group record (``storage.consumer_group_records``) is written after
+every change of such a group. A group id is one kind of group at a time: a record of one
+kind replaces a group of the other kind (an upgrade or downgrade), keeping its offsets.
 
 - ``commit``/``delete_*``/``put_group`` write one frame each at the log's end, at an explicit
   position (``pwrite`` at the size of the valid prefix), then update the map; they do not
@@ -46,6 +49,9 @@ from pathlib import Path
 
 from crc32c import crc32c
 
+from storage import consumer_group_records
+from storage.consumer_group_records import ConsumerGroupRecord
+
 log = logging.getLogger(__name__)
 
 FILE_NAME = "committed-offsets.log"
@@ -55,10 +61,11 @@ _HEADER = MAGIC + struct.pack(">HH", VERSION, 0)
 _VERSION_AT = len(MAGIC)
 _FRAME = struct.Struct(">Ii")  # crc32c, payload length
 
+# GROUP (protocol type + generation only) is read from version 1 files, never written.
 # GROUP (protocol type + generation only) is read from version 1 files, GROUP_METADATA
 # (without the state timestamp) from version 2 files; neither is written any more.
 OFFSET, OFFSET_TOMBSTONE, GROUP, GROUP_TOMBSTONE, GROUP_METADATA = 1, 2, 3, 4, 5
-GROUP_METADATA_STATE_TIME, OFFSET_WITH_EXPIRY = 6, 7
+GROUP_METADATA_STATE_TIME, OFFSET_WITH_EXPIRY, CONSUMER_GROUP = 6, 7, 8
 
 # Compact when the log has this many records more than twice the live entries.
 COMPACT_SLACK = 10_000
@@ -128,6 +135,7 @@ class CommittedOffsets:
         self._size = size
         self._offsets: dict[str, dict[TopicPartition, CommittedOffset]] = {}
         self._groups: dict[str, GroupRecord] = {}
+        self._consumer_groups: dict[str, ConsumerGroupRecord] = {}
         self._records = 0
         # Bytes past ``_size`` may be the rest of a failed write that could not be cut off:
         # cut them before the next append.
@@ -201,10 +209,17 @@ class CommittedOffsets:
         return self._offsets.get(group, {})
 
     def groups(self) -> dict[str, GroupRecord | None]:
-        """Every group known on disk: with a group record, or with offsets only (None)."""
+        """Every classic group known on disk: with a group record, or with offsets only
+        (None). Consumer groups (``consumer_groups``) are not in it."""
         known: dict[str, GroupRecord | None] = dict.fromkeys(self._offsets)
         known.update(self._groups)
+        for group in self._consumer_groups:
+            known.pop(group, None)
         return known
+
+    def consumer_groups(self) -> dict[str, ConsumerGroupRecord]:
+        """Every KIP-848 consumer group known on disk (a live view: do not modify)."""
+        return self._consumer_groups
 
     # --- writes ----------------------------------------------------------------------------
 
@@ -243,13 +258,29 @@ class CommittedOffsets:
             raise RecordTooLarge(f"group {group}: metadata record of {len(payload)} bytes")
         self._append(_frame(payload), 1)
         self._groups[group] = record
+        self._consumer_groups.pop(group, None)
+
+    def put_consumer_group(self, group: str, record: ConsumerGroupRecord) -> None:
+        """Append the consumer group's record (no fsync: see ``flush``); it replaces a
+        classic group of the same id. Raises RecordTooLarge, writing nothing, when the
+        record exceeds MAX_RECORD."""
+        if self._consumer_groups.get(group) == record and group not in self._groups:
+            return
+        payload = _str(CONSUMER_GROUP, group) + consumer_group_records.encode(record)
+        if len(payload) > MAX_RECORD:
+            raise RecordTooLarge(f"group {group}: consumer group record of {len(payload)} bytes")
+        self._append(_frame(payload), 1)
+        self._consumer_groups[group] = record
+        self._groups.pop(group, None)
 
     def delete_group(self, group: str) -> None:
         """Forget the group and all its offsets (Kafka writes tombstones for both)."""
-        if group not in self._groups and group not in self._offsets:
+        known = (self._groups, self._offsets, self._consumer_groups)
+        if not any(group in kind for kind in known):
             return
         self._append(_frame(_str(GROUP_TOMBSTONE, group)), 1)
         self._groups.pop(group, None)
+        self._consumer_groups.pop(group, None)
         self._offsets.pop(group, None)
 
     def flush(self) -> None:
@@ -260,7 +291,11 @@ class CommittedOffsets:
     # --- compaction ------------------------------------------------------------------------
 
     def live_entries(self) -> int:
-        return len(self._groups) + sum(len(v) for v in self._offsets.values())
+        return (
+            len(self._groups)
+            + len(self._consumer_groups)
+            + sum(len(v) for v in self._offsets.values())
+        )
 
     def maybe_compact(self) -> bool:
         if self._records <= 2 * self.live_entries() + COMPACT_SLACK:
@@ -272,6 +307,8 @@ class CommittedOffsets:
         out = bytearray(_HEADER)
         for group, record in self._groups.items():
             out += _frame(_group_payload(group, record))
+        for group, consumer in self._consumer_groups.items():
+            out += _frame(_str(CONSUMER_GROUP, group) + consumer_group_records.encode(consumer))
         for group, offsets in self._offsets.items():
             for (topic, partition), value in offsets.items():
                 out += _frame(_offset_payload(group, topic, partition, value))
@@ -333,15 +370,20 @@ class CommittedOffsets:
         group, pos = _read_str(payload, pos)
         if kind == GROUP_TOMBSTONE:
             self._groups.pop(group, None)
+            self._consumer_groups.pop(group, None)
             self._offsets.pop(group, None)
         elif kind == GROUP:
             protocol_type, pos = _read_nullable_str(payload, pos)
             (generation,) = struct.unpack_from(">i", payload, pos)
             self._groups[group] = GroupRecord(protocol_type, generation)
+        elif kind == CONSUMER_GROUP:
+            self._consumer_groups[group] = consumer_group_records.decode(payload, pos)
+            self._groups.pop(group, None)
         elif kind in (GROUP_METADATA, GROUP_METADATA_STATE_TIME):
             self._groups[group] = _read_group(
                 payload, pos, with_state_time=kind == GROUP_METADATA_STATE_TIME
             )
+            self._consumer_groups.pop(group, None)
         elif kind in (OFFSET, OFFSET_TOMBSTONE, OFFSET_WITH_EXPIRY):
             topic, pos = _read_str(payload, pos)
             (partition,) = struct.unpack_from(">i", payload, pos)

@@ -96,11 +96,14 @@ def validate_batch(
     max_message_bytes: int,
     allow_zstd: bool,
     depth: str,
+    max_headers: int | None = None,
 ) -> Validation:
     """Check the records field of one partition in a Produce request (magic-2 clients).
 
     ``allow_zstd`` is False for Produce below v7. ``depth`` "header" never decompresses;
     "records" also decodes every record. On success ``header`` is the parsed header.
+    ``max_headers``: HeaderBudgetExceeded once the records hold more headers (the caller
+    then validates the batch again off the event loop).
     """
     if depth not in DEPTHS:
         raise ValueError(f"depth must be one of {DEPTHS}, not {depth!r}")
@@ -141,7 +144,7 @@ def validate_batch(
         header = parse_header(batch)
     except CorruptBatchError as exc:  # unreachable after the checks above; kept as a guard
         return _fail(ErrorCode.CORRUPT_MESSAGE, str(exc))
-    checked = _validate_parsed(batch, header, max_message_bytes, depth)
+    checked = _validate_parsed(batch, header, max_message_bytes, depth, max_headers)
     return replace(checked, size=size)
 
 
@@ -168,7 +171,11 @@ def _check_no_second_batch(batch: memoryview | bytes | bytearray, size: int) -> 
 
 
 def _validate_parsed(
-    batch: memoryview | bytes | bytearray, header: BatchHeader, max_message_bytes: int, depth: str
+    batch: memoryview | bytes | bytearray,
+    header: BatchHeader,
+    max_message_bytes: int,
+    depth: str,
+    max_headers: int | None,
 ) -> Validation:
     if header.base_offset != 0:
         return _fail(
@@ -217,13 +224,15 @@ def _validate_parsed(
             header,
         )
     if depth == "records":
-        return _validate_records(batch, header)
+        return _validate_records(batch, header, max_headers)
     return Validation(ErrorCode.NONE, None, header)
 
 
-def _validate_records(batch: memoryview | bytes | bytearray, header: BatchHeader) -> Validation:
+def _validate_records(
+    batch: memoryview | bytes | bytearray, header: BatchHeader, max_headers: int | None
+) -> Validation:
     try:
-        scan = scan_records(records_data(batch, header), header.records_count)
+        scan = scan_records(records_data(batch, header), header.records_count, max_headers)
     except CorruptBatchError as exc:
         return _fail(ErrorCode.INVALID_RECORD, f"malformed records: {exc}", header)
     return Validation(ErrorCode.NONE, None, header, scan=scan)

@@ -21,6 +21,12 @@ parked JoinGroup/SyncGroup answer and the fsync of committed offsets, both after
   the load, so members carry on heartbeating with their member id and generation and no
   rebalance happens. A restart in the middle of a rebalance goes back to the last Stable
   generation; members then get ILLEGAL_GENERATION and rejoin, as with Kafka.
+- KIP-848 consumer groups live in ``consumer`` (a ``ConsumerGroupManager``) beside the classic
+  ones; a group id names one kind at a time. An Empty group of one kind is replaced by the
+  other kind when a member of the other protocol joins, keeping its offsets (Kafka's
+  maybeDeleteEmptyClassicGroup / maybeDeleteEmptyConsumerGroup). Deviation: a non-empty group
+  is not migrated online; Kafka answers as with ``group.consumer.migration.policy=disabled``:
+  a ConsumerGroupHeartbeat gets GROUP_ID_NOT_FOUND, a JoinGroup INCONSISTENT_GROUP_PROTOCOL.
 - ``cleanup_group_metadata`` is Kafka's GroupCoordinatorShard.cleanupGroupMetadata, run by
   the broker's background task every offsets.retention.check.interval.ms: the offsets that
   ``offset_expiration`` finds expired are tombstoned in the committed-offsets log, and a
@@ -47,6 +53,14 @@ from broker.groups.classic import (
     Member,
     SyncResult,
     wall_ms,
+)
+from broker.groups.consumer import ConsumerGroup
+from broker.groups.consumer_manager import (
+    ConsumerGroupManager,
+    ConsumerGroupSettings,
+    HeartbeatRequest,
+    HeartbeatResult,
+    TopicsView,
 )
 from broker.groups.offset_expiration import expired_offsets
 from protocol.errors import ErrorCode
@@ -96,6 +110,8 @@ class GroupCoordinator:
         settings: GroupSettings,
         store: CommittedOffsets,
         flusher: Flusher,
+        consumer_settings: ConsumerGroupSettings | None = None,
+        topics: TopicsView | None = None,
         clock: Callable[[], int] = wall_ms,
     ) -> None:
         self.settings = settings
@@ -114,6 +130,13 @@ class GroupCoordinator:
         now = monotonic_ms()
         for group_id, record in store.groups().items():
             self.groups[group_id] = self._load_group(group_id, record, now)
+        self.consumer = ConsumerGroupManager(
+            consumer_settings or ConsumerGroupSettings(),
+            topics or dict,
+            self._persist_consumer_group,
+        )
+        for group_id, consumer_record in store.consumer_groups().items():
+            self.consumer.load(ConsumerGroup.restore(group_id, consumer_record), now)
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -155,6 +178,9 @@ class GroupCoordinator:
         while not self.closed:
             now = monotonic_ms()
             deadlines = [d for g in self.groups.values() if (d := g.next_deadline()) is not None]
+            consumer_deadline = self.consumer.next_deadline()
+            if consumer_deadline is not None:
+                deadlines.append(consumer_deadline)
             timeout = None if not deadlines else max(min(deadlines) - now, 0) / 1000
             self._wake.clear()
             if timeout is None or timeout > 0:
@@ -166,6 +192,10 @@ class GroupCoordinator:
                     group.tick(now)
                 except Exception:
                     log.exception("group %s: timer failed", group.group_id)
+            try:
+                self.consumer.tick(now)
+            except Exception:
+                log.exception("consumer groups: timer failed")
             try:
                 self.store.maybe_compact()
             except OSError:
@@ -241,6 +271,14 @@ class GroupCoordinator:
             return
         self._schedule_flush(group.group_id)
 
+    def _persist_consumer_group(self, group: ConsumerGroup) -> None:
+        try:
+            self.store.put_consumer_group(group.group_id, group.record())
+        except (OSError, RecordTooLarge):
+            log.exception("group %s: writing the consumer group record failed", group.group_id)
+            return
+        self._schedule_flush(group.group_id)
+
     def _schedule_flush(self, group_id: str) -> None:
         # One task per burst of writes: it starts at the next loop iteration, so every record
         # written before then shares its fsync round (with any offset commits waiting too).
@@ -292,6 +330,11 @@ class GroupCoordinator:
             <= self.settings.max_session_timeout_ms
         ):
             return JoinResult(ErrorCode.INVALID_SESSION_TIMEOUT, req.member_id)
+        consumer_group = self.consumer.groups.get(group_id)
+        if consumer_group is not None:
+            if not consumer_group.is_empty():
+                return JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "")
+            self._drop_empty_consumer_group(group_id)
         group = self._live(group_id)
         if group is None:
             if req.member_id != "":
@@ -382,10 +425,16 @@ class GroupCoordinator:
         generation_id: int,
         version: int,
     ) -> int:
-        """Kafka's OffsetMetadataManager.validateOffsetCommit + ClassicGroup's, in order."""
+        """Kafka's OffsetMetadataManager.validateOffsetCommit + ClassicGroup's (or
+        ConsumerGroup's, with member epochs), in order."""
         refused = self._refusal(group_id)
         if refused is not None:
             return refused
+        consumer_group = self.consumer.groups.get(group_id)
+        if consumer_group is not None:
+            return self.consumer.validate_commit(
+                consumer_group, member_id, generation_id, version, txn=False
+            )
         group = self._live(group_id)
         if group is None:
             if generation_id < 0:
@@ -417,6 +466,11 @@ class GroupCoordinator:
         refused = self._refusal(group_id)
         if refused is not None:
             return refused
+        consumer_group = self.consumer.groups.get(group_id)
+        if consumer_group is not None:
+            return self.consumer.validate_commit(
+                consumer_group, member_id, generation_id, 5, txn=True
+            )
         group = self.groups.get(group_id)
         if group is None:
             if generation_id < 0:
@@ -464,12 +518,23 @@ class GroupCoordinator:
         await self._flusher.flush([self.store])
 
     def fetch_offsets(
-        self, group_id: str, partitions: list[tuple[str, int]] | None
+        self,
+        group_id: str,
+        partitions: list[tuple[str, int]] | None,
+        member_id: str | None = None,
+        member_epoch: int = -1,
     ) -> tuple[int, list[FetchedOffset]]:
-        """(group error, offsets); ``partitions`` None = everything the group committed."""
+        """(group error, offsets); ``partitions`` None = everything the group committed.
+        The member id and epoch (OffsetFetch v9) are checked for consumer groups only
+        (ConsumerGroup.validateOffsetFetch; ClassicGroup's ignores them)."""
         refused = self._refusal(group_id)
         if refused is not None:
             return refused, []
+        consumer_group = self.consumer.groups.get(group_id)
+        if consumer_group is not None:
+            error = self.consumer.validate_fetch(consumer_group, member_id, member_epoch)
+            if error:
+                return error, []
         committed = self.store.offsets(group_id)
         if partitions is None:
             return ErrorCode.NONE, [
@@ -497,12 +562,22 @@ class GroupCoordinator:
         refused = self._refusal(group_id)
         if refused is not None:
             return refused, []
+        consumer_group = self.consumer.groups.get(group_id)
+        if consumer_group is not None:
+            # ConsumerGroup.validateOffsetDelete accepts any state; subscribed topics are kept.
+            subscribed: set[str] | None = set(consumer_group.subscription_metadata)
+            return await self._delete_unsubscribed(group_id, partitions, subscribed)
         group = self._live(group_id)
         if group is None:
             return GROUP_ID_NOT_FOUND, []
         if not group.is_empty() and group.protocol_type != "consumer":
             return NON_EMPTY_GROUP, []
         subscribed = group.subscribed_topics() if not group.is_empty() else set()
+        return await self._delete_unsubscribed(group_id, partitions, subscribed)
+
+    async def _delete_unsubscribed(
+        self, group_id: str, partitions: list[tuple[str, int]], subscribed: set[str] | None
+    ) -> tuple[int, list[int]]:
         errors: list[int] = []
         deletable = []
         for topic, partition in partitions:
@@ -573,6 +648,17 @@ class GroupCoordinator:
             if not group_id:
                 errors.append(ErrorCode.INVALID_GROUP_ID)
                 continue
+            consumer_group = self.consumer.groups.get(group_id)
+            if consumer_group is not None:
+                if not consumer_group.is_empty():
+                    errors.append(NON_EMPTY_GROUP)
+                    continue
+                del self.consumer.groups[group_id]
+                self.store.delete_group(group_id)
+                deleted = True
+                errors.append(ErrorCode.NONE)
+                log.info("group %s deleted", group_id)
+                continue
             group = self._live(group_id)
             if group is None:
                 errors.append(GROUP_ID_NOT_FOUND)
@@ -590,6 +676,55 @@ class GroupCoordinator:
         if deleted:
             await self._flush()
         return errors
+
+    # --- KIP-848 consumer groups ----------------------------------------------------------
+
+    async def consumer_heartbeat(self, req: HeartbeatRequest) -> HeartbeatResult:
+        if self.closed:
+            # GroupCoordinatorService answers COORDINATOR_NOT_AVAILABLE when not active.
+            return HeartbeatResult(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        classic = self._live(req.group_id) if req.group_id else None
+        if classic is not None:
+            refusal = self._classic_in_the_way(classic, req.member_epoch == 0)
+            if refusal is not None:
+                return HeartbeatResult(ErrorCode.GROUP_ID_NOT_FOUND, refusal)
+        result = self.consumer.heartbeat(req, monotonic_ms())
+        self._poke()
+        for group_id in result.changed:
+            await self._durable(group_id)
+        return result
+
+    def _classic_in_the_way(self, classic: ClassicGroup, joining: bool) -> str | None:
+        """Kafka's getOrMaybeCreateConsumerGroup for a group id held by a classic group: an
+        Empty one is replaced (its offsets stay); else the answer's message."""
+        group_id = classic.group_id
+        if not joining:
+            return f"Group {group_id} is not a consumer group."
+        if not classic.is_empty():
+            return (
+                f"Cannot upgrade classic group {group_id} to consumer group because online "
+                "upgrade is disabled."
+            )
+        classic.mark_dead()
+        del self.groups[group_id]
+        log.info("group %s: converted the empty classic group to a consumer group", group_id)
+        return None
+
+    def _drop_empty_consumer_group(self, group_id: str) -> None:
+        """An Empty consumer group gives way to a classic group of the same id (Kafka's
+        maybeDeleteEmptyConsumerGroup); the classic group's record replaces it on disk."""
+        del self.consumer.groups[group_id]
+        self.groups[group_id] = self._new_group(group_id, None)
+        log.info("group %s: converted the empty consumer group to a classic group", group_id)
+
+    def describe_consumer_group(self, group_id: str) -> ConsumerGroup | str:
+        """The group, or the GROUP_ID_NOT_FOUND message Kafka gives."""
+        group = self.consumer.groups.get(group_id)
+        if group is not None:
+            return group
+        if self._live(group_id) is not None:
+            return f"Group {group_id} is not a consumer group."
+        return f"Group {group_id} not found."
 
 
 def _group_record(group: ClassicGroup) -> GroupRecord:

@@ -4,8 +4,9 @@ The list is derived from the handler registry in ascending key order. v3+ answer
 the tagged fields Kafka 4.0 sends: supported_features (tag 0), finalized_features_epoch
 (tag 1) and finalized_features (tag 2); zk_migration_ready (tag 3) is omitted, as Kafka
 omits it. Old librdkafka fails to parse a v3 response whose tagged section differs.
-Only metadata.version is announced: transaction.version and group.version are promises
-(transactions v2, KIP-848 groups) that this broker does not make yet.
+metadata.version and group.version (level 1: KIP-848 consumer groups, served by
+ConsumerGroupHeartbeat/ConsumerGroupDescribe) are announced; transaction.version is a promise
+(transactions v2) that this broker does not make yet.
 An unknown version is answered by broker.connection with a v0 body and UNSUPPORTED_VERSION.
 v3+ requests name the client software (KIP-511): a name or version that does not match
 Kafka's pattern (ApiVersionsRequest.isValid, empty strings included) gets INVALID_REQUEST
@@ -30,6 +31,9 @@ MAX_VERSION = 4
 METADATA_VERSION_MIN = 7
 METADATA_VERSION_MAX = 25
 FINALIZED_FEATURES_EPOCH = 1
+# Kafka 4.0's group.version range and finalized level (GroupVersion.GV_1: KIP-848 groups).
+GROUP_VERSION_MIN = 0
+GROUP_VERSION_MAX = 1
 
 # ApiVersionsRequest.SOFTWARE_NAME_VERSION_PATTERN.
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
@@ -42,6 +46,27 @@ def _valid_software(request: Message) -> bool:
     )
 
 
+def _supported_features(version: int) -> list[Message]:
+    """Kafka lists a supported feature whose range starts at 0 only to v4+ requests
+    (KAFKA-17011: older clients reject a minimum of 0), so group.version 0-1 appears at v4
+    only, as recorded from Kafka 4.0.0."""
+    features = [
+        Message(
+            name="metadata.version",
+            min_version=METADATA_VERSION_MIN,
+            max_version=METADATA_VERSION_MAX,
+        )
+    ]
+    if version >= 4:
+        features.insert(
+            0,
+            Message(
+                name="group.version", min_version=GROUP_VERSION_MIN, max_version=GROUP_VERSION_MAX
+            ),
+        )
+    return features
+
+
 def handle(ctx: RequestContext, request: Message) -> Message:
     if ctx.version >= 3 and not _valid_software(request):
         return Message(error_code=ErrorCode.INVALID_REQUEST, api_keys=[], throttle_time_ms=0)
@@ -50,19 +75,18 @@ def handle(ctx: RequestContext, request: Message) -> Message:
         error_code=ErrorCode.NONE,
         api_keys=api_version_entries(dispatcher),
         throttle_time_ms=0,
-        supported_features=[
-            Message(
-                name="metadata.version",
-                min_version=METADATA_VERSION_MIN,
-                max_version=METADATA_VERSION_MAX,
-            )
-        ],
+        supported_features=_supported_features(ctx.version),
         finalized_features_epoch=FINALIZED_FEATURES_EPOCH,
         finalized_features=[
+            Message(
+                name="group.version",
+                max_version_level=GROUP_VERSION_MAX,
+                min_version_level=GROUP_VERSION_MAX,
+            ),
             Message(
                 name="metadata.version",
                 max_version_level=METADATA_VERSION_MAX,
                 min_version_level=METADATA_VERSION_MAX,
-            )
+            ),
         ],
     )

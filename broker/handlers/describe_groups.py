@@ -6,7 +6,8 @@ A group that does not exist is reported Dead with no error before v6, and with
 GROUP_ID_NOT_FOUND and a message from v6 (KIP-1043). v3+ with include_authorized_operations:
 every group answered without an error gets the operations Kafka allows on a group with no
 authorizer (KafkaApis.handleDescribeGroupsRequest, AuthHelper.authorizedOperations); else
-Kafka's "not requested" value.
+Kafka's "not requested" value. A KIP-848 consumer group is not a classic group: answered as
+a missing one, with "Group X is not a classic group." (GroupMetadataManager.classicGroup).
 """
 
 from __future__ import annotations
@@ -32,9 +33,14 @@ def _describe(ctx: RequestContext, group_id: str, with_operations: bool) -> Mess
     group = coordinator(ctx).describe(group_id) if group_id else None
     if group is None:
         missing = ctx.version >= 6
+        kind = (
+            "is not a classic group"
+            if group_id in coordinator(ctx).consumer.groups
+            else ("not found")
+        )
         return Message(
             error_code=ErrorCode.GROUP_ID_NOT_FOUND if missing else ErrorCode.NONE,
-            error_message=f"Group {group_id} not found." if missing else None,
+            error_message=f"Group {group_id} {kind}." if missing else None,
             group_id=group_id,
             group_state=GroupState.DEAD.value,
             protocol_type="",

@@ -2,7 +2,8 @@
 
 Behaviour: every group this broker coordinates, including simple-consumer groups that only
 committed offsets (protocol type ""). v4 filters by state, v5 by type (case-insensitive, as
-Kafka); every group here is a "classic" group.
+Kafka): "classic" groups, and KIP-848 "consumer" groups (protocol type "consumer", states
+Empty/Assigning/Reconciling/Stable, as Kafka's ConsumerGroup.asListedGroup).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ MIN_VERSION = 0
 MAX_VERSION = 5
 
 GROUP_TYPE = "classic"
+CONSUMER_GROUP_TYPE = "consumer"
 
 
 def handle(ctx: RequestContext, request: Message) -> Message:
@@ -34,6 +36,19 @@ def handle(ctx: RequestContext, request: Message) -> Message:
                     protocol_type=group.protocol_type or "",
                     group_state=group.state.value,
                     group_type=GROUP_TYPE,
+                )
+            )
+    if not types or CONSUMER_GROUP_TYPE in types:
+        for consumer_group in coordinator(ctx).consumer.groups.values():
+            state = consumer_group.state.value
+            if states and state.lower() not in states:
+                continue
+            listed.append(
+                Message(
+                    group_id=consumer_group.group_id,
+                    protocol_type=CONSUMER_GROUP_TYPE,
+                    group_state=state,
+                    group_type=CONSUMER_GROUP_TYPE,
                 )
             )
     return Message(throttle_time_ms=0, error_code=ErrorCode.NONE, groups=listed)

@@ -5,8 +5,9 @@ Behaviour: the committed offset, leader epoch and metadata of each requested par
 Null topics (v2+) = every partition the group committed. require_stable (v7+, KIP-447): a
 partition with transactional offsets waiting for their transaction's end answers
 UNSTABLE_OFFSET_COMMIT with offset -1 (OffsetMetadataManager.fetchOffsets); clients retry.
-v9's member id/epoch only matter to KIP-848 groups and are ignored. Group-level errors go
-to error_code (v2-7), to each group (v8+), or to each partition (v1).
+v9's member id and epoch are checked for KIP-848 consumer groups (UNKNOWN_MEMBER_ID,
+STALE_MEMBER_EPOCH, ConsumerGroup.validateOffsetFetch) and ignored for classic groups.
+Group-level errors go to error_code (v2-7), to each group (v8+), or to each partition (v1).
 """
 
 from __future__ import annotations
@@ -29,9 +30,10 @@ def _lookup(
     group_id: str,
     topics: list[Message] | None,
     require_stable: bool,
+    member: tuple[str | None, int] = (None, -1),
 ) -> tuple[int, list[FetchedOffset]]:
     wanted = None if topics is None else [(t.name, p) for t in topics for p in t.partition_indexes]
-    error, offsets = groups.fetch_offsets(group_id, wanted)
+    error, offsets = groups.fetch_offsets(group_id, wanted, *member)
     if require_stable and not error:
         unstable = ctx.state.transactions.pending_offset_partitions(group_id)
         offsets = [
@@ -64,7 +66,12 @@ def handle(ctx: RequestContext, request: Message) -> Message:
         out = []
         for group in request.groups:
             error, offsets = _lookup(
-                ctx, groups, group.group_id, group.topics, request.require_stable
+                ctx,
+                groups,
+                group.group_id,
+                group.topics,
+                request.require_stable,
+                (group.member_id, group.member_epoch),
             )
             out.append(
                 Message(group_id=group.group_id, topics=_by_topic(offsets, 0), error_code=error)

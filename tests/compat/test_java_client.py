@@ -293,11 +293,6 @@ def test_java_consumer_group_reads_everything_and_commits_the_ends(
         assert (state.error_code, state.group_state, state.members) == (0, "Empty", [])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="KIP-848 consumer groups (ConsumerGroupHeartbeat, key 68) are not served yet: "
-    "kafka-clients 4.x with group.protocol=consumer fails with UnsupportedVersionException",
-)
 def test_java_kip848_consumer_group_reads_everything_and_commits_the_ends(
     proxied_broker: tuple[BrokerProcess, CaptureProxy],
 ) -> None:

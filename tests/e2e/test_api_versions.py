@@ -56,6 +56,8 @@ EXPECTED = {
     55: (0, 2),
     60: (0, 2),
     61: (0, 0),
+    68: (0, 1),  # KIP-848 consumer groups (issue 18)
+    69: (0, 1),
     75: (0, 0),
 }
 
@@ -97,8 +99,17 @@ def test_api_versions_v3_tagged_section_matches_kafka(shared_broker: BrokerProce
     assert [(f.name, f.min_version, f.max_version) for f in answer.supported_features] == [
         ("metadata.version", 7, 25)
     ]
-    assert [f.name for f in answer.finalized_features] == ["metadata.version"]
+    assert [f.name for f in answer.finalized_features] == ["group.version", "metadata.version"]
     assert answer.finalized_features_epoch >= 0
+    # group.version 0-1 (KIP-848) is listed as supported from v4 only, as Kafka 4.0.0 does.
+    with RawClient(shared_broker.port) as client:
+        answer = client.request(API_VERSIONS, 4, SOFTWARE)
+    assert [(f.name, f.min_version, f.max_version) for f in answer.supported_features] == [
+        ("group.version", 0, 1),
+        ("metadata.version", 7, 25),
+    ]
+    assert {k.api_key: (k.min_version, k.max_version) for k in answer.api_keys}.get(68) == (0, 1)
+    assert {k.api_key: (k.min_version, k.max_version) for k in answer.api_keys}.get(69) == (0, 1)
 
 
 def test_init_producer_id_never_reuses_ids_across_restarts(tmp_path: Path) -> None:

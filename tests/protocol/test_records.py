@@ -24,6 +24,8 @@ from protocol.records import (
     parse_header,
     parse_records,
     read_varint,
+    records_data,
+    scan_records,
     set_base_offset,
     set_partition_leader_epoch,
     write_crc,
@@ -364,3 +366,16 @@ def test_decompressed_size_is_capped() -> None:
     assert len(batch) < 1000
     with pytest.raises(CorruptBatchError, match="exceeds"):
         decode_records(batch, max_size=1 << 16)
+
+
+def test_record_and_value_lengths_of_one_two_and_three_varint_bytes_decode_exactly() -> None:
+    # Zigzag varints: 63 fits one byte, 64..8191 two (the walk's inline path), 8192 three.
+    sizes = [0, 1, 62, 63, 64, 65, 1000, 1024, 8190, 8191, 8192, 8193, 70_000]
+    records = [(b"k" * (n % 300) if n % 2 else None, b"v" * n) for n in sizes]
+    data = build_batch(records)
+    header = parse_header(data)
+    parsed = parse_records(records_data(data, header), header.records_count)
+    assert [(r.key, r.value) for r in parsed] == records
+    scan = scan_records(records_data(data, header), header.records_count)
+    assert scan.keyless == tuple(i for i, n in enumerate(sizes) if n % 2 == 0)
+    assert scan.sequential_offsets and scan.headers == 0

@@ -1,0 +1,130 @@
+"""`make bench ARGS=--ingest`: the broker-bound ingest ceiling and produce latency (issue 19),
+for minikafka and, with --vs-tansu, for Tansu 0.6 in the same run, reported as ratios.
+
+Runs alternate between the brokers so that load from elsewhere on the machine falls on both
+alike; each figure is the median of the runs with its spread. Next to MB/s, each broker's
+CPU time over the same runs (MB per CPU-second, CPU per request): on a machine shared with
+other work the wall-clock figures move with that work, the CPU cost far less. Writes
+bench/results/ingest.json and bench/results/ingest.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+from bench import ingest
+from bench.process import BenchBroker
+from bench.tansu import TansuBroker
+
+RESULTS = Path(__file__).parent / "results"
+
+# Higher is better for ingest, lower for latency: the ratio is always "how many times
+# better minikafka is" (above 1 means minikafka wins).
+FIGURES = {
+    "ingest_mb_s": ("ingest, 64 x 1 KiB idempotent acks=all, 5 in flight", "MB/s", True),
+    "ingest_mb_per_cpu_s": ("ingest per broker CPU-second (same runs)", "MB", True),
+    "cpu_us_per_request": ("broker CPU per Produce request (same runs)", "us", False),
+    "latency_p50_ms": ("confluent-kafka produce latency p50, linger 0, acks=all", "ms", False),
+    "latency_p99_ms": ("confluent-kafka produce latency p99", "ms", False),
+}
+
+
+def summarize(samples: list[float]) -> dict[str, Any]:
+    return {"median": statistics.median(samples), "min": min(samples), "max": max(samples)}
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    samples: dict[str, dict[str, list[float]]] = {}
+    with ExitStack() as stack:
+        brokers: dict[str, tuple[int, int]] = {}
+        overrides = {"minikafka.record.validation": "records", "log.level": "WARNING"}
+        ours = stack.enter_context(BenchBroker(overrides=overrides))
+        assert ours.proc is not None
+        brokers["minikafka"] = (ours.port, ours.proc.pid)
+        if args.vs_tansu:
+            tansu = stack.enter_context(TansuBroker())
+            assert tansu.proc is not None
+            brokers["tansu"] = (tansu.port, tansu.proc.pid)
+        for name in brokers:
+            samples[name] = {key: [] for key in FIGURES}
+        for _ in range(args.runs):
+            for name, (port, pid) in brokers.items():
+                figure = ingest.ingest_mb_s(port, args.requests, args.in_flight, pid)
+                samples[name]["ingest_mb_s"].append(figure["mb_s"])
+                samples[name]["ingest_mb_per_cpu_s"].append(figure["mb_per_cpu_s"])
+                samples[name]["cpu_us_per_request"].append(figure["cpu_us_per_request"])
+            for name, (port, _) in brokers.items():
+                lat = ingest.confluent_latency(port, args.latency_count)
+                samples[name]["latency_p50_ms"].append(lat["p50"])
+                samples[name]["latency_p99_ms"].append(lat["p99"])
+    figures = {
+        name: {key: summarize(values) for key, values in per.items()}
+        for name, per in samples.items()
+    }
+    result: dict[str, Any] = {
+        "when": time.strftime("%Y-%m-%d %H:%M"),
+        "runs": args.runs,
+        "requests_per_run": args.requests,
+        "in_flight": args.in_flight,
+        "latency_samples_per_run": args.latency_count,
+        "figures": figures,
+    }
+    if "tansu" in figures:
+        result["ratio_vs_tansu"] = {
+            key: ratio(figures["minikafka"][key]["median"], figures["tansu"][key]["median"], up)
+            for key, (_, _, up) in FIGURES.items()
+        }
+    return result
+
+
+def ratio(ours: float, theirs: float, higher_is_better: bool) -> float:
+    return ours / theirs if higher_is_better else theirs / ours
+
+
+def markdown(result: dict[str, Any]) -> str:
+    names = list(result["figures"])
+    lines = [
+        f"Measured {result['when']}: {result['runs']} alternating runs, "
+        f"{result['requests_per_run']} requests of 64 x 1 KiB per ingest run, "
+        f"{result['latency_samples_per_run']} sequential produces per latency run. "
+        "Median (min-max).",
+        "",
+        "| figure | " + " | ".join(names) + (" | minikafka / tansu |" if len(names) > 1 else " |"),
+        "|---|" + "---|" * len(names) + ("---|" if len(names) > 1 else ""),
+    ]
+    for key, (label, unit, up) in FIGURES.items():
+        cells = []
+        for name in names:
+            v = result["figures"][name][key]
+            cells.append(f"{v['median']:,.3g} {unit} ({v['min']:,.3g}-{v['max']:,.3g})")
+        row = f"| {label} | " + " | ".join(cells) + " |"
+        if "ratio_vs_tansu" in result:
+            better = "higher" if up else "lower"
+            row += f" {result['ratio_vs_tansu'][key]:.2f}x ({better} is better) |"
+        lines.append(row)
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="make bench ARGS=--ingest")
+    parser.add_argument("--ingest", action="store_true", help="(selects this mode)")
+    parser.add_argument("--vs-tansu", action="store_true", help="measure Tansu 0.6 alongside")
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--requests", type=int, default=3000, help="Produce requests per run")
+    parser.add_argument("--in-flight", type=int, default=5)
+    parser.add_argument("--latency-count", type=int, default=3000)
+    parser.add_argument("--out", default="ingest", help="results file stem in bench/results")
+    args = parser.parse_args(argv)
+    result = run(args)
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"{args.out}.json").write_text(json.dumps(result, indent=2) + "\n")
+    table = markdown(result)
+    (RESULTS / f"{args.out}.md").write_text(table)
+    print(table)
+    return 0

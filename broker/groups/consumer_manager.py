@@ -1,0 +1,549 @@
+"""Every KIP-848 consumer group: ConsumerGroupHeartbeat, timeouts, offsets checks, persistence.
+
+Follows Kafka 4.0's GroupMetadataManager.consumerGroupHeartbeat step by step:
+
+1. The request is checked (throwIfConsumerGroupHeartbeatRequestIsInvalid): INVALID_REQUEST
+   with Kafka's messages, UNSUPPORTED_ASSIGNOR for an assignor not in
+   ``group.consumer.assignors``, INVALID_REGULAR_EXPRESSION (v1) for a regex that does not
+   compile.
+2. Epoch -1 leaves (the member is fenced: removed, group epoch bumped); -2 is a static
+   member's temporary leave (epoch -2 kept until it rejoins or its session expires).
+3. Epoch 0 joins: the group is created if needed (an Empty classic group, e.g. one that only
+   committed offsets, becomes a consumer group keeping its offsets), GROUP_MAX_SIZE_REACHED
+   past ``group.consumer.max.size``; a static member (instance id) replaces the previous
+   holder of its instance id only if that one left with epoch -2, else
+   UNRELEASED_INSTANCE_ID. Other epochs must match the member's epoch (or be its previous
+   epoch while it owns a subset of its partitions, a lost response) else
+   FENCED_MEMBER_EPOCH; unknown members get UNKNOWN_MEMBER_ID, a replaced static member
+   FENCED_INSTANCE_ID.
+4. A changed subscription, regex, assignor or rack, or a change of the subscribed topics'
+   partitions, bumps the group epoch; a group epoch ahead of the assignment epoch recomputes
+   the target assignment with the members' most wanted assignor (default the first of
+   ``group.consumer.assignors``).
+5. The member is reconciled (``ConsumerGroup.reconcile``); the answer carries its epoch, the
+   heartbeat interval, and its assignment when it joined, sent a full request, or the
+   assignment changed.
+
+Sessions: a member not heard from within ``group.consumer.session.timeout.ms`` is fenced, as
+is one that keeps partitions it must revoke beyond its rebalance timeout. Every change writes
+the group's record to the committed-offsets log (``storage.consumer_group_records``); the
+answer waits for its fsync round, as Kafka answers once its records are written. At start-up
+groups come back with their members, epochs and assignments, sessions restarting from the
+load, so members carry on without rejoining.
+
+Deviations: regular expressions are Python's ``re`` (full match, as Kafka's RE2/J
+``matches()``), resolved at every heartbeat instead of Kafka's asynchronous refresh (at
+most every 10 s); partition counts are compared at every heartbeat instead of at Kafka's
+metadata refresh interval. Per-group dynamic configs are not supported.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from broker.groups.assignors import ASSIGNORS
+from broker.groups.consumer import (
+    LEAVE_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    ConsumerGroup,
+    ConsumerMember,
+    GroupState,
+    HeartbeatError,
+    MemberState,
+    TopicPartitions,
+)
+from protocol.errors import ErrorCode
+
+log = logging.getLogger(__name__)
+
+# Kafka's ConsumerGroupHeartbeatRequest.CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION (KIP-1082).
+CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION = 1
+
+# (name -> (topic id, partition count)) of every topic that exists now.
+TopicsView = Callable[[], dict[str, tuple[bytes, int]]]
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupSettings:
+    session_timeout_ms: int = 45_000
+    heartbeat_interval_ms: int = 5_000
+    max_size: int = 2**31 - 1
+    assignors: tuple[str, ...] = ("uniform", "range")
+
+
+@dataclass(slots=True)
+class HeartbeatRequest:
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: str | None
+    rack_id: str | None
+    rebalance_timeout_ms: int
+    subscribed_topic_names: list[str] | None
+    subscribed_topic_regex: str | None
+    server_assignor: str | None
+    owned: list[tuple[bytes, list[int]]] | None
+    client_id: str
+    client_host: str
+    version: int
+
+
+@dataclass(slots=True)
+class HeartbeatResult:
+    error: int = ErrorCode.NONE
+    message: str | None = None
+    member_id: str | None = None
+    member_epoch: int = 0
+    heartbeat_interval_ms: int = 0
+    assignment: TopicPartitions | None = None
+    # Groups whose records were written (the answer waits for their fsync).
+    changed: list[str] = field(default_factory=list)
+
+
+class ConsumerGroupManager:
+    def __init__(
+        self,
+        settings: ConsumerGroupSettings,
+        topics: TopicsView,
+        persist: Callable[[ConsumerGroup], None],
+    ) -> None:
+        self.settings = settings
+        self._topics = topics
+        self._persist = persist
+        self.groups: dict[str, ConsumerGroup] = {}
+        self._regexes: dict[str, re.Pattern[str]] = {}
+
+    # --- heartbeat -------------------------------------------------------------------------
+
+    def heartbeat(self, req: HeartbeatRequest, now: int) -> HeartbeatResult:
+        try:
+            self._validate(req)
+            if req.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
+                return self._leave(req)
+            return self._heartbeat(req, now)
+        except HeartbeatError as e:
+            return HeartbeatResult(e.code, e.message)
+
+    def _validate(self, req: HeartbeatRequest) -> None:
+        def invalid(message: str) -> HeartbeatError:
+            return HeartbeatError(ErrorCode.INVALID_REQUEST, message)
+
+        if (
+            req.version >= CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION
+            or req.member_epoch > 0
+            or req.member_epoch == LEAVE_GROUP_MEMBER_EPOCH
+        ) and not req.member_id:
+            raise invalid("MemberId can't be empty.")
+        if not req.group_id:
+            raise invalid("GroupId can't be empty.")
+        if req.instance_id is not None and not req.instance_id:
+            raise invalid("InstanceId can't be empty.")
+        if req.rack_id is not None and not req.rack_id:
+            raise invalid("RackId can't be empty.")
+        if req.member_epoch == 0:
+            if req.rebalance_timeout_ms == -1:
+                raise invalid("RebalanceTimeoutMs must be provided in first request.")
+            if req.owned is None or req.owned:
+                raise invalid("TopicPartitions must be empty when (re-)joining.")
+            if req.subscribed_topic_names is None and req.subscribed_topic_regex is None:
+                raise invalid(
+                    "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null "
+                    "when (re-)joining."
+                )
+        elif req.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            if req.instance_id is None:
+                raise invalid("InstanceId can't be null.")
+        elif req.member_epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            raise invalid("MemberEpoch is invalid.")
+        if req.server_assignor is not None and req.server_assignor not in self.settings.assignors:
+            raise HeartbeatError(
+                ErrorCode.UNSUPPORTED_ASSIGNOR,
+                f"ServerAssignor {req.server_assignor} is not supported. Supported assignors: "
+                f"{', '.join(self.settings.assignors)}.",
+            )
+
+    def _compile(self, regex: str) -> re.Pattern[str]:
+        pattern = self._regexes.get(regex)
+        if pattern is None:
+            try:
+                pattern = re.compile(regex)
+            except re.error as e:
+                raise HeartbeatError(
+                    ErrorCode.INVALID_REGULAR_EXPRESSION,
+                    f"SubscribedTopicRegex `{regex}` is not a valid regular expression: {e}.",
+                ) from None
+            self._regexes[regex] = pattern
+        return pattern
+
+    def group_or_error(self, group_id: str) -> ConsumerGroup:
+        group = self.groups.get(group_id)
+        if group is None:
+            raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
+        return group
+
+    def _member(self, group: ConsumerGroup, member_id: str) -> ConsumerMember:
+        member = group.members.get(member_id)
+        if member is None:
+            raise HeartbeatError(
+                ErrorCode.UNKNOWN_MEMBER_ID,
+                f"Member {member_id} is not a member of group {group.group_id}.",
+            )
+        return member
+
+    def _static_member(
+        self, group: ConsumerGroup, member_id: str, instance_id: str
+    ) -> ConsumerMember:
+        member = group.static_member(instance_id)
+        if member is None:
+            raise HeartbeatError(
+                ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown."
+            )
+        if member.member_id != member_id:
+            raise HeartbeatError(
+                ErrorCode.FENCED_INSTANCE_ID,
+                f"Static member {member_id} with instance id {instance_id} was fenced by member "
+                f"{member.member_id}.",
+            )
+        return member
+
+    def _leave(self, req: HeartbeatRequest) -> HeartbeatResult:
+        group = self._existing(req.group_id)
+        if req.instance_id is None:
+            member = self._member(group, req.member_id)
+        else:
+            member = self._static_member(group, req.member_id, req.instance_id)
+            if req.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                # Kept with epoch -2 so the instance can come back
+                # (consumerGroupStaticMemberGroupLeave).
+                log.info(
+                    "group %s: static member %s (%s) temporarily left",
+                    group.group_id,
+                    member.member_id,
+                    req.instance_id,
+                )
+                member.member_epoch = LEAVE_GROUP_STATIC_MEMBER_EPOCH
+                member.pending_revocation = {}
+                member.rebalance_deadline = None
+                self._persist(group)
+                return HeartbeatResult(
+                    member_id=member.member_id,
+                    member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+                    changed=[group.group_id],
+                )
+        log.info("group %s: member %s left", group.group_id, member.member_id)
+        self.fence(group, member.member_id)
+        return HeartbeatResult(
+            member_id=req.member_id, member_epoch=req.member_epoch, changed=[group.group_id]
+        )
+
+    def _existing(self, group_id: str) -> ConsumerGroup:
+        group = self.groups.get(group_id)
+        if group is None:
+            raise HeartbeatError(
+                ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found."
+            )
+        return group
+
+    def fence(self, group: ConsumerGroup, member_id: str) -> None:
+        """Kafka's consumerGroupFenceMember: remove the member and bump the group epoch, so
+        the others get a new target at their next heartbeat."""
+        if group.remove_member(member_id) is None:
+            return
+        group.group_epoch += 1
+        self._persist(group)
+
+    def _heartbeat(self, req: HeartbeatRequest, now: int) -> HeartbeatResult:
+        joining = req.member_epoch == 0
+        group = self.groups.get(req.group_id)
+        if group is None:
+            if not joining:
+                raise HeartbeatError(
+                    ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {req.group_id} not found."
+                )
+            group = ConsumerGroup(req.group_id)
+        member_id = req.member_id
+        if len(group.members) >= self.settings.max_size and (
+            not member_id or member_id not in group.members
+        ):
+            raise HeartbeatError(
+                ErrorCode.GROUP_MAX_SIZE_REACHED,
+                "The consumer group has reached its maximum capacity of "
+                f"{self.settings.max_size} members.",
+            )
+        if not member_id:
+            member_id = str(uuid.uuid4())
+        replaced: str | None = None
+        if req.instance_id is None:
+            existing = group.members.get(member_id)
+            if existing is None:
+                if not joining:
+                    self._member(group, member_id)
+                member = ConsumerMember(member_id)
+            else:
+                member = existing
+                _check_epoch(member, req.member_epoch, req.owned)
+        elif joining:
+            previous = group.static_member(req.instance_id)
+            if previous is None:
+                member = group.members.get(member_id) or ConsumerMember(member_id)
+            elif previous.member_id == member_id and previous.member_epoch != (
+                LEAVE_GROUP_STATIC_MEMBER_EPOCH
+            ):
+                member = previous
+            else:
+                if previous.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                    raise HeartbeatError(
+                        ErrorCode.UNRELEASED_INSTANCE_ID,
+                        f"Static member {member_id} with instance id {req.instance_id} cannot "
+                        f"join the group because the instance id is owned by "
+                        f"{previous.member_id} member.",
+                    )
+                # The new incarnation takes the old one's place and partitions, at epoch 0.
+                member = ConsumerMember(
+                    member_id,
+                    instance_id=previous.instance_id,
+                    rack_id=previous.rack_id,
+                    rebalance_timeout_ms=previous.rebalance_timeout_ms,
+                    subscribed_topic_names=previous.subscribed_topic_names,
+                    subscribed_topic_regex=previous.subscribed_topic_regex,
+                    server_assignor=previous.server_assignor,
+                    assigned=dict(previous.assigned),
+                )
+                replaced = previous.member_id
+        else:
+            member = self._static_member(group, member_id, req.instance_id)
+            _check_epoch(member, req.member_epoch, req.owned)
+
+        if req.subscribed_topic_regex:
+            self._compile(req.subscribed_topic_regex)
+        old_key = None if member.member_id not in group.members else member.subscription_key()
+        if req.instance_id is not None:
+            member.instance_id = req.instance_id
+        if req.rack_id is not None:
+            member.rack_id = req.rack_id
+        if req.rebalance_timeout_ms != -1:
+            member.rebalance_timeout_ms = req.rebalance_timeout_ms
+        if req.server_assignor is not None:
+            member.server_assignor = req.server_assignor
+        if req.subscribed_topic_names is not None:
+            member.subscribed_topic_names = tuple(sorted(set(req.subscribed_topic_names)))
+        if req.subscribed_topic_regex is not None:
+            member.subscribed_topic_regex = req.subscribed_topic_regex or None
+        changed = member.client_id != req.client_id or member.client_host != req.client_host
+        member.client_id = req.client_id
+        member.client_host = req.client_host
+        before = (member.member_epoch, member.state, member.assigned, member.pending_revocation)
+
+        if group.group_id not in self.groups:
+            self.groups[group.group_id] = group
+            log.info("group %s: created (consumer protocol)", group.group_id)
+        bump = group.group_epoch == 0 or old_key != member.subscription_key()
+        if replaced is not None:
+            old_target = group.target.get(replaced, {})
+            group.remove_member(replaced)
+            group.target[member_id] = old_target
+            log.info("group %s: static member %s replaces %s", group.group_id, member_id, replaced)
+            changed = True
+        if member.member_id not in group.members:
+            log.info("group %s: member %s joins", group.group_id, member_id)
+            changed = True
+        group.put_member(member)
+
+        resolved = self._resolve(group)
+        metadata = self._subscription_metadata(group, resolved)
+        if metadata != group.subscription_metadata:
+            group.subscription_metadata = metadata
+            bump = True
+        if bump:
+            group.group_epoch += 1
+            changed = True
+        if group.group_epoch > group.assignment_epoch:
+            assignor = group.preferred_assignor(self.settings.assignors[0])
+            group.compute_target(assignor, resolved, group.group_epoch)
+            log.info(
+                "group %s: target assignment for epoch %d with %s",
+                group.group_id,
+                group.group_epoch,
+                assignor,
+            )
+            changed = True
+
+        group.reconcile(member, req.owned)
+        if member.state is MemberState.UNREVOKED_PARTITIONS:
+            if member.rebalance_deadline is None or before[0:2] != (
+                member.member_epoch,
+                member.state,
+            ):
+                member.rebalance_deadline = now + max(member.rebalance_timeout_ms, 0)
+        else:
+            member.rebalance_deadline = None
+        member.session_deadline = now + self.settings.session_timeout_ms
+        after = (member.member_epoch, member.state, member.assigned, member.pending_revocation)
+        if changed or before != after:
+            self._persist(group)
+        full = (
+            req.rebalance_timeout_ms != -1
+            and (req.subscribed_topic_names is not None or req.subscribed_topic_regex is not None)
+            and req.owned is not None
+        )
+        send_assignment = joining or full or before[2] != member.assigned
+        return HeartbeatResult(
+            member_id=member.member_id,
+            member_epoch=member.member_epoch,
+            heartbeat_interval_ms=self.settings.heartbeat_interval_ms,
+            assignment=dict(member.assigned) if send_assignment else None,
+            changed=[group.group_id] if changed or before != after else [],
+        )
+
+    def _resolve(self, group: ConsumerGroup) -> dict[str, frozenset[str]]:
+        regexes = {
+            m.subscribed_topic_regex for m in group.members.values() if m.subscribed_topic_regex
+        }
+        if not regexes:
+            return {}
+        names = list(self._topics())
+        out = {}
+        for regex in regexes:
+            try:
+                pattern = self._compile(regex)
+            except HeartbeatError:
+                continue
+            out[regex] = frozenset(n for n in names if pattern.fullmatch(n))
+        return out
+
+    def _subscription_metadata(
+        self, group: ConsumerGroup, resolved: dict[str, frozenset[str]]
+    ) -> dict[str, tuple[bytes, int]]:
+        topics = self._topics()
+        return {
+            name: topics[name] for name in group.subscribed_topic_names(resolved) if name in topics
+        }
+
+    # --- timers ----------------------------------------------------------------------------
+
+    def next_deadline(self) -> int | None:
+        deadlines = [
+            d
+            for g in self.groups.values()
+            for m in g.members.values()
+            for d in (m.session_deadline, m.rebalance_deadline)
+            if d is not None
+        ]
+        return min(deadlines) if deadlines else None
+
+    def tick(self, now: int) -> None:
+        for group in list(self.groups.values()):
+            for member in list(group.members.values()):
+                if member.session_deadline is not None and member.session_deadline <= now:
+                    log.info(
+                        "group %s: member %s fenced: the member session expired",
+                        group.group_id,
+                        member.member_id,
+                    )
+                    self.fence(group, member.member_id)
+                elif member.rebalance_deadline is not None and member.rebalance_deadline <= now:
+                    log.info(
+                        "group %s: member %s fenced: it failed to revoke its partitions from "
+                        "epoch %d within %d ms",
+                        group.group_id,
+                        member.member_id,
+                        member.member_epoch,
+                        member.rebalance_timeout_ms,
+                    )
+                    self.fence(group, member.member_id)
+
+    # --- loading ---------------------------------------------------------------------------
+
+    def load(self, group: ConsumerGroup, now: int) -> None:
+        for member in group.members.values():
+            member.session_deadline = now + self.settings.session_timeout_ms
+        # Partition counts are compared again at the next heartbeat.
+        group.subscription_metadata = self._subscription_metadata(group, self._resolve(group))
+        self.groups[group.group_id] = group
+
+    # --- offsets (ConsumerGroup.validateOffsetCommit / validateOffsetFetch) -----------------
+
+    def validate_commit(
+        self, group: ConsumerGroup, member_id: str, member_epoch: int, version: int, txn: bool
+    ) -> int:
+        if member_epoch < 0 and group.is_empty():
+            return ErrorCode.NONE
+        if txn and member_epoch == -1 and member_id == "":
+            return ErrorCode.NONE
+        member = group.members.get(member_id)
+        if member is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if not txn and version < 9:
+            # "OffsetCommit version 9 or above must be used by members using the modern
+            # group protocol" (Kafka answers UNSUPPORTED_VERSION).
+            return ErrorCode.UNSUPPORTED_VERSION
+        if member_epoch != member.member_epoch:
+            log.info(
+                "group %s: commit from %s refused: the received member epoch %d does not match "
+                "the expected member epoch %d",
+                group.group_id,
+                member_id,
+                member_epoch,
+                member.member_epoch,
+            )
+            return ErrorCode.STALE_MEMBER_EPOCH
+        return ErrorCode.NONE
+
+    def validate_fetch(self, group: ConsumerGroup, member_id: str | None, member_epoch: int) -> int:
+        if member_id is None and member_epoch < 0:
+            return ErrorCode.NONE
+        member = group.members.get(member_id or "")
+        if member is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if member_epoch != member.member_epoch:
+            return ErrorCode.STALE_MEMBER_EPOCH
+        return ErrorCode.NONE
+
+    def state_of(self, group: ConsumerGroup) -> GroupState:
+        return group.state
+
+
+def _check_epoch(
+    member: ConsumerMember, received: int, owned: list[tuple[bytes, list[int]]] | None
+) -> None:
+    """Kafka's throwIfConsumerGroupMemberEpochIsInvalid: a greater epoch is fenced; a smaller
+    one only if it is not the previous epoch with a subset of the current partitions (the
+    answer that bumped the epoch may have been lost)."""
+    if received > member.member_epoch:
+        raise HeartbeatError(
+            ErrorCode.FENCED_MEMBER_EPOCH,
+            f"The consumer group member has a greater member epoch ({received}) than the one "
+            f"known by the group coordinator ({member.member_epoch}). The member must abandon "
+            "all its partitions and rejoin.",
+        )
+    lost_answer = received == member.previous_member_epoch and _is_subset(owned, member.assigned)
+    if received < member.member_epoch and not lost_answer:
+        raise HeartbeatError(
+            ErrorCode.FENCED_MEMBER_EPOCH,
+            f"The consumer group member has a smaller member epoch ({received}) than the "
+            f"one known by the group coordinator ({member.member_epoch}). The member must "
+            "abandon all its partitions and rejoin.",
+        )
+
+
+def _is_subset(owned: list[tuple[bytes, list[int]]] | None, assigned: TopicPartitions) -> bool:
+    if owned is None:
+        return False
+    for topic_id, partitions in owned:
+        have = assigned.get(topic_id)
+        if have is None or any(p not in have for p in partitions):
+            return False
+    return True
+
+
+__all__ = [
+    "ASSIGNORS",
+    "ConsumerGroupManager",
+    "ConsumerGroupSettings",
+    "HeartbeatRequest",
+    "HeartbeatResult",
+]

@@ -1,0 +1,100 @@
+"""ConsumerGroupDescribe, versions 0-1 (KIP-848 consumer groups).
+
+Behaviour: as Kafka 4.0's GroupMetadataManager.consumerGroupDescribe and
+ConsumerGroup.asDescribedGroup: state, group epoch, assignment epoch, the assignor the members
+prefer (default: the first of group.consumer.assignors), and each member with its epoch, ids,
+subscription, current and target assignment (topic ids and names); v1 adds the member type
+(1 = consumer protocol, KIP-1099). An empty id gets INVALID_GROUP_ID, a missing group
+GROUP_ID_NOT_FOUND "Group X not found.", a classic group GROUP_ID_NOT_FOUND "Group X is not a
+consumer group." (recorded from Kafka 4.0.0 in kafka-oracle/admin_groups_confluent);
+COORDINATOR_NOT_AVAILABLE while shutting down. With include_authorized_operations, the
+operations Kafka allows on a group with no authorizer.
+"""
+
+from __future__ import annotations
+
+from broker.authorized_operations import GROUP as GROUP_OPERATIONS
+from broker.authorized_operations import NOT_REQUESTED
+from broker.dispatch import RequestContext
+from broker.groups.consumer import ConsumerGroup, TopicPartitions
+from broker.handlers._groups import coordinator
+from protocol.errors import ErrorCode
+from protocol.messages.consumer_group_describe import CONSUMER_GROUP_DESCRIBE
+from protocol.schema import Message
+
+API = CONSUMER_GROUP_DESCRIBE
+MIN_VERSION = 0
+MAX_VERSION = 1
+
+CONSUMER_MEMBER_TYPE = 1
+
+
+def _assignment(ctx: RequestContext, parts: TopicPartitions) -> Message:
+    out = []
+    for topic_id, partitions in sorted(parts.items()):
+        info = ctx.state.store.topic_by_id(topic_id)
+        if info is None:
+            continue  # Kafka leaves out topics no longer in the metadata image
+        out.append(Message(topic_id=topic_id, topic_name=info.name, partitions=sorted(partitions)))
+    return Message(topic_partitions=out)
+
+
+def _describe(ctx: RequestContext, group: ConsumerGroup, with_operations: bool) -> Message:
+    groups = coordinator(ctx)
+    return Message(
+        error_code=ErrorCode.NONE,
+        error_message=None,
+        group_id=group.group_id,
+        group_state=group.state.value,
+        group_epoch=group.group_epoch,
+        assignment_epoch=group.assignment_epoch,
+        assignor_name=group.preferred_assignor(groups.consumer.settings.assignors[0]),
+        members=[
+            Message(
+                member_id=m.member_id,
+                instance_id=m.instance_id,
+                rack_id=m.rack_id,
+                member_epoch=m.member_epoch,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                subscribed_topic_names=list(m.subscribed_topic_names),
+                subscribed_topic_regex=m.subscribed_topic_regex,
+                assignment=_assignment(ctx, m.assigned),
+                target_assignment=_assignment(ctx, group.target.get(m.member_id, {})),
+                member_type=CONSUMER_MEMBER_TYPE,
+            )
+            for m in group.members.values()
+        ],
+        authorized_operations=GROUP_OPERATIONS if with_operations else NOT_REQUESTED,
+    )
+
+
+def _error(group_id: str, code: int, message: str | None) -> Message:
+    return Message(
+        error_code=code,
+        error_message=message,
+        group_id=group_id,
+        group_state="",
+        group_epoch=0,
+        assignment_epoch=0,
+        assignor_name="",
+        members=[],
+        authorized_operations=NOT_REQUESTED,
+    )
+
+
+def handle(ctx: RequestContext, request: Message) -> Message:
+    groups = coordinator(ctx)
+    out = []
+    for group_id in request.group_ids:
+        if groups.closed:
+            out.append(_error(group_id, ErrorCode.COORDINATOR_NOT_AVAILABLE, None))
+        elif not group_id:
+            out.append(_error("", ErrorCode.INVALID_GROUP_ID, None))
+        else:
+            found = groups.describe_consumer_group(group_id)
+            if isinstance(found, str):
+                out.append(_error(group_id, ErrorCode.GROUP_ID_NOT_FOUND, found))
+            else:
+                out.append(_describe(ctx, found, request.include_authorized_operations))
+    return Message(throttle_time_ms=0, groups=out)

@@ -1,0 +1,69 @@
+"""ConsumerGroupHeartbeat, versions 0-1 (KIP-848 consumer groups, ``group.protocol=consumer``).
+
+Behaviour: broker.groups.consumer_manager, as Kafka 4.0's
+GroupMetadataManager.consumerGroupHeartbeat: join with epoch 0 (v0: the broker names the
+member; v1: the client generates its member id, KIP-1082, and may subscribe by regex), leave
+with -1 (or -2 for a static member's temporary leave); the answer carries the member epoch,
+the heartbeat interval (group.consumer.heartbeat.interval.ms) and the assignment (topic ids and
+partitions) when it is new. Errors with Kafka's messages: INVALID_REQUEST, UNSUPPORTED_ASSIGNOR,
+INVALID_REGULAR_EXPRESSION, UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH, FENCED_INSTANCE_ID,
+UNRELEASED_INSTANCE_ID, GROUP_MAX_SIZE_REACHED, GROUP_ID_NOT_FOUND, COORDINATOR_NOT_AVAILABLE
+while shutting down. An error answer has member epoch 0, interval 0 and no member id, as
+Kafka's. The answer waits for the group's record to be fsynced when it changed.
+Deviation: a non-empty classic group is not migrated online (as Kafka with
+group.consumer.migration.policy=disabled: GROUP_ID_NOT_FOUND).
+"""
+
+from __future__ import annotations
+
+from broker.dispatch import RequestContext
+from broker.groups.consumer_manager import HeartbeatRequest
+from broker.handlers._groups import client_host, coordinator
+from protocol.messages.consumer_group_heartbeat import CONSUMER_GROUP_HEARTBEAT
+from protocol.schema import Message
+
+API = CONSUMER_GROUP_HEARTBEAT
+MIN_VERSION = 0
+MAX_VERSION = 1
+
+
+async def handle(ctx: RequestContext, request: Message) -> Message:
+    owned = (
+        None
+        if request.topic_partitions is None
+        else [(bytes(t.topic_id), list(t.partitions)) for t in request.topic_partitions]
+    )
+    result = await coordinator(ctx).consumer_heartbeat(
+        HeartbeatRequest(
+            group_id=request.group_id,
+            member_id=request.member_id,
+            member_epoch=request.member_epoch,
+            instance_id=request.instance_id,
+            rack_id=request.rack_id,
+            rebalance_timeout_ms=request.rebalance_timeout_ms,
+            subscribed_topic_names=request.subscribed_topic_names,
+            subscribed_topic_regex=request.subscribed_topic_regex,
+            server_assignor=request.server_assignor,
+            owned=owned,
+            client_id=ctx.client_id or "",
+            client_host=client_host(ctx),
+            version=ctx.version,
+        )
+    )
+    assignment = None
+    if result.assignment is not None:
+        assignment = Message(
+            topic_partitions=[
+                Message(topic_id=topic_id, partitions=sorted(parts))
+                for topic_id, parts in sorted(result.assignment.items())
+            ]
+        )
+    return Message(
+        throttle_time_ms=0,
+        error_code=result.error,
+        error_message=result.message,
+        member_id=result.member_id,
+        member_epoch=result.member_epoch,
+        heartbeat_interval_ms=result.heartbeat_interval_ms,
+        assignment=assignment,
+    )

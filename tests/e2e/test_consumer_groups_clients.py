@@ -1,0 +1,167 @@
+"""KIP-848 consumer groups with a real client: confluent-kafka (librdkafka 2.16) consumers with
+group.protocol=consumer split the partitions, hand them over when one leaves, and never read
+a record twice when they commit on revocation; checked against what the broker stored."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+confluent_kafka = pytest.importorskip("confluent_kafka")
+
+from protocol.messages.offset_fetch import OFFSET_FETCH  # noqa: E402
+from protocol.schema import Message  # noqa: E402
+from tests.e2e.test_consumer_groups_raw import create, describe  # noqa: E402
+from tests.support.broker_process import BrokerProcess  # noqa: E402
+from tests.support.raw_client import RawClient  # noqa: E402
+
+TOPIC, GROUP, PARTITIONS = "kip848-rd", "kip848-rd-group", 6
+STALE_MEMBER_EPOCH = 113
+
+
+@pytest.fixture
+def broker(tmp_path: Path) -> Iterator[BrokerProcess]:
+    proc = BrokerProcess(
+        tmp_path / "data",
+        {
+            # Kafka's 5 s interval would make the test slow; members react at each heartbeat.
+            "group.consumer.heartbeat.interval.ms": "200",
+            "group.consumer.session.timeout.ms": "6000",
+        },
+    ).start()
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+def produce(broker: BrokerProcess, count: int, start: int) -> None:
+    producer = confluent_kafka.Producer({"bootstrap.servers": broker.bootstrap, "acks": "all"})
+    for i in range(start, start + count):
+        producer.produce(TOPIC, value=str(i).encode(), partition=i % PARTITIONS)
+    assert producer.flush(10) == 0
+
+
+class Consumer(threading.Thread):
+    """A consumer that commits what it read when partitions are revoked and at close."""
+
+    def __init__(self, broker: BrokerProcess, name: str) -> None:
+        super().__init__(name=name, daemon=True)
+        self.read: list[tuple[int, int]] = []
+        self.assignment: set[int] = set()
+        self.stop = threading.Event()
+        self.error: BaseException | None = None
+        self.positions: dict[int, int] = {}
+        self.consumer = confluent_kafka.Consumer(
+            {
+                "bootstrap.servers": broker.bootstrap,
+                "group.id": GROUP,
+                "group.protocol": "consumer",
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+                "client.id": name,
+            }
+        )
+
+    def _commit(self, partitions: list[object]) -> None:
+        offsets = [
+            confluent_kafka.TopicPartition(TOPIC, p.partition, self.positions[p.partition])  # type: ignore[attr-defined]
+            for p in partitions
+            if p.partition in self.positions  # type: ignore[attr-defined]
+        ]
+        for attempt in range(5):
+            if not offsets:
+                return
+            try:
+                self.consumer.commit(offsets=offsets, asynchronous=False)
+                return
+            except confluent_kafka.KafkaException as e:
+                # A commit racing the heartbeat that moves the member to its next epoch gets
+                # STALE_MEMBER_EPOCH; the Java consumer retries it with the new epoch.
+                if e.args[0].code() != STALE_MEMBER_EPOCH or attempt == 4:
+                    raise
+
+    def _on_assign(self, consumer: object, partitions: list[object]) -> None:
+        self.assignment |= {p.partition for p in partitions}  # type: ignore[attr-defined]
+
+    def _on_revoke(self, consumer: object, partitions: list[object]) -> None:
+        self._commit(partitions)
+        self.assignment -= {p.partition for p in partitions}  # type: ignore[attr-defined]
+
+    def run(self) -> None:
+        try:
+            self.consumer.subscribe([TOPIC], on_assign=self._on_assign, on_revoke=self._on_revoke)
+            while not self.stop.is_set():
+                msg = self.consumer.poll(0.1)
+                if msg is None or msg.error():
+                    continue
+                self.read.append((msg.partition(), msg.offset()))
+                self.positions[msg.partition()] = msg.offset() + 1
+            self.consumer.close()  # revokes (and so commits) everything, then leaves
+        except BaseException as e:
+            self.error = e
+
+
+def wait_until(condition: object, what: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():  # type: ignore[operator]
+        assert time.monotonic() < deadline, f"timed out waiting for {what}: {condition}"
+        time.sleep(0.05)  # polling with a deadline
+
+
+def committed(broker: BrokerProcess) -> dict[int, int]:
+    with RawClient(broker.port) as client:
+        answer = client.request(
+            OFFSET_FETCH,
+            8,
+            Message(groups=[Message(group_id=GROUP, topics=None)], require_stable=False),
+        )
+    return {
+        p.partition_index: p.committed_offset for t in answer.groups[0].topics for p in t.partitions
+    }
+
+
+def test_confluent_consumers_split_partitions_and_hand_them_over_without_rereading(
+    broker: BrokerProcess,
+) -> None:
+    with RawClient(broker.port) as client:
+        create(client, TOPIC, PARTITIONS)
+    produce(broker, 300, 0)
+    started = time.monotonic()
+    consumers = [Consumer(broker, f"rd-{i}") for i in range(3)]
+    for c in consumers:
+        c.start()
+    try:
+        wait_until(
+            lambda: sorted(len(c.assignment) for c in consumers) == [2, 2, 2],
+            "three members owning two partitions each",
+        )
+        print(f"three confluent-kafka members consuming after {time.monotonic() - started:.2f} s")
+        with RawClient(broker.port) as client:
+            described = describe(client, GROUP)
+        assert len(described.members) == 3
+        # The first member leaves: it commits on revocation, the others take its partitions.
+        consumers[0].stop.set()
+        consumers[0].join(20)
+        assert consumers[0].error is None
+        produce(broker, 300, 300)
+        wait_until(
+            lambda: sorted(len(c.assignment) for c in consumers[1:]) == [3, 3],
+            "the two remaining members taking over",
+        )
+        wait_until(lambda: sum(len(c.read) for c in consumers) >= 600, "every record read", 30)
+    finally:
+        for c in consumers:
+            c.stop.set()
+        for c in consumers:
+            c.join(20)
+    assert all(c.error is None for c in consumers)
+    read = [r for c in consumers for r in c.read]
+    # Every stored record read exactly once across the group.
+    assert len(read) == len(set(read)) == 600
+    assert sorted({p for p, _ in read}) == list(range(PARTITIONS))
+    assert committed(broker) == {p: 100 for p in range(PARTITIONS)}
