@@ -1,13 +1,14 @@
 # Two commands matter: `make run` and `make test`. Both create the virtualenv on first use.
 # `make compat` runs kcat, kafkajs and the Java client against the broker, installing them
-# when missing. `make peer-tests` runs other projects' own test suites against the broker
-# (tests/peer/).
+# when missing. `make spark` runs the PySpark data source (minikafka_spark/) in real Spark
+# against the broker, installing pyspark and a Java runtime when missing. `make peer-tests`
+# runs other projects' own test suites against the broker (tests/peer/).
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test lint typecheck unit bench compat compat-tools peer-tests clean
+.PHONY: setup run test lint typecheck unit bench compat compat-tools peer-tests spark spark-bench java-runtime clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,11 +29,12 @@ typecheck: setup
 	$(VENV)/bin/mypy
 
 unit: setup
-	$(PY) -m pytest -m "not e2e and not compat" $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not e2e and not compat and not spark" $(PYTEST_ARGS)
 
-# The compat tests need kcat, kafkajs and Java: `make compat` installs them and runs them.
+# The compat tests need kcat, kafkajs and Java: `make compat` installs them and runs them;
+# the Spark tests need pyspark and Java: `make spark`.
 test: lint typecheck
-	$(PY) -m pytest -m "not compat" $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not compat and not spark" $(PYTEST_ARGS)
 
 # kcat (Debian's package; older releases name the binary kafkacat), kafkajs (pinned in
 # tests/compat/js, installed there with npm ci) and the Java client (below) against a real
@@ -150,6 +152,35 @@ $(BENCH_STAMP): pyproject.toml | $(STAMP)
 
 bench: setup $(BENCH_STAMP)
 	$(PY) -m bench $(ARGS)
+
+# The PySpark data source (issue 16): the `spark` extra (pyspark, whose wheel carries Spark's
+# jars, and pyarrow) into the project venv, a Java runtime (Spark 4 needs 17+) with apt-get
+# when `java` is missing, then the tests marked `spark` (real Spark in local mode against a
+# real broker). pytest exits non-zero when no test ran, so a broken install cannot pass.
+SPARK_STAMP := $(VENV)/.spark-installed
+
+$(SPARK_STAMP): pyproject.toml | $(STAMP)
+	$(PY) -m pip install -q -e '.[spark]'
+	touch $@
+
+java-runtime:
+	@if ! command -v java >/dev/null 2>&1; then \
+		echo "installing a Java runtime with apt-get"; \
+		$(SUDO) mkdir -p /usr/share/man/man1 && \
+		$(SUDO) apt-get update -qq && \
+		{ $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless || \
+		  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq default-jre-headless; }; \
+	fi
+
+# minikafka_spark is type-checked here (strict, as the packages) because `make typecheck`
+# runs where pyspark may not be installed.
+spark: setup java-runtime $(SPARK_STAMP)
+	$(VENV)/bin/mypy minikafka_spark
+	$(PY) -m pytest -m spark tests/minikafka_spark $(PYTEST_ARGS)
+
+# Spark session start-up and the data source's batch read/write rates (bench/results/spark.md).
+spark-bench: setup java-runtime $(SPARK_STAMP)
+	$(PY) -m bench.spark $(ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache $(COMPAT_JS)/node_modules
