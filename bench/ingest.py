@@ -28,7 +28,7 @@ from protocol.messages.produce import PRODUCE
 from protocol.primitives import Reader
 from protocol.records import build_batch
 from protocol.schema import Message
-from tests.support.produce import init_producer, produce_request
+from tests.support.produce import create_topics_request, init_producer, produce_request
 from tests.support.raw_client import RawClient
 
 PRODUCE_VERSION = 9
@@ -40,19 +40,7 @@ def create_topic(port: int, name: str, partitions: int = 1) -> None:
     """CreateTopics, then Metadata until the partition has a leader (brokers differ in
     whether the topic is usable when CreateTopics answers)."""
     with RawClient(port, client_id="bench") as client:
-        request = Message(
-            topics=[
-                Message(
-                    name=name,
-                    num_partitions=partitions,
-                    replication_factor=1,
-                    assignments=[],
-                    configs=[],
-                )
-            ],
-            timeout_ms=30000,
-            validate_only=False,
-        )
+        request = create_topics_request(name, partitions, 30000)
         answer = client.request(CREATE_TOPICS, 5, request)
         code = answer.topics[0].error_code
         assert code in (0, 36), f"CreateTopics answered {code}"  # 36: TOPIC_ALREADY_EXISTS

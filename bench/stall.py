@@ -29,7 +29,7 @@ from protocol.messages.create_topics import CREATE_TOPICS
 from protocol.messages.list_offsets import LIST_OFFSETS
 from protocol.records import build_batch
 from protocol.schema import Message
-from tests.support.produce import create_topic, init_producer, produce
+from tests.support.produce import create_topic, create_topics_request, init_producer, produce
 from tests.support.raw_client import ConnectionClosed, RawClient
 
 # ApiVersions v0, correlation id 1, client id "probe".
@@ -189,19 +189,7 @@ def big_batch(port: int, scale: float, window: Window) -> dict[str, Any]:
 
 def create_topics(port: int, partitions: int, window: Window) -> dict[str, Any]:
     name = f"stall-topics-{partitions}-{time.monotonic_ns()}"
-    request = Message(
-        topics=[
-            Message(
-                name=name,
-                num_partitions=partitions,
-                replication_factor=1,
-                assignments=[],
-                configs=[],
-            )
-        ],
-        timeout_ms=600_000,
-        validate_only=False,
-    )
+    request = create_topics_request(name, partitions, 600_000)
     with RawClient(port) as client:
         client.sock.settimeout(600)
         started = time.perf_counter()

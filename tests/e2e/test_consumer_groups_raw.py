@@ -9,7 +9,6 @@ from pathlib import Path
 
 from protocol.messages.consumer_group_describe import CONSUMER_GROUP_DESCRIBE
 from protocol.messages.consumer_group_heartbeat import CONSUMER_GROUP_HEARTBEAT
-from protocol.messages.create_topics import CREATE_TOPICS
 from protocol.messages.describe_groups import DESCRIBE_GROUPS
 from protocol.messages.list_groups import LIST_GROUPS
 from protocol.messages.offset_commit import OFFSET_COMMIT
@@ -17,6 +16,7 @@ from protocol.messages.offset_fetch import OFFSET_FETCH
 from protocol.schema import Message
 from storage.committed_offsets import CommittedOffsets
 from tests.support.broker_process import BrokerProcess
+from tests.support.produce import create_partitioned_topic
 from tests.support.raw_client import RawClient
 
 INVALID_REQUEST, UNKNOWN_MEMBER_ID, GROUP_ID_NOT_FOUND = 42, 25, 69
@@ -28,25 +28,7 @@ Owned = dict[bytes, set[int]]
 
 
 def create(client: RawClient, name: str, partitions: int) -> bytes:
-    answer = client.request(
-        CREATE_TOPICS,
-        7,
-        Message(
-            topics=[
-                Message(
-                    name=name,
-                    num_partitions=partitions,
-                    replication_factor=1,
-                    assignments=[],
-                    configs=[],
-                )
-            ],
-            timeout_ms=10000,
-            validate_only=False,
-        ),
-    )
-    assert answer.topics[0].error_code == 0, answer
-    return bytes(answer.topics[0].topic_id)
+    return create_partitioned_topic(client, name, partitions)
 
 
 def heartbeat(

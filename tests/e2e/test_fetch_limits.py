@@ -9,12 +9,11 @@ from collections.abc import Iterator, Sequence
 import pytest
 
 from protocol.errors import ErrorCode
-from protocol.messages.create_topics import CREATE_TOPICS
 from protocol.messages.fetch import FETCH
 from protocol.records import build_batch
 from protocol.schema import Message
 from tests.support.broker_process import BrokerProcess
-from tests.support.produce import produce, stored
+from tests.support.produce import create_partitioned_topic, produce, stored
 from tests.support.raw_client import RawClient
 
 READ_UNCOMMITTED = 0
@@ -23,26 +22,7 @@ BIG_BATCH_BYTES = 10_000
 
 
 def create_topic(client: RawClient, name: str, partitions: int) -> bytes:
-    answer = client.request(
-        CREATE_TOPICS,
-        7,
-        Message(
-            topics=[
-                Message(
-                    name=name,
-                    num_partitions=partitions,
-                    replication_factor=1,
-                    assignments=[],
-                    configs=[],
-                )
-            ],
-            timeout_ms=10_000,
-            validate_only=False,
-        ),
-    )
-    assert answer.topics[0].error_code == 0, answer
-    topic_id: bytes = answer.topics[0].topic_id
-    return topic_id
+    return create_partitioned_topic(client, name, partitions)
 
 
 def fetch_body(

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from broker.dump import iter_partition_batches
+from protocol.messages.create_topics import CREATE_TOPICS
 from protocol.messages.fetch import FETCH
 from protocol.messages.init_producer_id import INIT_PRODUCER_ID
 from protocol.messages.metadata import METADATA
@@ -37,6 +38,30 @@ def create_topic(client: RawClient, name: str) -> Message:
     meta = client.request(METADATA, 12, request)
     assert meta.topics[0].error_code == 0, meta
     return meta
+
+
+def create_topics_request(name: str, partitions: int, timeout_ms: int = 10_000) -> Message:
+    """CreateTopics (v5+) for one topic: ``partitions`` partitions, replication factor 1."""
+    return Message(
+        topics=[
+            Message(
+                name=name,
+                num_partitions=partitions,
+                replication_factor=1,
+                assignments=[],
+                configs=[],
+            )
+        ],
+        timeout_ms=timeout_ms,
+        validate_only=False,
+    )
+
+
+def create_partitioned_topic(client: RawClient, name: str, partitions: int) -> bytes:
+    """Create a topic with CreateTopics v7 and return its topic id."""
+    answer = client.request(CREATE_TOPICS, 7, create_topics_request(name, partitions))
+    assert answer.topics[0].error_code == 0, answer
+    return bytes(answer.topics[0].topic_id)
 
 
 def init_producer(client: RawClient) -> int:
