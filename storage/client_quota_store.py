@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from .atomic_file import TMP_SUFFIX, write_atomic
-from .sealed_file import BodyReader, BodyWriter, CorruptFileError, seal, unseal
+from .sealed_file import BodyReader, BodyWriter, CorruptFileError, load_sealed, seal, unseal
 
 FILE_NAME = "client-quotas.dat"
 VERSION = 1
@@ -81,14 +81,9 @@ class ClientQuotaStore:
     @classmethod
     def open(cls, data_dir: str | os.PathLike[str]) -> ClientQuotaStore:
         store = cls(data_dir)
-        tmp = store.path.with_name(FILE_NAME + TMP_SUFFIX)
-        if tmp.exists():
-            tmp.unlink()  # a write that never reached its rename
-        if store.path.exists():
-            try:
-                store._quotas = decode(store.path.read_bytes())
-            except (OSError, CorruptFileError) as exc:
-                store.problem = str(exc)
+        loaded, store.problem = load_sealed(store.path, decode, TMP_SUFFIX)
+        if loaded is not None:
+            store._quotas = loaded
         return store
 
     def all(self) -> dict[Entity, dict[str, float]]:

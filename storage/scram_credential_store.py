@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .atomic_file import TMP_SUFFIX, write_atomic
-from .sealed_file import BodyReader, BodyWriter, CorruptFileError, seal, unseal
+from .sealed_file import BodyReader, BodyWriter, CorruptFileError, load_sealed, seal, unseal
 
 FILE_NAME = "scram-credentials.dat"
 VERSION = 1
@@ -78,14 +78,9 @@ class ScramCredentialStore:
     @classmethod
     def open(cls, data_dir: str | os.PathLike[str]) -> ScramCredentialStore:
         store = cls(data_dir)
-        tmp = store.path.with_name(FILE_NAME + TMP_SUFFIX)
-        if tmp.exists():
-            tmp.unlink()  # a write that never reached its rename
-        if store.path.exists():
-            try:
-                store._credentials = decode(store.path.read_bytes())
-            except (OSError, CorruptFileError) as exc:
-                store.problem = str(exc)
+        loaded, store.problem = load_sealed(store.path, decode, TMP_SUFFIX)
+        if loaded is not None:
+            store._credentials = loaded
         return store
 
     def get(self, user: str, mechanism: int) -> ScramCredential | None:

@@ -13,12 +13,18 @@ reason (a disk fault, not a crash artefact).
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
 
 import crc32c
 
 _HEAD = struct.Struct(">hI")
 _INT32 = struct.Struct(">i")
 _FLOAT64 = struct.Struct(">d")
+
+
+T = TypeVar("T")
 
 
 class CorruptFileError(ValueError):
@@ -102,3 +108,20 @@ class BodyReader:
     def end(self) -> None:
         if self.pos != len(self.body):
             raise CorruptFileError(f"{len(self.body) - self.pos} bytes after the last entry")
+
+
+def load_sealed(
+    path: Path, decode: Callable[[bytes], T], tmp_suffix: str
+) -> tuple[T | None, str | None]:
+    """Open a sealed state file at start-up: a leftover temporary file (a write that never
+    reached its rename) is removed; returns (decoded value or None when absent or unreadable,
+    the problem found or None)."""
+    tmp = path.with_name(path.name + tmp_suffix)
+    if tmp.exists():
+        tmp.unlink()
+    if not path.exists():
+        return None, None
+    try:
+        return decode(path.read_bytes()), None
+    except (OSError, CorruptFileError) as exc:
+        return None, str(exc)
