@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from broker.dispatch import RequestContext
 from broker.groups.coordinator import GroupCoordinator
+from protocol.schema import Message
 
 
 def coordinator(ctx: RequestContext) -> GroupCoordinator:
@@ -14,3 +15,24 @@ def client_host(ctx: RequestContext) -> str:
     # Kafka shows InetAddress.toString(): "/127.0.0.1".
     host = ctx.peer.rsplit(":", 1)[0] if ":" in ctx.peer else ctx.peer
     return f"/{host}"
+
+
+def offset_commit_answer(request: Message, errors: dict[tuple[str, int], int]) -> Message:
+    """OffsetCommit's and TxnOffsetCommit's answer: each requested partition with its error,
+    in request order."""
+    return Message(
+        throttle_time_ms=0,
+        topics=[
+            Message(
+                name=topic.name,
+                partitions=[
+                    Message(
+                        partition_index=p.partition_index,
+                        error_code=errors[(topic.name, p.partition_index)],
+                    )
+                    for p in topic.partitions
+                ],
+            )
+            for topic in request.topics
+        ],
+    )

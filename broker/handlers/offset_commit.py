@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from broker.dispatch import RequestContext
 from broker.groups.coordinator import OffsetToCommit
-from broker.handlers._groups import coordinator
+from broker.handlers._groups import coordinator, offset_commit_answer
 from broker.security.acl import GROUP, READ, TOPIC
 from protocol.errors import ErrorCode
 from protocol.messages.offset_commit import OFFSET_COMMIT
@@ -77,19 +77,4 @@ async def handle(ctx: RequestContext, request: Message) -> Message:
             results = await groups.commit(request.group_id, valid, request.retention_time_ms)
             for item, error in zip(valid, results, strict=True):
                 errors[(item.topic, item.partition)] = error
-    return Message(
-        throttle_time_ms=0,
-        topics=[
-            Message(
-                name=topic.name,
-                partitions=[
-                    Message(
-                        partition_index=p.partition_index,
-                        error_code=errors[(topic.name, p.partition_index)],
-                    )
-                    for p in topic.partitions
-                ],
-            )
-            for topic in request.topics
-        ],
-    )
+    return offset_commit_answer(request, errors)

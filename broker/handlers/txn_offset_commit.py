@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from broker.dispatch import RequestContext
 from broker.groups.coordinator import OFFSET_METADATA_MAX_BYTES
+from broker.handlers._groups import offset_commit_answer
 from broker.handlers._txn import coordinator
 from broker.security.acl import GROUP, READ, TOPIC, TRANSACTIONAL_ID, WRITE
 from broker.transactions import GROUP_OFFSETS_TOPIC, offsets_partition
@@ -95,22 +96,7 @@ async def handle(ctx: RequestContext, request: Message) -> Message:
             stored = await coordinator(ctx).add_pending_offsets(request.transactional_id, accepted)
             for item in accepted:
                 errors[(item.topic, item.partition)] = stored
-    return Message(
-        throttle_time_ms=0,
-        topics=[
-            Message(
-                name=topic.name,
-                partitions=[
-                    Message(
-                        partition_index=p.partition_index,
-                        error_code=errors[(topic.name, p.partition_index)],
-                    )
-                    for p in topic.partitions
-                ],
-            )
-            for topic in request.topics
-        ],
-    )
+    return offset_commit_answer(request, errors)
 
 
 async def _check(ctx: RequestContext, request: Message) -> int:
