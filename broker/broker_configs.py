@@ -18,8 +18,7 @@ whether it is dynamic); this module holds the rules:
   sensitive, with no value, as Kafka does for an unknown type.
 - ``apply_operations``: IncrementalAlterConfigs' SET/DELETE/APPEND/SUBTRACT on the stored
   set (ConfigAdminManager.prepareIncrementalConfigs).
-- ``describe_group``: GROUP resources (Kafka 4.0's GroupConfig: consumer.* and share.*,
-  from the broker's group.* settings), DEFAULT_CONFIG, read_only false.
+GROUP resources are broker.group_configs.
 
 Deviations: dynamic values are stored (storage.broker_config_store) and described, but the
 broker does not act on them yet: a running broker keeps its start-up settings, and topics
@@ -43,7 +42,6 @@ from broker.broker_config_table import (
 from broker.config import ACCEPTED_IGNORED, PROPERTIES, Config, Property
 from broker.config_synonyms import (
     BrokerValues,
-    Synonym,
     default_values,
     static_values,
     synonyms_of,
@@ -203,54 +201,3 @@ def apply_operations(
         else:
             raise InvalidConfigError(f"Unknown operations type {op}", ErrorCode.INVALID_REQUEST)
     return result
-
-
-# Kafka 4.0's GroupConfig: group config -> the broker config its default comes from
-# (GroupCoordinatorConfig.extractGroupConfigMap), or a fixed default.
-_GROUP_CONFIGS: dict[str, tuple[ConfigType, str | None, str]] = {
-    "consumer.session.timeout.ms": (ConfigType.INT, "group.consumer.session.timeout.ms", ""),
-    "consumer.heartbeat.interval.ms": (
-        ConfigType.INT,
-        "group.consumer.heartbeat.interval.ms",
-        "",
-    ),
-    "share.session.timeout.ms": (ConfigType.INT, "group.share.session.timeout.ms", ""),
-    "share.heartbeat.interval.ms": (ConfigType.INT, "group.share.heartbeat.interval.ms", ""),
-    "share.record.lock.duration.ms": (
-        ConfigType.INT,
-        "group.share.record.lock.duration.ms",
-        "",
-    ),
-    "share.auto.offset.reset": (ConfigType.STRING, None, "latest"),
-}
-
-
-def describe_group(config: Config) -> list[ConfigEntry]:
-    """DescribeConfigs of a GROUP resource (no group-level overrides are kept here).
-
-    Kafka 4.0's ConfigHelper.createGroupConfigEntry lists the value itself as a
-    DEFAULT_CONFIG synonym, then the broker synonyms of the group config's own name (none).
-    """
-    layers = values(config, {}, {})
-    entries = []
-    for name, (type_, broker_name, fixed) in _GROUP_CONFIGS.items():
-        value = fixed
-        if broker_name is not None:
-            chain = synonyms_of(broker_name, layers)
-            value = chain[0].value if chain and chain[0].value is not None else ""
-        entries.append(
-            ConfigEntry(
-                name=name,
-                value=value,
-                source=ConfigSource.DEFAULT_CONFIG,
-                read_only=False,
-                type=type_,
-                doc=f"Group config {name}: described only (no KIP-848 or share groups here).",
-                synonyms=(_synonym(name, value),),
-            )
-        )
-    return entries
-
-
-def _synonym(name: str, value: str) -> Synonym:
-    return Synonym(name, value, ConfigSource.DEFAULT_CONFIG)

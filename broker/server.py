@@ -215,7 +215,14 @@ def _open_groups(config: Config, state: BrokerState) -> GroupCoordinator:
     def topics() -> dict[str, tuple[bytes, int]]:
         return {t.name: (t.topic_id, len(t.partitions)) for t in state.store.topics()}
 
-    return GroupCoordinator(settings, offsets, state.flusher, consumer_settings, topics)
+    return GroupCoordinator(
+        settings,
+        offsets,
+        state.flusher,
+        consumer_settings,
+        topics,
+        group_configs=state.group_config_overrides,
+    )
 
 
 def log_config(config: Config) -> LogConfig:

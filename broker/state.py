@@ -19,6 +19,7 @@ from broker.topic_configs import TopicSettings
 from storage.acl_store import AclStore
 from storage.broker_config_store import BrokerConfigStore
 from storage.client_quota_store import ClientQuotaStore
+from storage.group_config_store import GroupConfigStore
 from storage.partition_log import PartitionLog
 from storage.producer_ids import ProducerIdAllocator
 from storage.scram_credential_store import ScramCredentialStore
@@ -83,6 +84,11 @@ class BrokerState:
         self.broker_configs = BrokerConfigStore.open(store.data_dir)
         for name, reason in self.broker_configs.problems:
             log.warning("broker config file %s ignored: %s", name, reason)
+        # Group configs (IncrementalAlterConfigs/AlterConfigs on GROUP resources); KIP-848
+        # consumer groups read their session timeout and heartbeat interval from them.
+        self.group_configs = GroupConfigStore.open(store.data_dir)
+        if self.group_configs.problem:
+            log.warning("group config file ignored: %s", self.group_configs.problem)
         # Client quotas (AlterClientQuotas; stored and described, not enforced) and SCRAM
         # credentials (AlterUserScramCredentials; SASL/SCRAM logins read them).
         self.client_quotas = ClientQuotaStore.open(store.data_dir)
@@ -183,6 +189,16 @@ class BrokerState:
     def set_dynamic_broker_configs(self, resource: str, configs: dict[str, str]) -> None:
         """Replace a BROKER resource's dynamic configs (already validated), durably."""
         self.broker_configs.put(resource, configs)
+
+    # -- group configs ---------------------------------------------------------------------
+
+    def group_config_overrides(self, group: str) -> dict[str, str]:
+        """What IncrementalAlterConfigs/AlterConfigs set on a GROUP resource."""
+        return self.group_configs.get(group)
+
+    def set_group_configs(self, group: str, configs: dict[str, str]) -> None:
+        """Replace a group's config overrides (already validated), durably."""
+        self.group_configs.put(group, configs)
 
     def forget_topic(self, info: TopicInfo) -> None:
         """Drop a deleted topic's configs (file included)."""

@@ -24,7 +24,7 @@ Follows Kafka 4.0's GroupMetadataManager.consumerGroupHeartbeat step by step:
    heartbeat interval, and its assignment when it joined, sent a full request, or the
    assignment changed.
 
-Sessions: a member not heard from within ``group.consumer.session.timeout.ms`` is fenced, as
+Sessions: a member not heard from within the group's session timeout is fenced, as
 is one that keeps partitions it must revoke beyond its rebalance timeout. Every change writes
 the group's record to the committed-offsets log (``storage.consumer_group_records``); the
 answer waits for its fsync round, as Kafka answers once its records are written. At start-up
@@ -34,7 +34,12 @@ load, so members carry on without rejoining.
 Deviations: regular expressions are Python's ``re`` (full match, as Kafka's RE2/J
 ``matches()``), resolved at every heartbeat instead of Kafka's asynchronous refresh (at
 most every 10 s); partition counts are compared at every heartbeat instead of at Kafka's
-metadata refresh interval. Per-group dynamic configs are not supported.
+metadata refresh interval.
+
+Per-group configs (IncrementalAlterConfigs on GROUP resources, broker.group_configs):
+consumer.session.timeout.ms and consumer.heartbeat.interval.ms override the broker's
+``group.consumer.*`` for that group, read at each heartbeat (a session deadline set before a
+change keeps its time until the member's next heartbeat, as in Kafka).
 """
 
 from __future__ import annotations
@@ -42,7 +47,7 @@ from __future__ import annotations
 import logging
 import re
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from broker.groups.assignors import ASSIGNORS
@@ -65,6 +70,14 @@ CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION = 1
 
 # (name -> (topic id, partition count)) of every topic that exists now.
 TopicsView = Callable[[], dict[str, tuple[bytes, int]]]
+# A group's config overrides (IncrementalAlterConfigs on GROUP resources, already checked).
+GroupConfigs = Callable[[str], Mapping[str, str]]
+SESSION_TIMEOUT_CONFIG = "consumer.session.timeout.ms"
+HEARTBEAT_INTERVAL_CONFIG = "consumer.heartbeat.interval.ms"
+
+
+def _no_group_configs(_group_id: str) -> Mapping[str, str]:
+    return {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,12 +123,27 @@ class ConsumerGroupManager:
         settings: ConsumerGroupSettings,
         topics: TopicsView,
         persist: Callable[[ConsumerGroup], None],
+        group_configs: GroupConfigs | None = None,
     ) -> None:
         self.settings = settings
+        self._group_configs = group_configs or _no_group_configs
         self._topics = topics
         self._persist = persist
         self.groups: dict[str, ConsumerGroup] = {}
         self._regexes: dict[str, re.Pattern[str]] = {}
+
+    # --- per-group settings ----------------------------------------------------------------
+
+    def session_timeout_ms(self, group_id: str) -> int:
+        """The group's consumer.session.timeout.ms, else the broker's (Kafka 4.0's
+        GroupMetadataManager.consumerGroupSessionTimeoutMs)."""
+        raw = self._group_configs(group_id).get(SESSION_TIMEOUT_CONFIG)
+        return int(raw) if raw is not None else self.settings.session_timeout_ms
+
+    def heartbeat_interval_ms(self, group_id: str) -> int:
+        """The group's consumer.heartbeat.interval.ms, else the broker's."""
+        raw = self._group_configs(group_id).get(HEARTBEAT_INTERVAL_CONFIG)
+        return int(raw) if raw is not None else self.settings.heartbeat_interval_ms
 
     # --- heartbeat -------------------------------------------------------------------------
 
@@ -381,7 +409,7 @@ class ConsumerGroupManager:
                 member.rebalance_deadline = now + max(member.rebalance_timeout_ms, 0)
         else:
             member.rebalance_deadline = None
-        member.session_deadline = now + self.settings.session_timeout_ms
+        member.session_deadline = now + self.session_timeout_ms(group.group_id)
         after = (member.member_epoch, member.state, member.assigned, member.pending_revocation)
         if changed or before != after:
             self._persist(group)
@@ -394,7 +422,7 @@ class ConsumerGroupManager:
         return HeartbeatResult(
             member_id=member.member_id,
             member_epoch=member.member_epoch,
-            heartbeat_interval_ms=self.settings.heartbeat_interval_ms,
+            heartbeat_interval_ms=self.heartbeat_interval_ms(group.group_id),
             assignment=dict(member.assigned) if send_assignment else None,
             changed=[group.group_id] if changed or before != after else [],
         )
@@ -460,7 +488,7 @@ class ConsumerGroupManager:
 
     def load(self, group: ConsumerGroup, now: int) -> None:
         for member in group.members.values():
-            member.session_deadline = now + self.settings.session_timeout_ms
+            member.session_deadline = now + self.session_timeout_ms(group.group_id)
         # Partition counts are compared again at the next heartbeat.
         group.subscription_metadata = self._subscription_metadata(group, self._resolve(group))
         self.groups[group.group_id] = group

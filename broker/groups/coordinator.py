@@ -58,6 +58,7 @@ from broker.groups.consumer import ConsumerGroup
 from broker.groups.consumer_manager import (
     ConsumerGroupManager,
     ConsumerGroupSettings,
+    GroupConfigs,
     HeartbeatRequest,
     HeartbeatResult,
     TopicsView,
@@ -113,6 +114,7 @@ class GroupCoordinator:
         consumer_settings: ConsumerGroupSettings | None = None,
         topics: TopicsView | None = None,
         clock: Callable[[], int] = wall_ms,
+        group_configs: GroupConfigs | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
@@ -134,6 +136,7 @@ class GroupCoordinator:
             consumer_settings or ConsumerGroupSettings(),
             topics or dict,
             self._persist_consumer_group,
+            group_configs,
         )
         for group_id, consumer_record in store.consumer_groups().items():
             self.consumer.load(ConsumerGroup.restore(group_id, consumer_record), now)

@@ -1,6 +1,6 @@
 """What AlterConfigs and IncrementalAlterConfigs share: checking a resource and applying the
-new topic overrides or dynamic broker configs, with the errors Kafka's ConfigAdminManager
-and controller answer."""
+new topic overrides, dynamic broker configs or group configs, with the errors Kafka's
+ConfigAdminManager and controller answer."""
 
 from __future__ import annotations
 
@@ -8,9 +8,14 @@ import logging
 from collections import Counter
 from collections.abc import Callable
 
-from broker import broker_configs, topic_configs
+from broker import broker_configs, group_configs, topic_configs
 from broker.dispatch import RequestContext
-from broker.handlers._admin import RESOURCE_BROKER, RESOURCE_TOPIC, topic_name_error
+from broker.handlers._admin import (
+    RESOURCE_BROKER,
+    RESOURCE_GROUP,
+    RESOURCE_TOPIC,
+    topic_name_error,
+)
 from broker.topic_configs import InvalidConfigError
 from protocol.errors import ErrorCode
 from protocol.schema import Message
@@ -19,7 +24,8 @@ log = logging.getLogger(__name__)
 
 # New overrides from the current ones; raises InvalidConfigError.
 Change = Callable[[dict[str, str]], dict[str, str | None]]
-# New dynamic configs of a BROKER resource from the stored ones; raises InvalidConfigError.
+# New dynamic configs of a BROKER resource, or new overrides of a GROUP resource, from the
+# stored ones; raises InvalidConfigError.
 BrokerChange = Callable[[dict[str, str]], dict[str, str]]
 
 
@@ -57,6 +63,7 @@ def alter(
     change: Change,
     validate_only: bool,
     broker_change: BrokerChange,
+    group_change: BrokerChange,
 ) -> Message:
     """Check and apply one resource's change; returns its result entry."""
     state = ctx.state
@@ -68,6 +75,8 @@ def alter(
         if reason is not None:
             return result(resource, ErrorCode.INVALID_REQUEST, reason)
         return _alter_broker(ctx, resource, broker_change, validate_only)
+    if kind == RESOURCE_GROUP:
+        return _alter_group(ctx, resource, group_change, validate_only)
     if kind != RESOURCE_TOPIC:
         return result(resource, ErrorCode.INVALID_REQUEST, f"Unknown resource type {kind}")
     if name == "":
@@ -116,4 +125,25 @@ def _alter_broker(
             new,
             ctx.describe(),
         )
+    return result(resource, ErrorCode.NONE, None)
+
+
+def _alter_group(
+    ctx: RequestContext, resource: Message, change: BrokerChange, validate_only: bool
+) -> Message:
+    """Kafka 4.0's controller on a GROUP resource: the group's whole new set is checked
+    (broker.group_configs.check) and stored; the group needs not exist."""
+    state = ctx.state
+    name = resource.resource_name
+    try:
+        if name == "":
+            group_configs.check(state.config, name, {})
+        new = change(state.group_config_overrides(name))
+        group_configs.check(state.config, name, new)
+    except InvalidConfigError as exc:
+        log.info("configs of group %r refused: %s (%s)", name, exc.message, ctx.describe())
+        return result(resource, exc.code, exc.message)
+    if not validate_only:
+        state.set_group_configs(name, new)
+        log.info("group %s configs now %s (%s)", name, new, ctx.describe())
     return result(resource, ErrorCode.NONE, None)

@@ -11,9 +11,11 @@ configs become exactly those given, checked as Kafka's DynamicBrokerConfig.valid
 (broker.broker_configs.check_dynamic: a non-dynamic config, a bare SSL store config, a value
 of the wrong type, a per-broker config at the default level -> INVALID_REQUEST with Kafka's
 message), stored durably and described; the broker does not act on them yet. Another
-broker id -> INVALID_REQUEST. BROKER_LOGGER and other types -> INVALID_REQUEST, as Kafka.
-Authorization (with an authorizer): ALTER_CONFIGS on the topic or cluster, else
-TOPIC_/CLUSTER_AUTHORIZATION_FAILED.
+broker id -> INVALID_REQUEST. GROUP resources: the group's overrides become exactly those
+given, checked as IncrementalAlterConfigs checks them (broker.group_configs) and stored.
+BROKER_LOGGER and other types -> INVALID_REQUEST, as Kafka.
+Authorization (with an authorizer): ALTER_CONFIGS on the topic, group or cluster,
+else TOPIC_/GROUP_/CLUSTER_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -76,6 +78,7 @@ def handle(ctx: RequestContext, request: Message) -> Message:
                 [c.name for c in resource.configs],
                 change,
                 bool(request.validate_only),
+                replace_broker,
                 replace_broker,
             )
         )

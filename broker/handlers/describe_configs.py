@@ -13,8 +13,9 @@ A broker resource named by this broker's id lists every Kafka 4.0 broker config 
 does (broker.broker_configs: value, source, synonyms, read_only unless dynamic, config
 type, PASSWORD values hidden); the empty name lists the cluster-wide dynamic configs;
 another id gets INVALID_REQUEST. BROKER_LOGGER lists the root logger's level. A GROUP
-resource lists Kafka 4.0's group configs at their defaults (an empty name:
-INVALID_REQUEST). Other resource types get INVALID_REQUEST.
+resource lists Kafka 4.0's group configs (broker.group_configs: GROUP_CONFIG for the group's
+stored overrides, else the broker's defaults; an empty name: INVALID_REQUEST). Other
+resource types get INVALID_REQUEST.
 
 Deviations: see broker.broker_configs (dynamic broker configs are described, not acted on;
 documentation texts are minikafka's).
@@ -26,7 +27,7 @@ from __future__ import annotations
 
 import logging
 
-from broker import broker_configs, topic_configs
+from broker import broker_configs, group_configs, topic_configs
 from broker.broker_config_table import ConfigSource, ConfigType
 from broker.dispatch import RequestContext
 from broker.handlers._admin import (
@@ -88,7 +89,7 @@ def _entries(ctx: RequestContext, resource: Message) -> list[ConfigEntry]:
     if kind == RESOURCE_GROUP:
         if not name:
             raise _Failed(ErrorCode.INVALID_REQUEST, "Group name must not be empty")
-        return broker_configs.describe_group(state.config)
+        return group_configs.describe(state.config, state.group_config_overrides(name))
     if kind == RESOURCE_BROKER_LOGGER:
         reason = broker_id_error(name, state.node_id)
         if reason is not None or name == "":

@@ -15,6 +15,12 @@ apply to the stored dynamic configs (APPEND/SUBTRACT on LIST configs only), the 
 checked as in AlterConfigs (broker.broker_configs) and stored; a DELETE returns a config
 to its static or default value. The broker does not act on dynamic values yet.
 
+GROUP resources (Kafka 4.0's GroupConfig, broker.group_configs): SET and DELETE on the
+group's stored overrides, APPEND/SUBTRACT -> INVALID_CONFIG (no group config is a list); the
+group's resulting set is checked against GroupConfig's definitions and the broker's bounds
+(INVALID_CONFIG with Kafka's messages) and stored; the group needs not exist. KIP-848
+consumer groups act on consumer.session.timeout.ms and consumer.heartbeat.interval.ms.
+
 BROKER_LOGGER: SET/DELETE of a Python logger's level (root included), as Kafka sets log4j
 levels; an unknown logger -> INVALID_CONFIG.
 Authorization (with an authorizer): ALTER_CONFIGS on the topic, group or cluster, else
@@ -25,6 +31,7 @@ from __future__ import annotations
 
 import logging
 
+from broker import group_configs
 from broker.broker_configs import apply_operations
 from broker.dispatch import RequestContext
 from broker.handlers._admin import RESOURCE_BROKER_LOGGER
@@ -136,6 +143,11 @@ def handle(ctx: RequestContext, request: Message) -> Message:
         ) -> dict[str, str]:
             return apply_operations(current, ops)
 
+        def change_group(
+            current: dict[str, str], ops: list[tuple[str, int, str | None]] = operations
+        ) -> dict[str, str]:
+            return group_configs.apply_operations(current, ops)
+
         responses.append(
             alter(
                 ctx,
@@ -144,6 +156,7 @@ def handle(ctx: RequestContext, request: Message) -> Message:
                 change,
                 validate_only,
                 change_broker,
+                change_group,
             )
         )
     return Message(throttle_time_ms=0, responses=responses)
