@@ -2,11 +2,14 @@
 
 The suite calls `$KAFKA_PATH/bin/kafka-topics.sh --bootstrap-server $BROKERS ...`
 (test.c: test_kafka_topics) to create topics with configs, add partitions and delete
-topics; `install(dir)` writes a `bin/` there whose scripts run this module with the same
-arguments. kafka-topics.sh is served through kafka-python's admin client (the same
-CreateTopics/CreatePartitions/DeleteTopics requests Kafka's TopicCommand sends); any other
-script (kafka-acls.sh, kafka-configs.sh, kafka-run-class.sh) exits 1 saying what we lack,
-so the test that needs it fails with that reason.
+topics, and `$KAFKA_PATH/bin/kafka-acls.sh --bootstrap-server ... --add --deny-principal
+'User:*' --operation All --deny-host '*' --topic t` (test_kafka_cmd: 0109, 0115, 0119);
+`install(dir)` writes a `bin/` there whose scripts run this module with the same
+arguments. Both are served through kafka-python's admin client, sending the requests
+Kafka's tools send: kafka-topics.sh CreateTopics/CreatePartitions/DeleteTopics
+(TopicCommand), kafka-acls.sh CreateAcls/DeleteAcls/DescribeAcls (tests/peer/kafka_acls.py,
+as Kafka 4.0's AclCommand). Any other script (kafka-configs.sh, kafka-run-class.sh) exits 1
+saying what we lack, so the test that needs it fails with that reason.
 """
 
 from __future__ import annotations
@@ -77,9 +80,13 @@ def main(argv: list[str]) -> int:
     script, rest = argv[0], argv[1:]
     if script == "kafka-topics.sh":
         return kafka_topics(rest)
+    if script == "kafka-acls.sh":
+        from tests.peer.kafka_acls import kafka_acls
+
+        return kafka_acls(rest)
     print(
         f"{script} {' '.join(rest)}: not served by minikafka's stand-in "
-        "(ACLs, dynamic configs through the CLI and JMX are not implemented)",
+        "(dynamic configs through the CLI and JMX are not implemented)",
         file=sys.stderr,
     )
     return 1

@@ -44,6 +44,11 @@ BROKER_OVERRIDES = {
     # Kafka's shipped config/server.properties sets 0 "for development and testing", and
     # the suite's group tests wait for rebalances with that in mind.
     "group.initial.rebalance.delay.ms": "0",
+    # trivup's KafkaBrokerApp (librdkafka's `make broker` cluster) runs every broker with
+    # the ACL authorizer; resources without ACLs stay open to everyone, and the tests that
+    # add ACLs through kafka-acls.sh (0109, 0115, 0119) need them enforced.
+    "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "allow.everyone.if.no.acl.found": "true",
     "log.level": "INFO",
 }
 
