@@ -344,24 +344,29 @@ def _confirm(args: argparse.Namespace, message: str) -> bool:
     return sys.stdin.readline().strip().lower() == "y"
 
 
+def add_plan(args: argparse.Namespace) -> dict[Resource, set[Entry]]:
+    """AclCommand.getResourceToAcls: a specific pattern type and entries for every resource."""
+    if args.resource_pattern_type in ("ANY", "MATCH"):
+        raise UsageError(
+            f"A '--resource-pattern-type' value of '{args.resource_pattern_type}' is not valid "
+            "when adding acls."
+        )
+    planned = plan(args)
+    if any(not acls for acls in planned.values()):
+        raise UsageError(
+            "You must specify one of: --allow-principal, --deny-principal when trying to add ACLs."
+        )
+    return planned
+
+
 def run(admin: object, args: argparse.Namespace) -> None:
     if args.add:
-        for resource, acls in plan(args).items():
-            if resource.pattern in ("ANY", "MATCH"):
-                raise UsageError(
-                    f"A '--resource-pattern-type' value of '{resource.pattern}' is not valid "
-                    "when adding acls."
-                )
-            if not acls:
-                raise UsageError(
-                    "You must specify one of: --allow-principal, --deny-principal when trying "
-                    "to add ACLs."
-                )
+        for resource, acls in add_plan(args).items():
             print(f"Adding ACLs for resource `{resource}`: ")
             print("\n".join(f" \t{acl}" for acl in sorted(acls)) + "\n")
             done = admin.create_acls([_acl(resource, a, True) for a in sorted(acls)])  # type: ignore[attr-defined]
             if done["failed"]:
-                raise CommandError(", ".join(str(e) for e in done["failed"]))
+                raise CommandError(", ".join(e.__name__ for e in done["failed"]))
     elif args.remove:
         for resource, acls in plan(args).items():
             if acls:
@@ -403,7 +408,11 @@ def run(admin: object, args: argparse.Namespace) -> None:
 def kafka_acls(argv: list[str]) -> int:
     try:
         args = parse(argv)
-        plan(args) if not args.list else None  # usage errors before connecting
+        # Usage errors before connecting, as AclCommand.
+        if args.add:
+            add_plan(args)
+        elif args.remove:
+            plan(args)
     except UsageError as exc:
         print(exc, file=sys.stderr)
         return 1
