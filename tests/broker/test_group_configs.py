@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 
 from broker.broker_config_table import ConfigSource
-from broker.config import load_config
+from broker.config import Config, load_config
 from broker.group_configs import apply_operations, check, defaults, describe
 from broker.topic_configs import InvalidConfigError
 from protocol.errors import ErrorCode
 
 
-def config(*overrides: str):  # type: ignore[no-untyped-def]
+def config(*overrides: str) -> Config:
     loaded, _warnings, _sources = load_config(None, {}, list(overrides))
     return loaded
 
