@@ -132,6 +132,7 @@ class Broker:
                 await self.background.stop()
             await state.transactions.close()
             await state.groups.close()
+            state.validation_pool.close()
             started = time.monotonic()
             # Final snapshots, fsync, close files, then the clean-shutdown marker.
             state.store.close()
@@ -156,6 +157,7 @@ class Broker:
             # SIGKILL would keep, and stops its timers.
             await state.transactions.close()
             await state.groups.abandon()
+            state.validation_pool.close()
             # A flush round in a worker thread must not find its files closed under it.
             await state.flusher.settle()
             state.store.close_unclean()

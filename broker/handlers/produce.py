@@ -76,19 +76,19 @@ import contextlib
 import logging
 import time
 import weakref
-from dataclasses import dataclass
 
 from broker import offload
 from broker.dispatch import CloseConnection, RequestContext
 from broker.security.acl import TOPIC, TRANSACTIONAL_ID, WRITE
 from broker.topic_configs import TopicSettings
+from broker.validation_pool import WorkerLost
 from protocol.errors import ErrorCode
 from protocol.messages.produce import PRODUCE
 from protocol.records import BatchHeader, HeaderBudgetExceeded
 from protocol.schema import Message
+from storage.batch_checks import BatchJob, CheckedBatch, check_batch
 from storage.partition_log import PartitionLog
-from storage.record_rules import RecordsVerdict, TopicRules, check_records, rewrite_batch
-from storage.validation import Validation, validate_batch
+from storage.record_rules import TopicRules
 
 API = PRODUCE
 MIN_VERSION = 3
@@ -120,29 +120,9 @@ log = logging.getLogger(__name__)
 _TopicPartition = tuple[str, int]
 
 
-@dataclass(slots=True)
-class _Entry:
-    """One batch that passed the request-level checks (Kafka's authorizedRequestInfo)."""
-
-    records: memoryview | bytes
-    checked: Validation
-    # What LogValidator decided (None when the batch failed earlier or is transactional).
-    verdict: RecordsVerdict | None = None
-    # The batch to append (rewritten as LogValidator rewrites it) and its header.
-    batch: bytearray | None = None
-    header: BatchHeader | None = None
-
-
-@dataclass(slots=True)
-class _Work:
-    """One partition's batch before validation: what _prepare needs, no broker state."""
-
-    records: memoryview | bytes
-    max_message_bytes: int
-    allow_zstd: bool
-    depth: str
-    rules: TopicRules
-    now_ms: int
+# One batch that passed the request-level checks (Kafka's authorizedRequestInfo), with what
+# the checks decided.
+_Entry = CheckedBatch
 
 
 # A request runs its validation on a worker thread when its batches hold this many bytes
@@ -187,7 +167,7 @@ async def handle(ctx: RequestContext, request: Message) -> Message | None:
     now_ms = int(time.time() * 1000)
     order: list[_TopicPartition] = []
     # Every (topic, partition) named, in request order, with its early answer or its work.
-    named: list[tuple[_TopicPartition, Message | _Work]] = []
+    named: list[tuple[_TopicPartition, Message | BatchJob]] = []
     logs: dict[_TopicPartition, PartitionLog] = {}
     seen: set[_TopicPartition] = set()
     for topic in request.topic_data:
@@ -197,10 +177,19 @@ async def handle(ctx: RequestContext, request: Message) -> Message | None:
                 seen.add(tp)
                 order.append(tp)
             named.append((tp, _locate(ctx, tp, part.records, now_ms, logs)))
-    # Turns are taken before the first await: appends keep the order requests arrived in.
+    # The checks start now (in a worker process, or done at once on the loop): they are
+    # pure, so a pipelined request checks its batches while earlier ones append.
+    jobs = [w for _, w in named if isinstance(w, BatchJob)]
+    checking = _start_checks(ctx, jobs)
+    if ctx.after is not None and not ctx.after.done():
+        # The connection's previous request appends first (broker.connection pipelining).
+        await ctx.after
+    # Turns are taken before the next await: appends keep the order requests arrived in.
     turns = {tp: _TURNS.take(plog) for tp, plog in logs.items()}
     try:
-        return await _validate_and_append(ctx, request, acks, now_ms, order, named, logs, turns)
+        return await _validate_and_append(
+            ctx, request, acks, now_ms, order, named, logs, turns, jobs, checking
+        )
     finally:
         for tp, (_, mine) in turns.items():
             _TURNS.release(logs[tp], mine)
@@ -212,15 +201,13 @@ async def _validate_and_append(
     acks: int,
     now_ms: int,
     order: list[_TopicPartition],
-    named: list[tuple[_TopicPartition, Message | _Work]],
+    named: list[tuple[_TopicPartition, Message | BatchJob]],
     logs: dict[_TopicPartition, PartitionLog],
     turns: dict[_TopicPartition, tuple[asyncio.Future[None] | None, asyncio.Future[None]]],
+    jobs: list[BatchJob],
+    checking: list[CheckedBatch] | asyncio.Future[list[CheckedBatch]],
 ) -> Message | None:
-    jobs = [w for _, w in named if isinstance(w, _Work)]
-    on_loop = None if _heavy(jobs) else _prepare_on_loop(jobs)
-    if on_loop is None:
-        on_loop = await offload.run(_prepare_all, jobs)
-    prepared = iter(on_loop)
+    prepared = iter(await _finish_checks(jobs, checking))
     # KafkaApis' maps: a later batch for a partition replaces an earlier one, and an early
     # answer (unknown partition, request-level error) wins over the append's result.
     early: dict[_TopicPartition, Message] = {}
@@ -344,7 +331,7 @@ def _locate(
     records: memoryview | bytes | None,
     now_ms: int,
     logs: dict[_TopicPartition, PartitionLog],
-) -> Message | _Work:
+) -> Message | BatchJob:
     """KafkaApis' first pass: metadataCache.contains (validateRecords follows in _prepare)."""
     name, index = tp
     if not ctx.authorized(WRITE, TOPIC, name):
@@ -359,7 +346,7 @@ def _locate(
         return _partition(index, ErrorCode.INVALID_RECORD)
     logs[tp] = plog
     settings = state.topic_settings(info)
-    return _Work(
+    return BatchJob(
         records,
         settings.max_message_bytes,
         ctx.version >= ZSTD_MIN_VERSION,
@@ -369,64 +356,73 @@ def _locate(
     )
 
 
-def _heavy(jobs: list[_Work]) -> bool:
-    """Whether validating ``jobs`` may hold the loop for long, judged from the headers."""
+def _claimed(jobs: list[BatchJob]) -> tuple[int, int, bool]:
+    """Bytes, claimed records and whether a compressed batch of OFFLOAD_COMPRESSED_BYTES or
+    more is among ``jobs``, judged from the headers (a lie costs a walk no more: it stops
+    at the data's end)."""
     total = 0
     records = 0
+    compressed = False
     for job in jobs:
         data = job.records
         size = len(data)
         total += size
         if size > _RECORDS_COUNT.stop:
             if data[_ATTRIBUTES_LOW_BYTE] & 0x07 and size >= OFFLOAD_COMPRESSED_BYTES:
-                return True
-            # The claimed count: a walk stops at the data's end, a lie costs no more.
+                compressed = True
             records += max(0, int.from_bytes(data[_RECORDS_COUNT], "big", signed=True))
-    return total >= OFFLOAD_BYTES or records >= OFFLOAD_RECORDS
+    return total, records, compressed
 
 
-def _prepare_all(jobs: list[_Work]) -> list[_Entry]:
-    return [_prepare(job) for job in jobs]
+def _start_checks(
+    ctx: RequestContext, jobs: list[BatchJob]
+) -> list[CheckedBatch] | asyncio.Future[list[CheckedBatch]]:
+    """The checks of ``jobs``: done on the loop when they are small, else a future (a
+    validation worker process, or a worker thread when no worker process is ready)."""
+    if not jobs:
+        return []
+    total, records, compressed = _claimed(jobs)
+    pool = ctx.state.validation_pool
+    if pool.enabled and (
+        compressed
+        or total >= OFFLOAD_BYTES
+        or records >= ctx.state.config.validation_worker_min_records
+    ):
+        future = pool.submit(jobs)
+        if future is not None:
+            return future
+    heavy = compressed or total >= OFFLOAD_BYTES or records >= OFFLOAD_RECORDS
+    on_loop = None if heavy else _check_on_loop(jobs)
+    if on_loop is not None:
+        return on_loop
+    return asyncio.ensure_future(offload.run(_check_all, jobs))
 
 
-def _prepare_on_loop(jobs: list[_Work]) -> list[_Entry] | None:
-    """_prepare_all within INLINE_MAX_HEADERS record headers; None beyond (then the whole
-    request is validated again on a worker: _prepare is pure, so nothing is left over)."""
+async def _finish_checks(
+    jobs: list[BatchJob], checking: list[CheckedBatch] | asyncio.Future[list[CheckedBatch]]
+) -> list[CheckedBatch]:
+    if isinstance(checking, list):
+        return checking
+    try:
+        return await checking
+    except WorkerLost:
+        # The checks are pure: run them again here (broker.validation_pool replaces the
+        # worker), so the client gets the answer it would have had.
+        return await offload.run(_check_all, jobs)
+
+
+def _check_all(jobs: list[BatchJob]) -> list[CheckedBatch]:
+    return [check_batch(job) for job in jobs]
+
+
+def _check_on_loop(jobs: list[BatchJob]) -> list[CheckedBatch] | None:
+    """_check_all within INLINE_MAX_HEADERS record headers; None beyond (then the whole
+    request is checked again on a worker: check_batch is pure, so nothing is left over)."""
     budget = [INLINE_MAX_HEADERS]
     try:
-        return [_prepare(job, budget) for job in jobs]
+        return [check_batch(job, budget) for job in jobs]
     except HeaderBudgetExceeded:
         return None
-
-
-def _prepare(job: _Work, header_budget: list[int] | None = None) -> _Entry:
-    """ProduceRequest.validateRecords, UnifiedLog's checks and LogValidator, on one batch.
-
-    Pure (no broker state), so it may run on a worker thread. ``header_budget`` (one
-    element, shared by the request's batches) is what the records may still hold in
-    headers; HeaderBudgetExceeded beyond it.
-    """
-    checked = validate_batch(
-        job.records,
-        max_message_bytes=job.max_message_bytes,
-        allow_zstd=job.allow_zstd,
-        depth=job.depth,
-        max_headers=None if header_budget is None else header_budget[0],
-    )
-    if header_budget is not None and checked.scan is not None:
-        header_budget[0] -= checked.scan.headers
-    entry = _Entry(job.records, checked)
-    header = checked.header
-    if checked.error != ErrorCode.NONE or header is None:
-        return entry
-    records = job.records[: checked.size]
-    verdict = check_records(records, header, checked.scan, job.rules, job.now_ms)
-    entry.verdict = verdict
-    if verdict.error == ErrorCode.NONE:
-        entry.batch, entry.header = rewrite_batch(
-            bytearray(records), header, checked.scan, verdict, job.rules, job.now_ms
-        )
-    return entry
 
 
 def _log_refused(
