@@ -43,7 +43,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     samples: dict[str, dict[str, list[float]]] = {}
     with ExitStack() as stack:
         brokers: dict[str, tuple[int, int]] = {}
-        overrides = {"minikafka.record.validation": "records", "log.level": "WARNING"}
+        overrides = {
+            "minikafka.record.validation": "records",
+            "log.level": "WARNING",
+            # Workers started and ready before the first run (none started at all with 0).
+            "minikafka.validation.workers": str(args.workers),
+            "minikafka.validation.worker.min.records": str(args.worker_min_records),
+            "minikafka.validation.workers.eager": "true",
+        }
         ours = stack.enter_context(BenchBroker(overrides=overrides))
         assert ours.proc is not None
         brokers["minikafka"] = (ours.port, ours.proc.pid)
@@ -73,6 +80,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "requests_per_run": args.requests,
         "in_flight": args.in_flight,
         "latency_samples_per_run": args.latency_count,
+        "validation_workers": args.workers,
+        "worker_min_records": args.worker_min_records,
         "figures": figures,
     }
     if "tansu" in figures:
@@ -92,7 +101,9 @@ def markdown(result: dict[str, Any]) -> str:
     lines = [
         f"Measured {result['when']}: {result['runs']} alternating runs, "
         f"{result['requests_per_run']} requests of 64 x 1 KiB per ingest run, "
-        f"{result['latency_samples_per_run']} sequential produces per latency run. "
+        f"{result['latency_samples_per_run']} sequential produces per latency run; "
+        f"minikafka.validation.workers={result.get('validation_workers', '-')}, "
+        f"worker.min.records={result.get('worker_min_records', '-')}. "
         "Median (min-max).",
         "",
         "| figure | " + " | ".join(names) + (" | minikafka / tansu |" if len(names) > 1 else " |"),
@@ -119,6 +130,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--requests", type=int, default=3000, help="Produce requests per run")
     parser.add_argument("--in-flight", type=int, default=5)
     parser.add_argument("--latency-count", type=int, default=3000)
+    parser.add_argument(
+        "--workers", type=int, default=-1, help="minikafka.validation.workers (-1: from cores)"
+    )
+    parser.add_argument(
+        "--worker-min-records",
+        type=int,
+        default=256,
+        help="minikafka.validation.worker.min.records (the workload's batches hold 64)",
+    )
     parser.add_argument("--out", default="ingest", help="results file stem in bench/results")
     args = parser.parse_args(argv)
     result = run(args)

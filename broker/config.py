@@ -142,6 +142,7 @@ class Config:
     # cores, 0 = none (validated in the broker process, as embedded brokers do by default).
     validation_workers: int
     validation_worker_min_records: int
+    validation_workers_eager: bool
     event_loop: str
     scram_bootstrap_users: tuple[BootstrapUser, ...]
     cluster_id: str | None
@@ -765,6 +766,14 @@ PROPERTIES: tuple[Property, ...] = (
         "(or a compressed batch); smaller ones are cheaper to check on the event loop.",
         attr="validation_worker_min_records",
         validator=_at_least(1),
+    ),
+    Property(
+        "minikafka.validation.workers.eager",
+        BOOLEAN,
+        "false",
+        "minikafka: start the validation workers with the broker and wait until they are "
+        "ready before serving (benchmarks, tests); by default the first big batch starts them.",
+        attr="validation_workers_eager",
     ),
     Property(
         "minikafka.scram.bootstrap.users",

@@ -360,10 +360,23 @@ class KafkaConnection(asyncio.Protocol):
                         await self._wakeup.wait()
                         continue
                     pipeline.popleft()
+                    response = head.result()
+                    if isinstance(response, list):
+                        # Answers ready together leave in one write: one send, one wakeup
+                        # of the client, instead of one each.
+                        while pipeline and pipeline[0].done():
+                            more = pipeline[0].result()
+                            if not isinstance(more, list) or not _plain(response, more):
+                                break
+                            joined = b"".join(
+                                p for p in (*response, *more) if not isinstance(p, Deferred)
+                            )
+                            response = [joined]
+                            pipeline.popleft()
                     if not pipeline:
                         after = None
                         self._busy = False
-                    if not await self._answer(head.result()):
+                    if not await self._answer(response):
                         break
                     continue
                 if not frames:
@@ -594,6 +607,10 @@ class KafkaConnection(asyncio.Protocol):
             ),
         )
         return _frame_response(correlation_id, 0, [body])
+
+
+def _plain(*responses: list[bytes | bytearray | Deferred]) -> bool:
+    return all(not isinstance(part, Deferred) for parts in responses for part in parts)
 
 
 def api_version_entries(dispatcher: Dispatcher) -> list[Message]:

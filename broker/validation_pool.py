@@ -94,6 +94,7 @@ class _Worker(asyncio.Protocol):
         job_id, count = wire.BODY_HEAD.unpack_from(body, 0)
         if job_id == wire.READY_JOB:
             self.ready = True
+            self.pool._ready_changed.set()
             log.info("validation worker %d (pid %s) ready", self.number, self._pid())
             return
         item = self.pending.pop(job_id, None)
@@ -150,6 +151,7 @@ class ValidationPool:
         self._closed = False
         self._watchdog: asyncio.TimerHandle | None = None
         self._connecting: set[asyncio.Task[None]] = set()
+        self._ready_changed = asyncio.Event()
         # Jobs answered by workers and jobs that had to be run again (counters for tests
         # and the log).
         self.completed = 0
@@ -159,6 +161,26 @@ class ValidationPool:
     @property
     def enabled(self) -> bool:
         return self.count > 0 and not self._closed
+
+    async def start(self, timeout_s: float) -> None:
+        """Start every worker now and wait until each is ready (or ``timeout_s`` passed:
+        then the broker serves anyway, validating in-process until they are)."""
+        if not self.enabled:
+            return
+        self._ready_changed = asyncio.Event()
+        self._replenish()
+        deadline = time.monotonic() + timeout_s
+        while self.ready_workers() < self.count:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                log.warning("validation workers not ready after %.0f s", timeout_s)
+                return
+            self._ready_changed.clear()
+            self._replenish()
+            try:
+                await asyncio.wait_for(self._ready_changed.wait(), left)
+            except TimeoutError:
+                continue
 
     def ready_workers(self) -> int:
         return sum(1 for w in self._workers if w.ready and not w.dead)
@@ -257,6 +279,7 @@ class ValidationPool:
                 len(pending),
             )
         self.lost += len(pending)
+        self._ready_changed.set()
         for future, _, _ in pending:
             if not future.done():
                 future.set_exception(WorkerLost(f"validation worker {worker.number} is gone"))

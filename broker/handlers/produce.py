@@ -332,7 +332,7 @@ def _locate(
     now_ms: int,
     logs: dict[_TopicPartition, PartitionLog],
 ) -> Message | BatchJob:
-    """KafkaApis' first pass: metadataCache.contains (validateRecords follows in _prepare)."""
+    """KafkaApis' first pass: metadataCache.contains (validateRecords follows in _start_checks)."""
     name, index = tp
     if not ctx.authorized(WRITE, TOPIC, name):
         # Before existence, as KafkaApis.handleProduceRequest (filterByAuthorized first).
@@ -374,6 +374,20 @@ def _claimed(jobs: list[BatchJob]) -> tuple[int, int, bool]:
     return total, records, compressed
 
 
+def _heavy(jobs: list[BatchJob]) -> bool:
+    """Whether checking ``jobs`` may hold the loop for long (then a worker thread does it
+    when no worker process is ready)."""
+    total, records, compressed = _claimed(jobs)
+    return compressed or total >= OFFLOAD_BYTES or records >= OFFLOAD_RECORDS
+
+
+def _for_worker_process(jobs: list[BatchJob], min_records: int) -> bool:
+    """Whether ``jobs`` pay for the trip to a worker process (minikafka.validation.worker.
+    min.records; compressed and mebibyte requests always do)."""
+    total, records, compressed = _claimed(jobs)
+    return compressed or total >= OFFLOAD_BYTES or records >= min_records
+
+
 def _start_checks(
     ctx: RequestContext, jobs: list[BatchJob]
 ) -> list[CheckedBatch] | asyncio.Future[list[CheckedBatch]]:
@@ -381,18 +395,13 @@ def _start_checks(
     validation worker process, or a worker thread when no worker process is ready)."""
     if not jobs:
         return []
-    total, records, compressed = _claimed(jobs)
-    pool = ctx.state.validation_pool
-    if pool.enabled and (
-        compressed
-        or total >= OFFLOAD_BYTES
-        or records >= ctx.state.config.validation_worker_min_records
-    ):
+    state = ctx.state
+    pool = state.validation_pool
+    if pool.enabled and _for_worker_process(jobs, state.config.validation_worker_min_records):
         future = pool.submit(jobs)
         if future is not None:
             return future
-    heavy = compressed or total >= OFFLOAD_BYTES or records >= OFFLOAD_RECORDS
-    on_loop = None if heavy else _check_on_loop(jobs)
+    on_loop = None if _heavy(jobs) else _check_on_loop(jobs)
     if on_loop is not None:
         return on_loop
     return asyncio.ensure_future(offload.run(_check_all, jobs))
