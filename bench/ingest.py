@@ -139,9 +139,24 @@ _names = iter(range(1_000_000))
 
 
 def cpu_seconds(pid: int) -> float:
-    """User + system CPU time the process has used (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """User + system CPU time the process and its live children (minikafka's validation
+    workers) have used (Linux /proc)."""
+    total = 0
+    for one in (pid, *_children(pid)):
+        try:
+            fields = Path(f"/proc/{one}/stat").read_text().rsplit(")", 1)[1].split()
+        except FileNotFoundError:
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    except FileNotFoundError:
+        return []
+    return [int(child) for child in text.split()]
 
 
 def ingest_mb_s(

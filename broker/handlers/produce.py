@@ -41,18 +41,23 @@ below v12), a partition not added -> TRANSACTION_ABORTABLE (INVALID_TXN_STATE up
 The check and the append run with no await in between, which on one node replaces Kafka's
 VerificationGuard.
 
-Heavy batches (issue 13): the checks and rewrites above are pure functions of the batch
-bytes and the topic's settings, so for a request with 1 MiB or more, 512 records or more,
-a compressed batch of 1 KiB or more, or records carrying over 512 headers in all (found by
-the walk on the loop, which then stops) they run on a worker thread (broker.offload:
-decompression and CRC release the GIL, the record walk does not) while the loop serves
-others. Smaller requests stay on the loop: the hop to a worker costs more than their
-validation (issue 19; a 64 x 1 KiB batch takes about 130 us). Appends stay in arrival
-order per partition: each request takes its turn on every partition it names before
-anything is awaited, and appends only once every earlier request's turn on that
-partition is over (Kafka keeps the order of appends to one partition with the log's
-lock). The append itself (PartitionLog.append: idempotence check, offsets, write) stays
-one synchronous step on the loop.
+Where the checks run (issues 13 and 19): they are pure functions of the batch bytes and
+the topic's settings (storage.batch_checks), so they run wherever is cheapest. A request of
+minikafka.validation.worker.min.records records or more (256 by default), a compressed
+batch of 1 KiB or more, or 1 MiB or more goes to a validation worker process
+(broker.validation_pool: another core, no GIL); while no worker is ready, or with
+minikafka.validation.workers=0, a request of 1 MiB, 512 records, a compressed batch of 1 KiB
+or records carrying over 512 headers in all (found by the walk on the loop, which then
+stops) goes to a worker thread (broker.offload), and smaller ones are checked on the loop:
+a hop costs more than their checks (a 64 x 1 KiB batch takes about 130 us on the loop). A
+worker that dies has its requests checked again in the broker: the answer is the one the
+client would have had. Appends stay in arrival order per partition: each request takes its
+turn on every partition it names before it waits for its checks, and appends only once
+every earlier request's turn on that partition is over (Kafka keeps the order of appends
+to one partition with the log's lock); a Produce pipelined on its connection
+(broker.connection) first waits for the connection's previous request to finish. The
+append itself (PartitionLog.append: idempotence check, offsets, write) stays one
+synchronous step on the loop.
 
 Storage errors: once a write or fsync of a partition failed, it is offline (PartitionLog.
 go_offline, Kafka's LogDirFailureChannel): every produce to it answers KAFKA_STORAGE_ERROR
