@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import mmap
 import os
 import pickle
 import socket
@@ -45,6 +46,9 @@ log = logging.getLogger(__name__)
 # well under a second).
 JOB_TIMEOUT_S = 30.0
 _SOCKET_BUFFER = 1 << 20
+# Slots of the shared area per worker: enough for every connection's pipelined requests
+# on a busy broker; a batch finding none free travels in the frame instead.
+SLOTS_PER_WORKER = 16
 _ROOT = str(Path(__file__).resolve().parent.parent)
 
 
@@ -66,9 +70,9 @@ class _Worker(asyncio.Protocol):
         self.ready = False
         self.dead = False
         self._buf = bytearray()
-        # job id -> (future, the jobs, when sent), in the order sent.
+        # job id -> (future, the jobs, their slots, when sent), in the order sent.
         self.pending: dict[
-            int, tuple[asyncio.Future[list[CheckedBatch]], list[BatchJob], float]
+            int, tuple[asyncio.Future[list[CheckedBatch]], list[BatchJob], list[int], float]
         ] = {}
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -100,16 +104,24 @@ class _Worker(asyncio.Protocol):
         item = self.pending.pop(job_id, None)
         if item is None:
             return
-        future, jobs, _ = item
+        future, jobs, slots, _ = item
         pos = wire.BODY_HEAD.size
         results = []
-        for job in jobs[:count]:
+        pool = self.pool
+        for job, slot in zip(jobs[:count], slots, strict=False):
             kind, length = wire.RESULT_HEAD.unpack_from(body, pos)
             pos += wire.RESULT_HEAD.size
             payload = body[pos : pos + length]
             pos += length
+            if kind == wire.PATCHED and slot >= 0:
+                results.append(pool._patched_in_slot(payload, slot))
+                continue
+            pool._free(slot)
             results.append(_result(kind, payload, job))
-        if not future.done():
+        pool.completed += 1
+        if future.done():
+            pool.release(results)  # its request is gone (connection closed)
+        else:
             future.set_result(results)
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -124,20 +136,17 @@ def _result(kind: int, payload: memoryview, job: BatchJob) -> CheckedBatch:
         (size,) = wire.SIZE.unpack_from(payload, 0)
         batch = bytearray(job.records[:size])
         batch[:HEADER_SIZE] = payload[wire.SIZE.size :]
-        header = parse_header(batch)
-        return CheckedBatch(
-            Validation(ErrorCode.NONE, None, header, size=size),
-            RecordsVerdict(ErrorCode.NONE, None),
-            batch,
-            header,
-        )
+        return _accepted(batch, size)
     if kind == wire.REBUILT:
-        batch = bytearray(payload)
-        header = parse_header(batch)
-        checked = Validation(ErrorCode.NONE, None, header, size=len(job.records))
-        return CheckedBatch(checked, RecordsVerdict(ErrorCode.NONE, None), batch, header, True)
+        return _accepted(bytearray(payload), len(job.records), rebuilt=True)
     checked, verdict = pickle.loads(payload)
     return CheckedBatch(checked, verdict)
+
+
+def _accepted(batch: bytearray | memoryview, size: int, rebuilt: bool = False) -> CheckedBatch:
+    header = parse_header(batch)
+    checked = Validation(ErrorCode.NONE, None, header, size=size)
+    return CheckedBatch(checked, RecordsVerdict(ErrorCode.NONE, None), batch, header, rebuilt)
 
 
 class ValidationPool:
@@ -152,6 +161,11 @@ class ValidationPool:
         self._watchdog: asyncio.TimerHandle | None = None
         self._connecting: set[asyncio.Task[None]] = set()
         self._ready_changed = asyncio.Event()
+        # The shared area (broker.validation_worker): made with the first worker.
+        self._shared_fd = -1
+        self._shared: mmap.mmap | None = None
+        self._view: memoryview | None = None
+        self._free_slots: list[int] = []
         # Jobs answered by workers and jobs that had to be run again (counters for tests
         # and the log).
         self.completed = 0
@@ -204,12 +218,63 @@ class ValidationPool:
         job_id = self._next_job
         self._next_job = job_id + 1 if job_id < 0xFFFFFFFF else wire.READY_JOB + 1
         future: asyncio.Future[list[CheckedBatch]] = asyncio.get_running_loop().create_future()
-        best.pending[job_id] = (future, jobs, time.monotonic())
-        best.transport.writelines(wire.encode_job(job_id, jobs))
+        slots = [self._copy_in(job.records) for job in jobs]
+        best.pending[job_id] = (future, jobs, slots, time.monotonic())
+        best.transport.writelines(wire.encode_job(job_id, jobs, slots))
         self._arm_watchdog()
         return future
 
+    def _copy_in(self, records: memoryview | bytes) -> int:
+        """A slot holding a copy of ``records``, or -1 (too big, none free, no area)."""
+        view = self._view
+        size = len(records)
+        if view is None or not self._free_slots or size > wire.SLOT_BYTES:
+            return -1
+        slot = self._free_slots.pop()
+        start = slot * wire.SLOT_BYTES
+        view[start : start + size] = records
+        return slot
+
+    def _patched_in_slot(self, payload: memoryview, slot: int) -> CheckedBatch:
+        (size,) = wire.SIZE.unpack_from(payload, 0)
+        assert self._view is not None
+        start = slot * wire.SLOT_BYTES
+        batch = self._view[start : start + size]
+        batch[:HEADER_SIZE] = payload[wire.SIZE.size :]
+        result = _accepted(batch, size)
+        result.slot = slot
+        return result
+
+    def _free(self, slot: int) -> None:
+        if slot >= 0 and self._view is not None:
+            self._free_slots.append(slot)
+
+    def release(self, results: list[CheckedBatch]) -> None:
+        """The caller is done with these batches (appended or dropped): their slots are
+        free again. Results from anywhere else (no slot) are ignored."""
+        for result in results:
+            if result.slot >= 0:
+                self._free(result.slot)
+                result.slot = -1
+                result.batch = None
+
+    def _make_shared(self) -> None:
+        if self._shared is not None or not hasattr(os, "memfd_create"):
+            return
+        slots = SLOTS_PER_WORKER * self.count
+        try:
+            fd = os.memfd_create("minikafka-validation", 0)
+            os.ftruncate(fd, slots * wire.SLOT_BYTES)
+            self._shared = mmap.mmap(fd, slots * wire.SLOT_BYTES)
+        except OSError as exc:
+            log.warning("no shared area for validation workers (batches go by socket): %s", exc)
+            return
+        self._shared_fd = fd
+        self._view = memoryview(self._shared)
+        self._free_slots = list(range(slots - 1, -1, -1))
+
     def _replenish(self) -> None:
+        self._make_shared()
         self._workers = [w for w in self._workers if not w.dead]
         while len(self._workers) < self.count:
             worker = _Worker(self, next(self._numbers))
@@ -227,6 +292,7 @@ class ValidationPool:
         for end in (ours, theirs):
             end.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, _SOCKET_BUFFER)
             end.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, _SOCKET_BUFFER)
+        shared = () if self._shared_fd < 0 else (self._shared_fd,)
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_ROOT, env.get("PYTHONPATH")) if p)
         try:
@@ -237,8 +303,9 @@ class ValidationPool:
                     "broker.validation_worker",
                     str(theirs.fileno()),
                     str(os.getpid()),
+                    *(str(fd) for fd in shared),
                 ],
-                pass_fds=(theirs.fileno(),),
+                pass_fds=(theirs.fileno(), *shared),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 env=env,
@@ -280,7 +347,10 @@ class ValidationPool:
             )
         self.lost += len(pending)
         self._ready_changed.set()
-        for future, _, _ in pending:
+        for _, _, slots, _ in pending:
+            for slot in slots:
+                self._free(slot)
+        for future, _, _, _ in pending:
             if not future.done():
                 future.set_exception(WorkerLost(f"validation worker {worker.number} is gone"))
         _reap(worker)
@@ -299,7 +369,7 @@ class ValidationPool:
             if worker.dead or not worker.pending:
                 continue
             busy = True
-            oldest = next(iter(worker.pending.values()))[2]
+            oldest = next(iter(worker.pending.values()))[3]
             if now - oldest > JOB_TIMEOUT_S and worker.proc is not None:
                 log.warning(
                     "validation worker %d (pid %s) took over %.0f s on a job: killed",
@@ -324,6 +394,13 @@ class ValidationPool:
                 worker.transport.abort()
             self._lost(worker, None)
         self._workers = []
+        if self._shared_fd >= 0:
+            os.close(self._shared_fd)
+            self._shared_fd = -1
+        # The mapping itself goes with the last view of it (batches still being appended).
+        self._view = None
+        self._shared = None
+        self._free_slots = []
 
 
 def _reap(worker: _Worker) -> None:

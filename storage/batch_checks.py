@@ -38,11 +38,13 @@ class CheckedBatch:
     checked: Validation
     # LogValidator's verdict (None when the batch failed an earlier check).
     verdict: RecordsVerdict | None = None
-    # The batch to append, rewritten as LogValidator rewrites it, and its header.
-    batch: bytearray | None = None
+    # The batch to append, rewritten as LogValidator rewrites it, and its header (a view
+    # into broker.validation_pool's shared area when ``slot`` >= 0).
+    batch: bytearray | memoryview | None = None
     header: BatchHeader | None = None
     # The batch was rebuilt (new records section), not only patched in its header.
     rebuilt: bool = False
+    slot: int = -1
 
 
 def check_batch(job: BatchJob, header_budget: list[int] | None = None) -> CheckedBatch:

@@ -188,7 +188,11 @@ async def handle(ctx: RequestContext, request: Message) -> Message | None:
     checking = _start_checks(ctx, jobs)
     if ctx.after is not None and not ctx.after.done():
         # The connection's previous request appends first (broker.connection pipelining).
-        await ctx.after
+        try:
+            await ctx.after
+        except BaseException:
+            _release(ctx, checking)
+            raise
     # Turns are taken before the next await: appends keep the order requests arrived in.
     turns = {tp: _TURNS.take(plog) for tp, plog in logs.items()}
     try:
@@ -198,6 +202,7 @@ async def handle(ctx: RequestContext, request: Message) -> Message | None:
     finally:
         for tp, (_, mine) in turns.items():
             _TURNS.release(logs[tp], mine)
+        _release(ctx, checking)
 
 
 async def _validate_and_append(
@@ -423,6 +428,23 @@ async def _finish_checks(
         # The checks are pure: run them again here (broker.validation_pool replaces the
         # worker), so the client gets the answer it would have had.
         return await offload.run(_check_all, jobs)
+
+
+def _release(
+    ctx: RequestContext, checking: list[CheckedBatch] | asyncio.Future[list[CheckedBatch]]
+) -> None:
+    """Give back the shared-memory slots of checked batches (broker.validation_pool) once
+    the request is done with them, or when its checks finish if it ended first."""
+    release = ctx.state.validation_pool.release
+    if isinstance(checking, list):
+        release(checking)
+    elif checking.done():
+        if not checking.cancelled() and checking.exception() is None:
+            release(checking.result())
+    else:
+        checking.add_done_callback(
+            lambda f: None if f.cancelled() or f.exception() else release(f.result())
+        )
 
 
 def _check_all(jobs: list[BatchJob]) -> list[CheckedBatch]:

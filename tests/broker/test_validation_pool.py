@@ -185,3 +185,46 @@ def test_close_stops_every_worker() -> None:
             raise AssertionError(f"worker {pid} still a child")
         except ChildProcessError:
             pass
+
+
+def test_batches_travel_in_shared_slots_which_come_back_when_released() -> None:
+    async def scenario() -> None:
+        pool = ValidationPool(1)
+        try:
+            await pool.start(timeout_s=30)
+            free = len(pool._free_slots)
+            assert free > 0
+            good = job(batch())
+            future = pool.submit([good, good])
+            assert future is not None
+            assert len(pool._free_slots) == free - 2
+            results = await asyncio.wait_for(future, 30)
+            assert all(r.slot >= 0 and isinstance(r.batch, memoryview) for r in results)
+            assert bytes(results[0].batch or b"") == bytes(check_batch(good).batch or b"")
+            pool.release(results)
+            pool.release(results)  # twice: no slot is freed twice
+            assert len(pool._free_slots) == free
+            # Bigger than a slot: in the frame, answered as before.
+            huge = BatchJob(_huge(), 4 << 20, True, "records", RULES, NOW)
+            sent = pool.submit([huge])
+            assert sent is not None
+            (result,) = await asyncio.wait_for(sent, 30)
+            assert result.slot == -1 and result.checked.ok
+            # A refused batch gives its slot back at once.
+            bad = bytearray(batch())
+            bad[HEADER_SIZE + 3] ^= 1
+            sent = pool.submit([job(bytes(bad))])
+            assert sent is not None
+            (refused,) = await asyncio.wait_for(sent, 30)
+            assert refused.checked.error == ErrorCode.CORRUPT_MESSAGE
+            assert len(pool._free_slots) == free
+        finally:
+            pool.close()
+
+    asyncio.run(scenario())
+
+
+def _huge() -> bytes:
+    return build_batch(
+        [(None, b"x" * (wire.SLOT_BYTES + 10))], producer_id=7, producer_epoch=0, base_sequence=0
+    )
