@@ -423,8 +423,8 @@ class KafkaConnection(asyncio.Protocol):
     def _pipelinable(self, frame: bytes) -> bool:
         """Whether the next request may start before the ones in front of it are answered.
 
-        Only Produce, and only with validation workers (issue 19): its batch checks then run
-        in other processes while the loop appends the earlier requests. Effects and answers
+        Only Produce, and only once a validation worker is ready (issue 19): its batch checks
+        then run in other processes while the loop appends the earlier requests. Effects and answers
         keep the connection's order all the same: each pipelined Produce appends only after
         the previous request has finished (RequestContext.after) and answers are written in
         request order; a request that closes the connection cancels the ones behind it.
@@ -437,7 +437,7 @@ class KafkaConnection(asyncio.Protocol):
         faults = self.dispatcher.faults
         return (
             self.sasl is None
-            and self.state.validation_pool.enabled
+            and self.state.validation_pool.has_ready_worker
             and (faults is None or not faults.engaged)
         )
 

@@ -196,6 +196,10 @@ class ValidationPool:
             except TimeoutError:
                 continue
 
+    @property
+    def has_ready_worker(self) -> bool:
+        return any(w.ready and not w.dead for w in self._workers)
+
     def ready_workers(self) -> int:
         return sum(1 for w in self._workers if w.ready and not w.dead)
 

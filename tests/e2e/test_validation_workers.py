@@ -20,7 +20,11 @@ from pathlib import Path
 
 import pytest
 
+from protocol import codec
 from protocol.errors import ErrorCode
+from protocol.header import decode_response_header
+from protocol.messages.produce import PRODUCE
+from protocol.primitives import Reader
 from protocol.records import HEADER_SIZE, build_batch, write_crc
 from tests.e2e.test_bad_input import test_bad_batch_is_refused_and_nothing_stored
 from tests.e2e.test_durability import (
@@ -39,8 +43,8 @@ from tests.e2e.test_idempotence_raw import (
 )
 from tests.e2e.test_ingest_workload import test_ingest_run_stores_every_record_once_in_sequence
 from tests.support.broker_process import OVERRIDES_ENV, BrokerProcess
-from tests.support.produce import create_topic, init_producer, produce, stored
-from tests.support.raw_client import RawClient
+from tests.support.produce import create_topic, init_producer, produce, produce_request, stored
+from tests.support.raw_client import ConnectionClosed, RawClient
 
 __all__ = [
     "client",
@@ -175,6 +179,40 @@ def test_killed_worker_is_replaced_and_no_request_is_lost_or_doubled(
     batches = stored(broker.data_dir, "kill")
     assert [h.base_sequence for h, _ in batches] == [i * 300 for i in range(5)]
     assert [h.base_offset for h, _ in batches] == [i * 300 for i in range(5)]
+
+
+def test_pipelined_produce_appends_and_answers_in_order_and_a_bad_request_stops_the_rest(
+    broker: BrokerProcess,
+) -> None:
+    """Six Produce requests sent at once on one connection, the fourth unreadable: Kafka
+    answers the first three in order, then closes; the last two never take effect."""
+    with RawClient(broker.port) as client:
+        create_topic(client, "pipe")
+        producer = init_producer(client)
+        frames = [
+            client.encode(
+                PRODUCE, 9, produce_request("pipe", big_batch(producer, i * 300, 300)), 100 + i
+            )
+            for i in range(6)
+        ]
+        # The fourth cut 10 bytes into its body (the header takes 19 bytes after the length).
+        bad = bytearray(frames[3][: 4 + 19 + 10])
+        struct.pack_into(">i", bad, 0, len(bad) - 4)
+        frames[3] = bytes(bad)
+        client.send_raw(b"".join(frames))
+        answers = []
+        with pytest.raises(ConnectionClosed):
+            while True:
+                frame = client.read_frame()
+                reader = Reader(frame)
+                correlation_id = decode_response_header(reader, PRODUCE.response_header_version(9))
+                body = codec.decode(PRODUCE.response, 9, True, reader)
+                part = body.responses[0].partition_responses[0]
+                answers.append((correlation_id, part.error_code, part.base_offset))
+    assert answers == [(100, 0, 0), (101, 0, 300), (102, 0, 600)]
+    batches = stored(broker.data_dir, "pipe")
+    assert [h.base_sequence for h, _ in batches] == [0, 300, 600]
+    assert "malformed Produce v9 request" in broker.log_text()
 
 
 def test_workers_exit_with_the_broker(broker: BrokerProcess) -> None:
