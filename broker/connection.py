@@ -345,7 +345,15 @@ class KafkaConnection(asyncio.Protocol):
         after: asyncio.Future[None] | None = None
         try:
             while not self._closing:
-                while frames and len(pipeline) < PIPELINE_DEPTH and self._pipelinable(frames[0][0]):
+                # A request alone (a client with one in flight: nothing else received) goes
+                # the plain way below: the pipeline would cost it a task and a wake-up and
+                # overlap nothing.
+                while (
+                    frames
+                    and len(pipeline) < PIPELINE_DEPTH
+                    and (pipeline or len(frames) > 1 or self._buf)
+                    and self._pipelinable(frames[0][0])
+                ):
                     frame, reserved = frames.popleft()
                     self._queued_bytes -= len(frame)
                     budget.request_started()
