@@ -376,6 +376,9 @@ class KafkaConnection(asyncio.Protocol):
                         await self._wakeup.wait()
                         continue
                     pipeline.popleft()
+                    if head.cancelled():  # only behind a request that closed: never expected
+                        self.close()
+                        break
                     response = head.result()
                     if isinstance(response, list):
                         # Answers ready together leave in one write: one send, one wakeup

@@ -49,6 +49,8 @@ _SOCKET_BUFFER = 1 << 20
 # Slots of the shared area per worker: enough for every connection's pipelined requests
 # on a busy broker; a batch finding none free travels in the frame instead.
 SLOTS_PER_WORKER = 16
+# After a worker died before it was ready, no new one is started for this long.
+RESPAWN_BACKOFF_S = 10.0
 _ROOT = str(Path(__file__).resolve().parent.parent)
 
 
@@ -160,6 +162,7 @@ class ValidationPool:
         self._closed = False
         self._watchdog: asyncio.TimerHandle | None = None
         self._connecting: set[asyncio.Task[None]] = set()
+        self._spawn_after = 0.0
         self._ready_changed = asyncio.Event()
         # The shared area (broker.validation_worker): made with the first worker.
         self._shared_fd = -1
@@ -182,15 +185,19 @@ class ValidationPool:
         if not self.enabled:
             return
         self._ready_changed = asyncio.Event()
-        self._replenish()
         deadline = time.monotonic() + timeout_s
-        while self.ready_workers() < self.count:
+        while True:
+            self._replenish()
+            if self.ready_workers() >= self.count:
+                return
+            if time.monotonic() < self._spawn_after and all(w.dead for w in self._workers):
+                log.warning("validation workers could not start; checking in the broker")
+                return
             left = deadline - time.monotonic()
             if left <= 0:
                 log.warning("validation workers not ready after %.0f s", timeout_s)
                 return
             self._ready_changed.clear()
-            self._replenish()
             try:
                 await asyncio.wait_for(self._ready_changed.wait(), left)
             except TimeoutError:
@@ -280,6 +287,8 @@ class ValidationPool:
     def _replenish(self) -> None:
         self._make_shared()
         self._workers = [w for w in self._workers if not w.dead]
+        if time.monotonic() < self._spawn_after:
+            return
         while len(self._workers) < self.count:
             worker = _Worker(self, next(self._numbers))
             self._workers.append(worker)
@@ -337,6 +346,10 @@ class ValidationPool:
     def _lost(self, worker: _Worker, exc: Exception | None) -> None:
         if worker.dead:
             return
+        if not worker.ready and not self._closed:
+            # It never got ready (a broken environment?): no new one for a while, rather
+            # than one process started per Produce request.
+            self._spawn_after = time.monotonic() + RESPAWN_BACKOFF_S
         worker.dead = True
         worker.ready = False
         pending = list(worker.pending.values())

@@ -10,7 +10,10 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import sys
 import time
+
+import pytest
 
 from broker import validation_worker as wire
 from broker.validation_pool import ValidationPool, WorkerLost, default_count
@@ -228,3 +231,22 @@ def _huge() -> bytes:
     return build_batch(
         [(None, b"x" * (wire.SLOT_BYTES + 10))], producer_id=7, producer_epoch=0, base_sequence=0
     )
+
+
+def test_a_worker_that_cannot_start_is_not_started_again_at_every_job(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sys, "executable", "/bin/false")
+
+    async def scenario() -> ValidationPool:
+        pool = ValidationPool(1)
+        started = time.monotonic()
+        await pool.start(timeout_s=20)
+        assert time.monotonic() - started < 10
+        assert pool.ready_workers() == 0
+        for _ in range(5):
+            assert pool.submit([job(batch(5))]) is None
+        pool.close()
+        return pool
+
+    assert asyncio.run(scenario()).started == 1
