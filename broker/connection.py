@@ -16,8 +16,9 @@ memory pool do, and connections.max.idle.ms closes a connection that read and wr
 for that long (Kafka's Selector idle expiry). Deviation: Kafka reads nothing ahead; the
 small read-ahead keeps pipelined small requests from paying a pause/resume each.
 
-Pipelined Produce (issue 19): with validation workers on (broker.validation_pool), up to
-PIPELINE_DEPTH Produce requests of one connection are handled at once, so their batch checks
+Pipelined Produce (issue 19): once a validation worker is ready (broker.validation_pool)
+and more than one request is waiting, up to PIPELINE_DEPTH Produce requests of one
+connection are handled at once, so their batch checks
 run in worker processes while the loop appends the earlier ones. What clients can see stays
 Kafka's: each appends only after the previous request finished, answers leave in request
 order (those ready together in one write), and a request that closes the connection (a
