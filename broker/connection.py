@@ -18,12 +18,12 @@ small read-ahead keeps pipelined small requests from paying a pause/resume each.
 
 Pipelined Produce (issue 19): once a validation worker is ready (broker.validation_pool)
 and more than one request is waiting, up to PIPELINE_DEPTH Produce requests of one
-connection are handled at once, so their batch checks
-run in worker processes while the loop appends the earlier ones. What clients can see stays
-Kafka's: each appends only after the previous request finished, answers leave in request
-order (those ready together in one write), and a request that closes the connection (a
-malformed one) does so after the earlier answers, cancelling the ones behind it. Any other
-request waits until the pipelined ones are answered. See ``_pipelinable``.
+connection are handled at once, so their batch checks run in worker processes while the
+loop appends the earlier ones. What clients can see stays Kafka's: each appends only after
+the previous request finished, answers leave in request order (those ready together in one
+write), and a request that closes the connection (a malformed one) does so after the
+earlier answers, cancelling the ones behind it. Any other request waits until the
+pipelined ones are answered. See ``_pipelinable``.
 
 Errors: a Kafka error code belongs in the response (handlers do that); anything that makes
 the request unreadable closes the connection, logged with peer, client id and correlation id.
@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import functools
 import logging
 import ssl
 from typing import TYPE_CHECKING
@@ -361,10 +362,11 @@ class KafkaConnection(asyncio.Protocol):
                     self.idle.clear()
                     done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
                     task = asyncio.get_running_loop().create_task(
-                        self._pipelined(frame, reserved, after, done)
+                        self._pipelined(frame, after, done)
                     )
                     del frame
-                    task.add_done_callback(self._wake)
+                    # Also when the task is cancelled before it ever ran.
+                    task.add_done_callback(functools.partial(self._settled, reserved, done))
                     pipeline.append(task)
                     after = done
                 if pipeline:
@@ -377,7 +379,10 @@ class KafkaConnection(asyncio.Protocol):
                         await self._wakeup.wait()
                         continue
                     pipeline.popleft()
-                    if head.cancelled():  # only behind a request that closed: never expected
+                    if head.cancelled() or head.exception() is not None:
+                        # Not expected (_dispatch answers or closes for every failure), but
+                        # never leave the connection without its worker.
+                        log.warning("closing connection from %s: pipelined request lost", self.peer)
                         self.close()
                         break
                     response = head.result()
@@ -429,20 +434,26 @@ class KafkaConnection(asyncio.Protocol):
                 task.cancel()
         self.idle.set()
 
-    def _wake(self, _: object) -> None:
+    def _settled(self, reserved: int, done: asyncio.Future[None], _: object) -> None:
+        """A pipelined request is over: its bytes go back to queued.max.request.bytes, the
+        request behind it never waits for one that did not finish, and the loop wakes."""
+        self.state.request_budget.release(reserved)
+        if not done.done():
+            done.cancel()
         self._wakeup.set()
 
     def _pipelinable(self, frame: bytes) -> bool:
         """Whether the next request may start before the ones in front of it are answered.
 
-        Only Produce, and only once a validation worker is ready (issue 19): its batch checks
-        then run in other processes while the loop appends the earlier requests. Effects and answers
-        keep the connection's order all the same: each pipelined Produce appends only after
-        the previous request has finished (RequestContext.after) and answers are written in
-        request order; a request that closes the connection cancels the ones behind it.
-        Kafka handles one request per connection at a time (a muted channel); clients can
-        tell no difference. Not on SASL listeners (frames may belong to authentication) nor
-        while fault injection is engaged (its rules count requests one at a time).
+        Only Produce, and only once a validation worker is ready (issue 19): its batch
+        checks then run in other processes while the loop appends the earlier requests.
+        Effects and answers keep the connection's order all the same: each pipelined
+        Produce appends only after the previous request has finished (RequestContext.after)
+        and answers are written in request order; a request that closes the connection
+        cancels the ones behind it. Kafka handles one request per connection at a time (a
+        muted channel); clients can tell no difference. Not on SASL listeners (frames may
+        belong to authentication) nor while fault injection is engaged (its rules count
+        requests one at a time).
         """
         if len(frame) < 2 or frame[0] != 0 or frame[1] != PRODUCE_KEY:
             return False
@@ -454,25 +465,13 @@ class KafkaConnection(asyncio.Protocol):
         )
 
     async def _pipelined(
-        self,
-        frame: bytes,
-        reserved: int,
-        after: asyncio.Future[None] | None,
-        done: asyncio.Future[None],
+        self, frame: bytes, after: asyncio.Future[None] | None, done: asyncio.Future[None]
     ) -> list[bytes | bytearray | Deferred] | _Close | None:
-        try:
-            response = await self._dispatch(frame, after=after, pipelined=True)
-        except BaseException:
-            done.cancel()
-            raise
-        finally:
-            del frame
-            self.state.request_budget.release(reserved)
-        if isinstance(response, _Close):
-            # Requests behind this one never take effect (Kafka never reads them).
-            done.cancel()
-        else:
+        response = await self._dispatch(frame, after=after, pipelined=True)
+        if not isinstance(response, _Close):
             done.set_result(None)
+        # else _settled cancels ``done``: the requests behind never take effect (Kafka
+        # never reads them).
         return response
 
     async def _answer(self, response: list[bytes | bytearray | Deferred] | _Close | None) -> bool:
