@@ -138,10 +138,25 @@ def check_responses(responses: list[bytes], first_correlation_id: int) -> None:
 _names = iter(range(1_000_000))
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time the process has used (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def cpu_seconds(pid: int, children: bool = True) -> float:
+    """User + system CPU time the process and (``children``) its live children
+    (minikafka's validation workers) have used (Linux /proc)."""
+    total = 0
+    for one in (pid, *(_children(pid) if children else ())):
+        try:
+            fields = Path(f"/proc/{one}/stat").read_text().rsplit(")", 1)[1].split()
+        except FileNotFoundError:
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    except FileNotFoundError:
+        return []
+    return [int(child) for child in text.split()]
 
 
 def ingest_mb_s(
@@ -159,14 +174,18 @@ def ingest_mb_s(
     send_pipelined(port, warm, in_flight)
     frames, batch_bytes = build_requests(port, name, requests)
     cpu_before = cpu_seconds(pid) if pid is not None else 0.0
+    own_before = cpu_seconds(pid, children=False) if pid is not None else 0.0
     elapsed, responses = send_pipelined(port, frames, in_flight)
     cpu = cpu_seconds(pid) - cpu_before if pid is not None else float("nan")
+    own = cpu_seconds(pid, children=False) - own_before if pid is not None else float("nan")
     check_responses(responses, 1)
     return {
         "mb_s": batch_bytes / elapsed / 1e6,
         "requests_s": requests / elapsed,
         "seconds": elapsed,
         "cpu_us_per_request": cpu / requests * 1e6,
+        # The broker process alone (its event loop and threads), without its workers.
+        "process_cpu_us_per_request": own / requests * 1e6,
         "mb_per_cpu_s": batch_bytes / cpu / 1e6 if cpu > 0 else float("nan"),
     }
 

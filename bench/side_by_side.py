@@ -27,9 +27,14 @@ RESULTS = Path(__file__).parent / "results"
 # Higher is better for ingest, lower for latency: the ratio is always "how many times
 # better minikafka is" (above 1 means minikafka wins).
 FIGURES = {
-    "ingest_mb_s": ("ingest, 64 x 1 KiB idempotent acks=all, 5 in flight", "MB/s", True),
+    "ingest_mb_s": ("ingest, idempotent acks=all, 5 in flight", "MB/s", True),
     "ingest_mb_per_cpu_s": ("ingest per broker CPU-second (same runs)", "MB", True),
     "cpu_us_per_request": ("broker CPU per Produce request (same runs)", "us", False),
+    "process_cpu_us_per_request": (
+        "of which the broker process (event loop), without worker processes",
+        "us",
+        False,
+    ),
     "latency_p50_ms": ("confluent-kafka produce latency p50, linger 0, acks=all", "ms", False),
     "latency_p99_ms": ("confluent-kafka produce latency p99", "ms", False),
 }
@@ -41,9 +46,19 @@ def summarize(samples: list[float]) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     samples: dict[str, dict[str, list[float]]] = {}
+    # The batch shape (the module's constants; check_responses reads them too).
+    ingest.RECORDS_PER_BATCH = args.records_per_batch
+    ingest.RECORD_SIZE = args.record_size
     with ExitStack() as stack:
         brokers: dict[str, tuple[int, int]] = {}
-        overrides = {"minikafka.record.validation": "records", "log.level": "WARNING"}
+        overrides = {
+            "minikafka.record.validation": "records",
+            "log.level": "WARNING",
+            # Workers started and ready before the first run (none started at all with 0).
+            "minikafka.validation.workers": str(args.workers),
+            "minikafka.validation.worker.min.records": str(args.worker_min_records),
+            "minikafka.validation.workers.eager": "true",
+        }
         ours = stack.enter_context(BenchBroker(overrides=overrides))
         assert ours.proc is not None
         brokers["minikafka"] = (ours.port, ours.proc.pid)
@@ -59,6 +74,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 samples[name]["ingest_mb_s"].append(figure["mb_s"])
                 samples[name]["ingest_mb_per_cpu_s"].append(figure["mb_per_cpu_s"])
                 samples[name]["cpu_us_per_request"].append(figure["cpu_us_per_request"])
+                samples[name]["process_cpu_us_per_request"].append(
+                    figure["process_cpu_us_per_request"]
+                )
             for name, (port, _) in brokers.items():
                 lat = ingest.confluent_latency(port, args.latency_count)
                 samples[name]["latency_p50_ms"].append(lat["p50"])
@@ -73,6 +91,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "requests_per_run": args.requests,
         "in_flight": args.in_flight,
         "latency_samples_per_run": args.latency_count,
+        "validation_workers": args.workers,
+        "records_per_batch": args.records_per_batch,
+        "record_size": args.record_size,
+        "worker_min_records": args.worker_min_records,
         "figures": figures,
     }
     if "tansu" in figures:
@@ -91,8 +113,11 @@ def markdown(result: dict[str, Any]) -> str:
     names = list(result["figures"])
     lines = [
         f"Measured {result['when']}: {result['runs']} alternating runs, "
-        f"{result['requests_per_run']} requests of 64 x 1 KiB per ingest run, "
-        f"{result['latency_samples_per_run']} sequential produces per latency run. "
+        f"{result['requests_per_run']} requests of {result.get('records_per_batch', 64)} x "
+        f"{result.get('record_size', 1024)} B per ingest run, "
+        f"{result['latency_samples_per_run']} sequential produces per latency run; "
+        f"minikafka.validation.workers={result.get('validation_workers', '-')}, "
+        f"worker.min.records={result.get('worker_min_records', '-')}. "
         "Median (min-max).",
         "",
         "| figure | " + " | ".join(names) + (" | minikafka / tansu |" if len(names) > 1 else " |"),
@@ -119,6 +144,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--requests", type=int, default=3000, help="Produce requests per run")
     parser.add_argument("--in-flight", type=int, default=5)
     parser.add_argument("--latency-count", type=int, default=3000)
+    parser.add_argument(
+        "--workers", type=int, default=-1, help="minikafka.validation.workers (-1: from cores)"
+    )
+    parser.add_argument(
+        "--worker-min-records",
+        type=int,
+        default=256,
+        help="minikafka.validation.worker.min.records (the workload's batches hold 64)",
+    )
+    parser.add_argument("--records-per-batch", type=int, default=64)
+    parser.add_argument("--record-size", type=int, default=1024, help="bytes per record value")
     parser.add_argument("--out", default="ingest", help="results file stem in bench/results")
     args = parser.parse_args(argv)
     result = run(args)

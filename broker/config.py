@@ -138,6 +138,11 @@ class Config:
     max_incremental_fetch_session_cache_slots: int
     log_level: str
     record_validation: str
+    # Worker processes for Produce's batch checks (broker.validation_pool); -1 = from the
+    # cores, 0 = none (validated in the broker process, as embedded brokers do by default).
+    validation_workers: int
+    validation_worker_min_records: int
+    validation_workers_eager: bool
     event_loop: str
     scram_bootstrap_users: tuple[BootstrapUser, ...]
     cluster_id: str | None
@@ -743,6 +748,32 @@ PROPERTIES: tuple[Property, ...] = (
         "records",
         "minikafka: check batch header and CRC only ('header') or each record too.",
         attr="record_validation",
+    ),
+    Property(
+        "minikafka.validation.workers",
+        INT,
+        "-1",
+        "minikafka: worker processes that check and rewrite Produce batches, so every core "
+        "works; -1 = one per core besides the event loop's (at least one), 0 = none.",
+        attr="validation_workers",
+        validator=_at_least(-1),
+    ),
+    Property(
+        "minikafka.validation.worker.min.records",
+        INT,
+        "256",
+        "minikafka: a Produce request goes to a validation worker from this many records "
+        "(or a compressed batch); smaller ones are cheaper to check on the event loop.",
+        attr="validation_worker_min_records",
+        validator=_at_least(1),
+    ),
+    Property(
+        "minikafka.validation.workers.eager",
+        BOOLEAN,
+        "false",
+        "minikafka: start the validation workers with the broker and wait until they are "
+        "ready before serving (benchmarks, tests); by default the first big batch starts them.",
+        attr="validation_workers_eager",
     ),
     Property(
         "minikafka.scram.bootstrap.users",

@@ -16,6 +16,15 @@ memory pool do, and connections.max.idle.ms closes a connection that read and wr
 for that long (Kafka's Selector idle expiry). Deviation: Kafka reads nothing ahead; the
 small read-ahead keeps pipelined small requests from paying a pause/resume each.
 
+Pipelined Produce (issue 19): once a validation worker is ready (broker.validation_pool)
+and more than one request is waiting, up to PIPELINE_DEPTH Produce requests of one
+connection are handled at once, so their batch checks run in worker processes while the
+loop appends the earlier ones. What clients can see stays Kafka's: each appends only after
+the previous request finished, answers leave in request order (those ready together in one
+write), and a request that closes the connection (a malformed one) does so after the
+earlier answers, cancelling the ones behind it. Any other request waits until the
+pipelined ones are answered. See ``_pipelinable``.
+
 Errors: a Kafka error code belongs in the response (handlers do that); anything that makes
 the request unreadable closes the connection, logged with peer, client id and correlation id.
 
@@ -30,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import functools
 import logging
 import ssl
 from typing import TYPE_CHECKING
@@ -57,6 +67,16 @@ log = logging.getLogger(__name__)
 # What a connection may read beyond the request it is handling (bytes, whole requests).
 READ_AHEAD_BYTES = 64 * 1024
 READ_AHEAD_REQUESTS = 8
+# Produce requests of one connection handled at once (clients keep at most 5 in flight).
+PIPELINE_DEPTH = 4
+PRODUCE_KEY = 0
+
+
+class _Close:
+    """A pipelined request's verdict: close the connection once earlier answers are out."""
+
+
+CLOSE = _Close()
 
 
 class KafkaConnection(asyncio.Protocol):
@@ -320,41 +340,154 @@ class KafkaConnection(asyncio.Protocol):
     async def _run(self) -> None:
         frames = self._frames
         budget = self.state.request_budget
-        while not self._closing:
-            if not frames:
-                if self._eof:
-                    self.close()
-                    break
-                self.idle.set()
-                self._wakeup.clear()
-                await self._wakeup.wait()
-                continue
-            self.idle.clear()
-            frame, reserved = frames.popleft()
-            self._queued_bytes -= len(frame)
-            budget.request_started()
-            self._busy = True
-            self._update_reading()
-            try:
-                try:
-                    response = await self._handle(frame)
-                finally:
-                    del frame
-                    budget.release(reserved)
-                if response is None or self._closing:
-                    continue
-                try:
-                    await self._write(response)
-                except (OSError, RuntimeError) as exc:
-                    log.warning(
-                        "closing connection to %s: sending a response failed: %s", self.peer, exc
+        # Produce requests being handled at once, oldest first (see _pipelinable).
+        pipeline: collections.deque[
+            asyncio.Task[list[bytes | bytearray | Deferred] | _Close | None]
+        ] = collections.deque()
+        after: asyncio.Future[None] | None = None
+        try:
+            while not self._closing:
+                # A request alone (a client with one in flight: nothing else received) goes
+                # the plain way below: the pipeline would cost it a task and a wake-up and
+                # overlap nothing.
+                while (
+                    frames
+                    and len(pipeline) < PIPELINE_DEPTH
+                    and (pipeline or len(frames) > 1 or self._buf)
+                    and self._pipelinable(frames[0][0])
+                ):
+                    frame, reserved = frames.popleft()
+                    self._queued_bytes -= len(frame)
+                    budget.request_started()
+                    self.idle.clear()
+                    done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+                    task = asyncio.get_running_loop().create_task(
+                        self._pipelined(frame, after, done)
                     )
-                    self.close()
-                    break
-            finally:
-                self._busy = False
+                    del frame
+                    # Also when the task is cancelled before it ever ran.
+                    task.add_done_callback(functools.partial(self._settled, reserved, done))
+                    pipeline.append(task)
+                    after = done
+                if pipeline:
+                    self._busy = len(pipeline) >= PIPELINE_DEPTH or bool(frames)
+                    self._update_reading()
+                    head = pipeline[0]
+                    if not head.done():
+                        # Woken by an answer ready (done callback) or a new frame.
+                        self._wakeup.clear()
+                        await self._wakeup.wait()
+                        continue
+                    pipeline.popleft()
+                    if head.cancelled() or head.exception() is not None:
+                        # Not expected (_dispatch answers or closes for every failure), but
+                        # never leave the connection without its worker.
+                        log.warning("closing connection from %s: pipelined request lost", self.peer)
+                        self.close()
+                        break
+                    response = head.result()
+                    if isinstance(response, list):
+                        # Answers ready together leave in one write: one send, one wakeup
+                        # of the client, instead of one each.
+                        while pipeline and pipeline[0].done():
+                            more = pipeline[0].result()
+                            if not isinstance(more, list) or not _plain(response, more):
+                                break
+                            joined = b"".join(
+                                p for p in (*response, *more) if not isinstance(p, Deferred)
+                            )
+                            response = [joined]
+                            pipeline.popleft()
+                    if not pipeline:
+                        after = None
+                        self._busy = False
+                    if not await self._answer(response):
+                        break
+                    continue
+                if not frames:
+                    if self._eof:
+                        self.close()
+                        break
+                    self.idle.set()
+                    self._wakeup.clear()
+                    await self._wakeup.wait()
+                    continue
+                self.idle.clear()
+                frame, reserved = frames.popleft()
+                self._queued_bytes -= len(frame)
+                budget.request_started()
+                self._busy = True
                 self._update_reading()
+                try:
+                    try:
+                        response = await self._handle(frame)
+                    finally:
+                        del frame
+                        budget.release(reserved)
+                    if not await self._answer(response):
+                        break
+                finally:
+                    self._busy = False
+                    self._update_reading()
+        finally:
+            for task in pipeline:
+                task.cancel()
         self.idle.set()
+
+    def _settled(self, reserved: int, done: asyncio.Future[None], _: object) -> None:
+        """A pipelined request is over: its bytes go back to queued.max.request.bytes, the
+        request behind it never waits for one that did not finish, and the loop wakes."""
+        self.state.request_budget.release(reserved)
+        if not done.done():
+            done.cancel()
+        self._wakeup.set()
+
+    def _pipelinable(self, frame: bytes) -> bool:
+        """Whether the next request may start before the ones in front of it are answered.
+
+        Only Produce, and only once a validation worker is ready (issue 19): its batch
+        checks then run in other processes while the loop appends the earlier requests.
+        Effects and answers keep the connection's order all the same: each pipelined
+        Produce appends only after the previous request has finished (RequestContext.after)
+        and answers are written in request order; a request that closes the connection
+        cancels the ones behind it. Kafka handles one request per connection at a time (a
+        muted channel); clients can tell no difference. Not on SASL listeners (frames may
+        belong to authentication) nor while fault injection is engaged (its rules count
+        requests one at a time).
+        """
+        if len(frame) < 2 or frame[0] != 0 or frame[1] != PRODUCE_KEY:
+            return False
+        faults = self.dispatcher.faults
+        return (
+            self.sasl is None
+            and self.state.validation_pool.has_ready_worker
+            and (faults is None or not faults.engaged)
+        )
+
+    async def _pipelined(
+        self, frame: bytes, after: asyncio.Future[None] | None, done: asyncio.Future[None]
+    ) -> list[bytes | bytearray | Deferred] | _Close | None:
+        response = await self._dispatch(frame, after=after, pipelined=True)
+        if not isinstance(response, _Close):
+            done.set_result(None)
+        # else _settled cancels ``done``: the requests behind never take effect (Kafka
+        # never reads them).
+        return response
+
+    async def _answer(self, response: list[bytes | bytearray | Deferred] | _Close | None) -> bool:
+        """Write a response in its turn; False when the connection is done."""
+        if isinstance(response, _Close):
+            self.close()
+            return False
+        if response is None or self._closing:
+            return not self._closing
+        try:
+            await self._write(response)
+        except (OSError, RuntimeError) as exc:
+            log.warning("closing connection to %s: sending a response failed: %s", self.peer, exc)
+            self.close()
+            return False
+        return True
 
     async def _write(self, parts: list[bytes | bytearray | Deferred]) -> None:
         transport = self.transport
@@ -388,12 +521,24 @@ class KafkaConnection(asyncio.Protocol):
         return await self.dispatch_frame(frame)
 
     async def dispatch_frame(self, frame: bytes) -> list[bytes | bytearray | Deferred] | None:
+        response = await self._dispatch(frame)
+        assert not isinstance(response, _Close)  # only pipelined requests defer a close
+        return response
+
+    async def _dispatch(
+        self,
+        frame: bytes,
+        *,
+        after: asyncio.Future[None] | None = None,
+        pipelined: bool = False,
+    ) -> list[bytes | bytearray | Deferred] | _Close | None:
+        """Decode, handle, encode one request. ``pipelined``: a close is returned (as a
+        _Close, done once the responses before it are written) instead of done now."""
         try:
             api_key, api_version, correlation_id = peek_header(frame)
         except DecodeError as exc:
             log.warning("closing connection from %s: %s", self.peer, exc)
-            self.close()
-            return None
+            return self._refuse(pipelined)
         handler = self.dispatcher.handlers.get(api_key)
         if handler is None:
             log.warning(
@@ -402,8 +547,7 @@ class KafkaConnection(asyncio.Protocol):
                 api_key,
                 correlation_id,
             )
-            self.close()
-            return None
+            return self._refuse(pipelined)
         api = handler.api
         if not handler.serves(api_version):
             if api_key == API_VERSIONS.key:
@@ -418,8 +562,7 @@ class KafkaConnection(asyncio.Protocol):
                     log.warning(
                         "closing connection from %s: bad request header: %s", self.peer, exc
                     )
-                    self.close()
-                    return None
+                    return self._refuse(pipelined)
                 return self._unsupported_api_versions(correlation_id, handler)
             log.warning(
                 "closing connection from %s: %s v%d is not supported (correlation_id=%d)",
@@ -428,16 +571,14 @@ class KafkaConnection(asyncio.Protocol):
                 api_version,
                 correlation_id,
             )
-            self.close()
-            return None
+            return self._refuse(pipelined)
         reader = Reader(frame)
         try:
             header = decode_request_header(reader, api.request_header_version(api_version))
         except DecodeError as exc:
             log.warning("closing connection from %s: bad request header: %s", self.peer, exc)
-            self.close()
-            return None
-        ctx = RequestContext(header, self.listener, self.peer, self.state, self.principal)
+            return self._refuse(pipelined)
+        ctx = RequestContext(header, self.listener, self.peer, self.state, self.principal, after)
         body = reader.buf[reader.pos :]
         try:
             payload = await self.dispatcher.call(handler, ctx, body)
@@ -449,19 +590,22 @@ class KafkaConnection(asyncio.Protocol):
                 exc,
                 ctx.describe(),
             )
-            self.close()
-            return None
+            return self._refuse(pipelined)
         except CloseConnection as exc:
             log.warning("closing connection: %s (%s)", exc, ctx.describe())
-            self.close()
-            return None
+            return self._refuse(pipelined)
         except Exception:
             log.exception("closing connection: %s handler failed (%s)", api.name, ctx.describe())
-            self.close()
-            return None
+            return self._refuse(pipelined)
         if payload is None:
             return None
         return _frame_response(correlation_id, api.response_header_version(api_version), payload)
+
+    def _refuse(self, pipelined: bool) -> _Close | None:
+        if pipelined:
+            return CLOSE
+        self.close()
+        return None
 
     def _unsupported_api_versions(
         self, correlation_id: int, handler: Handler
@@ -482,6 +626,10 @@ class KafkaConnection(asyncio.Protocol):
             ),
         )
         return _frame_response(correlation_id, 0, [body])
+
+
+def _plain(*responses: list[bytes | bytearray | Deferred]) -> bool:
+    return all(not isinstance(part, Deferred) for parts in responses for part in parts)
 
 
 def api_version_entries(dispatcher: Dispatcher) -> list[Message]:

@@ -7,6 +7,7 @@ it: the broker never advertises an API it cannot serve.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
@@ -56,6 +57,9 @@ class RequestContext:
     state: BrokerState
     # Who the connection authenticated as (TLS client certificate or SASL).
     principal: KafkaPrincipal = ANONYMOUS
+    # Pipelined Produce (broker.connection): done once the connection's previous request
+    # is; the handler appends only after it, so effects keep the connection's order.
+    after: asyncio.Future[None] | None = None
 
     def authorized(
         self, operation: int, resource_type: int, name: str, *, log_denied: bool = True

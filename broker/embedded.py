@@ -59,6 +59,8 @@ class Broker:
         self.data_dir = Path(data_dir) if data_dir is not None else None
         self._properties = {
             "listeners": f"PLAINTEXT://{host}:{port}",
+            # In the caller's process: no worker processes unless asked for (issue 19).
+            "minikafka.validation.workers": "0",
             **({"minikafka.control.listener": f"{host}:0"} if control else {}),
             **kafka_properties(config, properties),
         }

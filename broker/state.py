@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -16,6 +17,7 @@ from broker.request_budget import RequestBudget
 from broker.security.authorizer import StandardAuthorizer
 from broker.security.sasl_scram import MECHANISMS
 from broker.topic_configs import TopicSettings
+from broker.validation_pool import ValidationPool, default_count
 from storage.acl_store import AclStore
 from storage.broker_config_store import BrokerConfigStore
 from storage.client_quota_store import ClientQuotaStore
@@ -65,6 +67,11 @@ class BrokerState:
             config.queued_max_requests, config.queued_max_request_bytes
         )
         self.flusher = Flusher()
+        # Worker processes for Produce's batch checks, started at the first big batch.
+        workers = config.validation_workers
+        self.validation_pool = ValidationPool(
+            default_count(os.cpu_count()) if workers < 0 else workers
+        )
         self.shutting_down = False
         # Zero-copy fetch sends; switched off if the event loop cannot sendfile (uvloop).
         self.sendfile = True

@@ -41,18 +41,23 @@ below v12), a partition not added -> TRANSACTION_ABORTABLE (INVALID_TXN_STATE up
 The check and the append run with no await in between, which on one node replaces Kafka's
 VerificationGuard.
 
-Heavy batches (issue 13): the checks and rewrites above are pure functions of the batch
-bytes and the topic's settings, so for a request with 1 MiB or more, 512 records or more,
-a compressed batch of 1 KiB or more, or records carrying over 512 headers in all (found by
-the walk on the loop, which then stops) they run on a worker thread (broker.offload:
-decompression and CRC release the GIL, the record walk does not) while the loop serves
-others. Smaller requests stay on the loop: the hop to a worker costs more than their
-validation (issue 19; a 64 x 1 KiB batch takes about 130 us). Appends stay in arrival
-order per partition: each request takes its turn on every partition it names before
-anything is awaited, and appends only once every earlier request's turn on that
-partition is over (Kafka keeps the order of appends to one partition with the log's
-lock). The append itself (PartitionLog.append: idempotence check, offsets, write) stays
-one synchronous step on the loop.
+Where the checks run (issues 13 and 19): they are pure functions of the batch bytes and
+the topic's settings (storage.batch_checks), so they run wherever is cheapest. A request of
+minikafka.validation.worker.min.records records or more (256 by default), a compressed
+batch of 1 KiB or more, or 1 MiB or more goes to a validation worker process
+(broker.validation_pool: another core, no GIL); while no worker is ready, or with
+minikafka.validation.workers=0, a request of 1 MiB, 512 records, a compressed batch of 1 KiB
+or records carrying over 512 headers in all (found by the walk on the loop, which then
+stops) goes to a worker thread (broker.offload), and smaller ones are checked on the loop:
+a hop costs more than their checks (a 64 x 1 KiB batch takes about 130 us on the loop). A
+worker that dies has its requests checked again in the broker: the answer is the one the
+client would have had. Appends stay in arrival order per partition: each request takes its
+turn on every partition it names before it waits for its checks, and appends only once
+every earlier request's turn on that partition is over (Kafka keeps the order of appends
+to one partition with the log's lock); a Produce pipelined on its connection
+(broker.connection) first waits for the connection's previous request to finish. The
+append itself (PartitionLog.append: idempotence check, offsets, write) stays one
+synchronous step on the loop.
 
 Storage errors: once a write or fsync of a partition failed, it is offline (PartitionLog.
 go_offline, Kafka's LogDirFailureChannel): every produce to it answers KAFKA_STORAGE_ERROR
@@ -76,19 +81,19 @@ import contextlib
 import logging
 import time
 import weakref
-from dataclasses import dataclass
 
 from broker import offload
 from broker.dispatch import CloseConnection, RequestContext
 from broker.security.acl import TOPIC, TRANSACTIONAL_ID, WRITE
 from broker.topic_configs import TopicSettings
+from broker.validation_pool import WorkerLost
 from protocol.errors import ErrorCode
 from protocol.messages.produce import PRODUCE
 from protocol.records import BatchHeader, HeaderBudgetExceeded
 from protocol.schema import Message
+from storage.batch_checks import BatchJob, CheckedBatch, check_batch
 from storage.partition_log import PartitionLog
-from storage.record_rules import RecordsVerdict, TopicRules, check_records, rewrite_batch
-from storage.validation import Validation, validate_batch
+from storage.record_rules import TopicRules
 
 API = PRODUCE
 MIN_VERSION = 3
@@ -120,29 +125,9 @@ log = logging.getLogger(__name__)
 _TopicPartition = tuple[str, int]
 
 
-@dataclass(slots=True)
-class _Entry:
-    """One batch that passed the request-level checks (Kafka's authorizedRequestInfo)."""
-
-    records: memoryview | bytes
-    checked: Validation
-    # What LogValidator decided (None when the batch failed earlier or is transactional).
-    verdict: RecordsVerdict | None = None
-    # The batch to append (rewritten as LogValidator rewrites it) and its header.
-    batch: bytearray | None = None
-    header: BatchHeader | None = None
-
-
-@dataclass(slots=True)
-class _Work:
-    """One partition's batch before validation: what _prepare needs, no broker state."""
-
-    records: memoryview | bytes
-    max_message_bytes: int
-    allow_zstd: bool
-    depth: str
-    rules: TopicRules
-    now_ms: int
+# One batch that passed the request-level checks (Kafka's authorizedRequestInfo), with what
+# the checks decided.
+_Entry = CheckedBatch
 
 
 # A request runs its validation on a worker thread when its batches hold this many bytes
@@ -187,7 +172,7 @@ async def handle(ctx: RequestContext, request: Message) -> Message | None:
     now_ms = int(time.time() * 1000)
     order: list[_TopicPartition] = []
     # Every (topic, partition) named, in request order, with its early answer or its work.
-    named: list[tuple[_TopicPartition, Message | _Work]] = []
+    named: list[tuple[_TopicPartition, Message | BatchJob]] = []
     logs: dict[_TopicPartition, PartitionLog] = {}
     seen: set[_TopicPartition] = set()
     for topic in request.topic_data:
@@ -197,13 +182,27 @@ async def handle(ctx: RequestContext, request: Message) -> Message | None:
                 seen.add(tp)
                 order.append(tp)
             named.append((tp, _locate(ctx, tp, part.records, now_ms, logs)))
-    # Turns are taken before the first await: appends keep the order requests arrived in.
+    # The checks start now (in a worker process, or done at once on the loop): they are
+    # pure, so a pipelined request checks its batches while earlier ones append.
+    jobs = [w for _, w in named if isinstance(w, BatchJob)]
+    checking = _start_checks(ctx, jobs)
+    if ctx.after is not None and not ctx.after.done():
+        # The connection's previous request appends first (broker.connection pipelining).
+        try:
+            await ctx.after
+        except BaseException:
+            _release(ctx, checking)
+            raise
+    # Turns are taken before the next await: appends keep the order requests arrived in.
     turns = {tp: _TURNS.take(plog) for tp, plog in logs.items()}
     try:
-        return await _validate_and_append(ctx, request, acks, now_ms, order, named, logs, turns)
+        return await _validate_and_append(
+            ctx, request, acks, now_ms, order, named, logs, turns, jobs, checking
+        )
     finally:
         for tp, (_, mine) in turns.items():
             _TURNS.release(logs[tp], mine)
+        _release(ctx, checking)
 
 
 async def _validate_and_append(
@@ -212,15 +211,13 @@ async def _validate_and_append(
     acks: int,
     now_ms: int,
     order: list[_TopicPartition],
-    named: list[tuple[_TopicPartition, Message | _Work]],
+    named: list[tuple[_TopicPartition, Message | BatchJob]],
     logs: dict[_TopicPartition, PartitionLog],
     turns: dict[_TopicPartition, tuple[asyncio.Future[None] | None, asyncio.Future[None]]],
+    jobs: list[BatchJob],
+    checking: list[CheckedBatch] | asyncio.Future[list[CheckedBatch]],
 ) -> Message | None:
-    jobs = [w for _, w in named if isinstance(w, _Work)]
-    on_loop = None if _heavy(jobs) else _prepare_on_loop(jobs)
-    if on_loop is None:
-        on_loop = await offload.run(_prepare_all, jobs)
-    prepared = iter(on_loop)
+    prepared = iter(await _finish_checks(jobs, checking))
     # KafkaApis' maps: a later batch for a partition replaces an earlier one, and an early
     # answer (unknown partition, request-level error) wins over the append's result.
     early: dict[_TopicPartition, Message] = {}
@@ -344,8 +341,8 @@ def _locate(
     records: memoryview | bytes | None,
     now_ms: int,
     logs: dict[_TopicPartition, PartitionLog],
-) -> Message | _Work:
-    """KafkaApis' first pass: metadataCache.contains (validateRecords follows in _prepare)."""
+) -> Message | BatchJob:
+    """KafkaApis' first pass: metadataCache.contains (validateRecords follows in _start_checks)."""
     name, index = tp
     if not ctx.authorized(WRITE, TOPIC, name):
         # Before existence, as KafkaApis.handleProduceRequest (filterByAuthorized first).
@@ -359,7 +356,7 @@ def _locate(
         return _partition(index, ErrorCode.INVALID_RECORD)
     logs[tp] = plog
     settings = state.topic_settings(info)
-    return _Work(
+    return BatchJob(
         records,
         settings.max_message_bytes,
         ctx.version >= ZSTD_MIN_VERSION,
@@ -369,64 +366,99 @@ def _locate(
     )
 
 
-def _heavy(jobs: list[_Work]) -> bool:
-    """Whether validating ``jobs`` may hold the loop for long, judged from the headers."""
+def _claimed(jobs: list[BatchJob]) -> tuple[int, int, bool]:
+    """Bytes, claimed records and whether a compressed batch of OFFLOAD_COMPRESSED_BYTES or
+    more is among ``jobs``, judged from the headers (a lie costs a walk no more: it stops
+    at the data's end)."""
     total = 0
     records = 0
+    compressed = False
     for job in jobs:
         data = job.records
         size = len(data)
         total += size
         if size > _RECORDS_COUNT.stop:
             if data[_ATTRIBUTES_LOW_BYTE] & 0x07 and size >= OFFLOAD_COMPRESSED_BYTES:
-                return True
-            # The claimed count: a walk stops at the data's end, a lie costs no more.
+                compressed = True
             records += max(0, int.from_bytes(data[_RECORDS_COUNT], "big", signed=True))
-    return total >= OFFLOAD_BYTES or records >= OFFLOAD_RECORDS
+    return total, records, compressed
 
 
-def _prepare_all(jobs: list[_Work]) -> list[_Entry]:
-    return [_prepare(job) for job in jobs]
+def _heavy(jobs: list[BatchJob]) -> bool:
+    """Whether checking ``jobs`` may hold the loop for long (then a worker thread does it
+    when no worker process is ready)."""
+    total, records, compressed = _claimed(jobs)
+    return compressed or total >= OFFLOAD_BYTES or records >= OFFLOAD_RECORDS
 
 
-def _prepare_on_loop(jobs: list[_Work]) -> list[_Entry] | None:
-    """_prepare_all within INLINE_MAX_HEADERS record headers; None beyond (then the whole
-    request is validated again on a worker: _prepare is pure, so nothing is left over)."""
+def _for_worker_process(jobs: list[BatchJob], min_records: int) -> bool:
+    """Whether ``jobs`` pay for the trip to a worker process (minikafka.validation.worker.
+    min.records; compressed and mebibyte requests always do)."""
+    total, records, compressed = _claimed(jobs)
+    return compressed or total >= OFFLOAD_BYTES or records >= min_records
+
+
+def _start_checks(
+    ctx: RequestContext, jobs: list[BatchJob]
+) -> list[CheckedBatch] | asyncio.Future[list[CheckedBatch]]:
+    """The checks of ``jobs``: done on the loop when they are small, else a future (a
+    validation worker process, or a worker thread when no worker process is ready)."""
+    if not jobs:
+        return []
+    state = ctx.state
+    pool = state.validation_pool
+    if pool.enabled and _for_worker_process(jobs, state.config.validation_worker_min_records):
+        future = pool.submit(jobs)
+        if future is not None:
+            return future
+    on_loop = None if _heavy(jobs) else _check_on_loop(jobs)
+    if on_loop is not None:
+        return on_loop
+    return asyncio.ensure_future(offload.run(_check_all, jobs))
+
+
+async def _finish_checks(
+    jobs: list[BatchJob], checking: list[CheckedBatch] | asyncio.Future[list[CheckedBatch]]
+) -> list[CheckedBatch]:
+    if isinstance(checking, list):
+        return checking
+    try:
+        return await checking
+    except WorkerLost:
+        # The checks are pure: run them again here (broker.validation_pool replaces the
+        # worker), so the client gets the answer it would have had.
+        return await offload.run(_check_all, jobs)
+
+
+def _release(
+    ctx: RequestContext, checking: list[CheckedBatch] | asyncio.Future[list[CheckedBatch]]
+) -> None:
+    """Give back the shared-memory slots of checked batches (broker.validation_pool) once
+    the request is done with them, or when its checks finish if it ended first."""
+    release = ctx.state.validation_pool.release
+    if isinstance(checking, list):
+        release(checking)
+    elif checking.done():
+        if not checking.cancelled() and checking.exception() is None:
+            release(checking.result())
+    else:
+        checking.add_done_callback(
+            lambda f: None if f.cancelled() or f.exception() else release(f.result())
+        )
+
+
+def _check_all(jobs: list[BatchJob]) -> list[CheckedBatch]:
+    return [check_batch(job) for job in jobs]
+
+
+def _check_on_loop(jobs: list[BatchJob]) -> list[CheckedBatch] | None:
+    """_check_all within INLINE_MAX_HEADERS record headers; None beyond (then the whole
+    request is checked again on a worker: check_batch is pure, so nothing is left over)."""
     budget = [INLINE_MAX_HEADERS]
     try:
-        return [_prepare(job, budget) for job in jobs]
+        return [check_batch(job, budget) for job in jobs]
     except HeaderBudgetExceeded:
         return None
-
-
-def _prepare(job: _Work, header_budget: list[int] | None = None) -> _Entry:
-    """ProduceRequest.validateRecords, UnifiedLog's checks and LogValidator, on one batch.
-
-    Pure (no broker state), so it may run on a worker thread. ``header_budget`` (one
-    element, shared by the request's batches) is what the records may still hold in
-    headers; HeaderBudgetExceeded beyond it.
-    """
-    checked = validate_batch(
-        job.records,
-        max_message_bytes=job.max_message_bytes,
-        allow_zstd=job.allow_zstd,
-        depth=job.depth,
-        max_headers=None if header_budget is None else header_budget[0],
-    )
-    if header_budget is not None and checked.scan is not None:
-        header_budget[0] -= checked.scan.headers
-    entry = _Entry(job.records, checked)
-    header = checked.header
-    if checked.error != ErrorCode.NONE or header is None:
-        return entry
-    records = job.records[: checked.size]
-    verdict = check_records(records, header, checked.scan, job.rules, job.now_ms)
-    entry.verdict = verdict
-    if verdict.error == ErrorCode.NONE:
-        entry.batch, entry.header = rewrite_batch(
-            bytearray(records), header, checked.scan, verdict, job.rules, job.now_ms
-        )
-    return entry
 
 
 def _log_refused(

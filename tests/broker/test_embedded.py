@@ -54,3 +54,33 @@ def test_a_crash_leaves_no_clean_shutdown_marker(tmp_path: Path) -> None:
         assert not (tmp_path / ".kafka_cleanshutdown").exists()
         broker.restart()
     assert (tmp_path / ".kafka_cleanshutdown").exists()
+
+
+def test_embedded_brokers_start_no_worker_processes_unless_asked() -> None:
+    async def scenario() -> tuple[int, int, list[int]]:
+        async with minikafka.Broker() as plain:
+            assert plain._host is not None and plain._host.broker is not None
+            assert plain._host.broker.state is not None
+            default = plain._host.broker.state.validation_pool.count
+        async with minikafka.Broker(
+            minikafka_validation_workers=1, minikafka_validation_workers_eager=True
+        ) as broker:
+            assert broker._host is not None and broker._host.broker is not None
+            state = broker._host.broker.state
+            assert state is not None
+            pool = state.validation_pool
+
+            def big_produce() -> int:
+                with RawClient(broker.port) as client:
+                    create_topic(client, "w")
+                    pid = init_producer(client)
+                    return produce(client, "w", batch(pid, 0, 0, count=400)).error_code
+
+            assert await asyncio.to_thread(big_produce) == 0
+            pids = [w.proc.pid for w in pool._workers if w.proc is not None]
+            return default, pool.ready_workers(), pids
+
+    default, ready, pids = asyncio.run(scenario())
+    assert (default, ready, len(pids)) == (0, 1, 1)
+    # Stopping the broker stopped and reaped its worker.
+    assert not Path(f"/proc/{pids[0]}").exists()

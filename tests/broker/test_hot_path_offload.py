@@ -15,7 +15,7 @@ import pytest
 
 from bench.stall import describe_configs_frame
 from broker.dispatch import decode_on_loop
-from broker.handlers.produce import _heavy, _prepare_on_loop, _Work
+from broker.handlers.produce import _check_on_loop, _for_worker_process, _heavy
 from protocol import codec
 from protocol.compression import GZIP
 from protocol.messages.api_versions import API_VERSIONS
@@ -23,6 +23,7 @@ from protocol.messages.describe_configs import DESCRIBE_CONFIGS
 from protocol.messages.produce import PRODUCE
 from protocol.primitives import DecodeError, Reader
 from protocol.records import Record, build_batch
+from storage.batch_checks import BatchJob
 from storage.record_rules import TopicRules
 from tests.support.produce import produce_request
 
@@ -35,9 +36,9 @@ RULES = TopicRules(
 )
 
 
-def _work(records: bytes) -> _Work:
+def _work(records: bytes) -> BatchJob:
     now_ms = int(time.time() * 1000)
-    return _Work(records, 1_048_588, True, "records", RULES, now_ms)
+    return BatchJob(records, 1_048_588, True, "records", RULES, now_ms)
 
 
 def _idempotent(
@@ -49,7 +50,7 @@ def _idempotent(
 def test_a_produce_of_64_one_kib_records_is_validated_on_the_loop() -> None:
     jobs = [_work(_idempotent([(None, b"x" * 1024)] * 64))]
     assert not _heavy(jobs)
-    entries = _prepare_on_loop(jobs)
+    entries = _check_on_loop(jobs)
     assert entries is not None and entries[0].checked.ok and entries[0].batch is not None
 
 
@@ -72,7 +73,7 @@ def test_a_batch_whose_records_carry_many_headers_falls_back_to_a_worker() -> No
     headers = tuple((f"h{i}", b"") for i in range(5000))
     jobs = [_work(_idempotent([Record(0, 0, None, b"v", headers)]))]
     assert not _heavy(jobs)  # one record: only the walk itself finds the headers
-    assert _prepare_on_loop(jobs) is None
+    assert _check_on_loop(jobs) is None
 
 
 def _frame_body(frame: bytes) -> memoryview:
@@ -104,3 +105,17 @@ def test_unknown_tagged_fields_count_against_the_element_budget() -> None:
     codec.decode(API_VERSIONS.request, 3, True, Reader(body, max_elements=50))
     with pytest.raises(DecodeError, match="array elements"):
         codec.decode(API_VERSIONS.request, 3, True, Reader(body, max_elements=49))
+
+
+def test_a_produce_of_64_records_stays_in_the_broker_process_by_default() -> None:
+    # Measured (issue 19, bench/results/ingest-workers.md): below a few hundred records the
+    # trip to a worker process costs the loop about as much as the walk it saves.
+    jobs = [_work(_idempotent([(None, b"x" * 1024)] * 64))]
+    assert not _for_worker_process(jobs, 256)
+    assert _for_worker_process([_work(_idempotent([(None, b"x")] * 256))], 256)
+
+
+def test_compressed_and_mebibyte_requests_always_go_to_a_worker_process() -> None:
+    payload = random.Random(19).randbytes(1024)
+    assert _for_worker_process([_work(_idempotent([(None, payload)] * 2, codec=GZIP))], 10**6)
+    assert _for_worker_process([_work(_idempotent([(None, b"x" * (1 << 20))]))], 10**6)

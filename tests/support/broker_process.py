@@ -11,8 +11,17 @@ import threading
 import time
 from pathlib import Path
 
+# Extra broker settings for every BrokerProcess, "key=value;key=value": runs a test module
+# under another configuration (tests/e2e/test_validation_workers.py: workers on).
+OVERRIDES_ENV = "MINIKAFKA_TEST_BROKER_OVERRIDES"
+
 READY = re.compile(r"minikafka started .*listeners=\w+://[^:]+:(\d+)")
 LISTENER = re.compile(r"(\w+)://\[?[^\s\]]*?\]?:(\d+) \(advertised")
+
+
+def env_overrides() -> dict[str, str]:
+    text = os.environ.get(OVERRIDES_ENV, "")
+    return dict(item.split("=", 1) for item in text.split(";") if item)
 
 
 class BrokerProcess:
@@ -38,6 +47,7 @@ class BrokerProcess:
             "listeners": "PLAINTEXT://127.0.0.1:0",
             "log.dirs": str(self.data_dir),
             "log.level": "INFO",
+            **env_overrides(),
             **self.overrides,
         }
         for key, value in settings.items():
