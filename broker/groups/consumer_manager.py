@@ -503,6 +503,10 @@ class ConsumerGroupManager:
             return ErrorCode.STALE_MEMBER_EPOCH
         return ErrorCode.NONE
 
+    def subscribed_topics(self, group: ConsumerGroup) -> set[str]:
+        """Every topic name the members subscribe to, by name or by a resolved regex."""
+        return group.subscribed_topic_names(self._resolve(group))
+
     def state_of(self, group: ConsumerGroup) -> GroupState:
         return group.state
 

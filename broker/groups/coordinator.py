@@ -62,7 +62,11 @@ from broker.groups.consumer_manager import (
     HeartbeatResult,
     TopicsView,
 )
-from broker.groups.offset_expiration import expired_offsets
+from broker.groups.offset_expiration import (
+    ExpiringGroup,
+    ModernGroupExpiration,
+    expired_offsets,
+)
 from protocol.errors import ErrorCode
 from storage.committed_offsets import (
     CommittedOffset,
@@ -600,11 +604,18 @@ class GroupCoordinator:
         started = monotonic_ms()
         now = self._clock()
         tombstones = deleted = 0
-        for group_id, group in list(self.groups.items()):
-            if group.state is GroupState.DEAD:
-                continue
+        candidates: list[tuple[str, ExpiringGroup, bool]] = [
+            (group_id, group, group.is_empty())
+            for group_id, group in self.groups.items()
+            if group.state is not GroupState.DEAD
+        ]
+        candidates += [
+            (group_id, ModernGroupExpiration(self.consumer.subscribed_topics(g)), g.is_empty())
+            for group_id, g in self.consumer.groups.items()
+        ]
+        for group_id, view, empty in candidates:
             expired, none_left = expired_offsets(
-                group, self.store.offsets(group_id), now, self.settings.offsets_retention_ms
+                view, self.store.offsets(group_id), now, self.settings.offsets_retention_ms
             )
             if expired:
                 self.store.delete_offsets(group_id, expired)
@@ -615,10 +626,12 @@ class GroupCoordinator:
                     len(expired),
                     ", ".join(f"{t}-{p}" for t, p in expired),
                 )
-            if none_left and group.is_empty():
+            if none_left and empty:
                 self.store.delete_group(group_id)  # first: a failed write keeps the group
-                group.mark_dead()
-                del self.groups[group_id]
+                classic = self.groups.pop(group_id, None)
+                if classic is not None:
+                    classic.mark_dead()
+                self.consumer.groups.pop(group_id, None)
                 deleted += 1
                 log.info("group %s: Empty without committed offsets: deleted", group_id)
         if tombstones or deleted:
