@@ -45,6 +45,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from broker.groups import migration
 from broker.groups.assignors import ASSIGNORS
 from broker.groups.consumer import (
     LEAVE_GROUP_MEMBER_EPOCH,
@@ -73,6 +74,8 @@ class ConsumerGroupSettings:
     heartbeat_interval_ms: int = 5_000
     max_size: int = 2**31 - 1
     assignors: tuple[str, ...] = ("uniform", "range")
+    # group.consumer.migration.policy: disabled, upgrade, downgrade or bidirectional.
+    migration_policy: str = "bidirectional"
 
 
 @dataclass(slots=True)
@@ -116,6 +119,9 @@ class ConsumerGroupManager:
         self._persist = persist
         self.groups: dict[str, ConsumerGroup] = {}
         self._regexes: dict[str, re.Pattern[str]] = {}
+        # Set by the coordinator: replaces the group by a classic group without the leaving
+        # members (Kafka's convertToClassicGroup).
+        self.on_downgrade: Callable[[ConsumerGroup, set[str]], None] | None = None
 
     # --- heartbeat -------------------------------------------------------------------------
 
@@ -127,6 +133,13 @@ class ConsumerGroupManager:
             return self._heartbeat(req, now)
         except HeartbeatError as e:
             return HeartbeatResult(e.code, e.message)
+
+    def valid_request(self, req: HeartbeatRequest) -> bool:
+        try:
+            self._validate(req)
+        except HeartbeatError:
+            return False
+        return True
 
     def _validate(self, req: HeartbeatRequest) -> None:
         def invalid(message: str) -> HeartbeatError:
@@ -249,12 +262,40 @@ class ConsumerGroupManager:
         return group
 
     def fence(self, group: ConsumerGroup, member_id: str) -> None:
-        """Kafka's consumerGroupFenceMember: remove the member and bump the group epoch, so
-        the others get a new target at their next heartbeat."""
-        if group.remove_member(member_id) is None:
+        self.fence_members(group, {member_id})
+
+    def fence_members(self, group: ConsumerGroup, member_ids: set[str]) -> None:
+        """Kafka's consumerGroupFenceMembers: remove the members and bump the group epoch, so
+        the others get a new target at their next heartbeat; or, when only classic-protocol
+        members would remain and the policy allows it, downgrade the group to a classic one
+        (validateOnlineDowngradeWithFencedMembers)."""
+        if self.groups.get(group.group_id) is not group:
+            return  # converted meanwhile
+        leaving = {m for m in member_ids if m in group.members}
+        if not leaving:
             return
+        if self._can_downgrade(group, leaving) and self.on_downgrade is not None:
+            self.on_downgrade(group, leaving)
+            return
+        for member_id in leaving:
+            group.remove_member(member_id)
         group.group_epoch += 1
         self._persist(group)
+
+    def _can_downgrade(self, group: ConsumerGroup, leaving: set[str]) -> bool:
+        remaining = [m for m in group.members.values() if m.member_id not in leaving]
+        if not all(m.uses_classic_protocol for m in remaining):
+            return False
+        if not remaining:
+            return False  # Kafka: "Skip downgrading ... because it's empty."
+        if not migration.downgrade_enabled(self.settings.migration_policy):
+            log.info(
+                "Cannot downgrade consumer group %s to classic group because the online "
+                "downgrade is disabled.",
+                group.group_id,
+            )
+            return False
+        return True
 
     def _heartbeat(self, req: HeartbeatRequest, now: int) -> HeartbeatResult:
         joining = req.member_epoch == 0
@@ -381,7 +422,7 @@ class ConsumerGroupManager:
                 member.rebalance_deadline = now + max(member.rebalance_timeout_ms, 0)
         else:
             member.rebalance_deadline = None
-        member.session_deadline = now + self.settings.session_timeout_ms
+        member.session_deadline = now + self.session_timeout_ms(member)
         after = (member.member_epoch, member.state, member.assigned, member.pending_revocation)
         if changed or before != after:
             self._persist(group)
@@ -398,6 +439,54 @@ class ConsumerGroupManager:
             assignment=dict(member.assigned) if send_assignment else None,
             changed=[group.group_id] if changed or before != after else [],
         )
+
+    def topics(self) -> dict[str, tuple[bytes, int]]:
+        return self._topics()
+
+    def update_target_and_reconcile(
+        self,
+        group: ConsumerGroup,
+        member: ConsumerMember,
+        *,
+        bump: bool,
+        owned: list[tuple[bytes, list[int]]] | None,
+        now: int,
+    ) -> None:
+        """For a classic member's JoinGroup (already put in the group): the group epoch, the
+        target assignment and the member's reconciliation, as a heartbeat does them; then the
+        group's record is written."""
+        if group.group_id not in self.groups:
+            self.groups[group.group_id] = group
+        resolved = self._resolve(group)
+        metadata = self._subscription_metadata(group, resolved)
+        if metadata != group.subscription_metadata:
+            group.subscription_metadata = metadata
+            bump = True
+        if bump:
+            group.group_epoch += 1
+        if group.group_epoch > group.assignment_epoch:
+            assignor = group.preferred_assignor(self.settings.assignors[0])
+            group.compute_target(assignor, resolved, group.group_epoch)
+            log.info(
+                "group %s: target assignment for epoch %d with %s",
+                group.group_id,
+                group.group_epoch,
+                assignor,
+            )
+        before = (member.member_epoch, member.state)
+        group.reconcile(member, owned)
+        if member.state is MemberState.UNREVOKED_PARTITIONS:
+            if member.rebalance_deadline is None or before != (member.member_epoch, member.state):
+                member.rebalance_deadline = now + max(member.rebalance_timeout_ms, 0)
+        else:
+            member.rebalance_deadline = None
+        member.session_deadline = now + self.session_timeout_ms(member)
+        self._persist(group)
+
+    def session_timeout_ms(self, member: ConsumerMember) -> int:
+        if member.classic_session_timeout_ms is not None:
+            return member.classic_session_timeout_ms
+        return self.settings.session_timeout_ms
 
     def _resolve(self, group: ConsumerGroup) -> dict[str, frozenset[str]]:
         regexes = {
@@ -460,7 +549,7 @@ class ConsumerGroupManager:
 
     def load(self, group: ConsumerGroup, now: int) -> None:
         for member in group.members.values():
-            member.session_deadline = now + self.settings.session_timeout_ms
+            member.session_deadline = now + self.session_timeout_ms(member)
         # Partition counts are compared again at the next heartbeat.
         group.subscription_metadata = self._subscription_metadata(group, self._resolve(group))
         self.groups[group.group_id] = group
@@ -477,10 +566,13 @@ class ConsumerGroupManager:
         member = group.members.get(member_id)
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
-        if not txn and version < 9:
+        if not txn and not member.uses_classic_protocol and version < 9:
             # "OffsetCommit version 9 or above must be used by members using the modern
             # group protocol" (Kafka answers UNSUPPORTED_VERSION).
             return ErrorCode.UNSUPPORTED_VERSION
+        if member_epoch != member.member_epoch and member.uses_classic_protocol:
+            # A classic member's generation is its member epoch (validateMemberEpoch).
+            return ErrorCode.ILLEGAL_GENERATION
         if member_epoch != member.member_epoch:
             log.info(
                 "group %s: commit from %s refused: the received member epoch %d does not match "
@@ -500,6 +592,8 @@ class ConsumerGroupManager:
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
         if member_epoch != member.member_epoch:
+            if member.uses_classic_protocol:
+                return ErrorCode.ILLEGAL_GENERATION
             return ErrorCode.STALE_MEMBER_EPOCH
         return ErrorCode.NONE
 

@@ -44,7 +44,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from broker.flusher import Flusher
+from broker.groups import consumer_classic, consumer_protocol, migration
 from broker.groups.classic import (
+    CONSUMER_PROTOCOL_TYPE,
     ClassicGroup,
     GroupSettings,
     GroupState,
@@ -141,6 +143,7 @@ class GroupCoordinator:
         )
         for group_id, consumer_record in store.consumer_groups().items():
             self.consumer.load(ConsumerGroup.restore(group_id, consumer_record), now)
+        self.consumer.on_downgrade = self._downgrade
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -337,7 +340,13 @@ class GroupCoordinator:
         consumer_group = self.consumer.groups.get(group_id)
         if consumer_group is not None:
             if not consumer_group.is_empty():
-                return JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "")
+                # classicGroupJoinToConsumerGroup: answered at once, once its record is
+                # written.
+                joined = consumer_classic.join(self.consumer, consumer_group, req, monotonic_ms())
+                self._poke()
+                if joined.error == ErrorCode.NONE:
+                    await self._durable(group_id)
+                return joined
             self._drop_empty_consumer_group(group_id)
         group = self._live(group_id)
         if group is None:
@@ -366,6 +375,20 @@ class GroupCoordinator:
         refused = self._refusal(group_id)
         if refused is not None:
             return SyncResult(refused)
+        consumer_group = self.consumer.groups.get(group_id)
+        if consumer_group is not None:
+            synced = consumer_classic.sync(
+                self.consumer,
+                consumer_group,
+                member_id,
+                group_instance_id,
+                generation_id,
+                protocol_type,
+                protocol_name,
+                monotonic_ms(),
+            )
+            self._poke()
+            return synced
         group = self._live(group_id)
         if group is None:
             return SyncResult(ErrorCode.UNKNOWN_MEMBER_ID)
@@ -392,6 +415,18 @@ class GroupCoordinator:
         refused = self._refusal(group_id)
         if refused is not None:
             return refused
+        consumer_group = self.consumer.groups.get(group_id)
+        if consumer_group is not None:
+            answer = consumer_classic.heartbeat(
+                self.consumer,
+                consumer_group,
+                member_id,
+                group_instance_id,
+                generation_id,
+                monotonic_ms(),
+            )
+            self._poke()
+            return answer
         group = self._live(group_id)
         if group is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
@@ -406,6 +441,11 @@ class GroupCoordinator:
         refused = self._refusal(group_id)
         if refused is not None:
             return refused, []
+        consumer_group = self.consumer.groups.get(group_id)
+        if consumer_group is not None:
+            errors = consumer_classic.leave(self.consumer, consumer_group, members)
+            self._poke()
+            return ErrorCode.NONE, errors
         group = self._live(group_id)
         if group is None:
             # Kafka 4.0 (GroupCoordinatorService.leaveGroup): "group not found" becomes
@@ -697,7 +737,7 @@ class GroupCoordinator:
             # GroupCoordinatorService answers COORDINATOR_NOT_AVAILABLE when not active.
             return HeartbeatResult(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         classic = self._live(req.group_id) if req.group_id else None
-        if classic is not None:
+        if classic is not None and self.consumer.valid_request(req):
             refusal = self._classic_in_the_way(classic, req.member_epoch == 0)
             if refusal is not None:
                 return HeartbeatResult(ErrorCode.GROUP_ID_NOT_FOUND, refusal)
@@ -714,14 +754,71 @@ class GroupCoordinator:
         if not joining:
             return f"Group {group_id} is not a consumer group."
         if not classic.is_empty():
-            return (
-                f"Cannot upgrade classic group {group_id} to consumer group because online "
-                "upgrade is disabled."
-            )
+            return self._upgrade(classic)
         classic.mark_dead()
         del self.groups[group_id]
         log.info("group %s: converted the empty classic group to a consumer group", group_id)
         return None
+
+    def _upgrade(self, classic: ClassicGroup) -> str | None:
+        """Kafka's validateOnlineUpgrade + convertToConsumerGroup: the classic group becomes
+        a consumer group with its members (still served through the classic APIs); members
+        parked in JoinGroup/SyncGroup get REBALANCE_IN_PROGRESS and rejoin. Else the
+        GROUP_ID_NOT_FOUND message."""
+        group_id = classic.group_id
+        refusal = None
+        if not migration.upgrade_enabled(self.consumer.settings.migration_policy):
+            refusal = "online upgrade is disabled"
+        elif classic.protocol_type != CONSUMER_PROTOCOL_TYPE:
+            refusal = "the group does not use the consumer embedded protocol"
+        elif len(classic.members) > self.consumer.settings.max_size:
+            refusal = "the group size exceeds the consumer group maximum size"
+        if refusal is not None:
+            log.info(
+                "Cannot upgrade classic group %s to consumer group because %s.", group_id, refusal
+            )
+            return f"Cannot upgrade classic group {group_id} to consumer group because {refusal}."
+        try:
+            converted = migration.to_consumer_group(classic, self.consumer.topics())
+        except consumer_protocol.MalformedProtocol as e:
+            log.warning("Cannot upgrade classic group %s: %s", group_id, e)
+            return (
+                f"Cannot upgrade classic group {group_id} to consumer group because the "
+                "embedded consumer protocol is malformed."
+            )
+        except migration.CustomAssignorInUse:
+            return (
+                f"Cannot upgrade classic group {group_id} to consumer group because an "
+                "unsupported custom assignor is in use. Please refer to the documentation or "
+                "switch to a default assignor before re-attempting the upgrade."
+            )
+        classic.unload(ErrorCode.REBALANCE_IN_PROGRESS)
+        classic.mark_dead()
+        del self.groups[group_id]
+        self.consumer.load(converted, monotonic_ms())
+        self._persist_consumer_group(converted)
+        log.info("[GroupId %s] Converted the classic group to a consumer group.", group_id)
+        return None
+
+    def _downgrade(self, group: ConsumerGroup, leaving: set[str]) -> None:
+        """Kafka's convertToClassicGroup for members leaving: a Stable classic group at the
+        group epoch with the remaining (classic) members and their target assignments,
+        written, then a rebalance so they rejoin."""
+        group_id = group.group_id
+        names = {tid: name for name, (tid, _) in self.consumer.topics().items()}
+        protocol, members = migration.to_classic_members(group, leaving, names)
+        del self.consumer.groups[group_id]
+        classic = self._new_group(group_id, None)
+        classic.generation_id = group.group_epoch
+        classic.protocol_type = CONSUMER_PROTOCOL_TYPE
+        now = monotonic_ms()
+        classic.restore(protocol, None, members, now)
+        self.groups[group_id] = classic
+        self._persist_group(classic)
+        classic.prepare_rebalance(
+            now, f"Downgrade group {group_id} from consumer to classic for member leaving."
+        )
+        log.info("[GroupId %s] Converted the consumer group to a classic group.", group_id)
 
     def _drop_empty_consumer_group(self, group_id: str) -> None:
         """An Empty consumer group gives way to a classic group of the same id (Kafka's
