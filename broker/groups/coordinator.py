@@ -24,9 +24,13 @@ parked JoinGroup/SyncGroup answer and the fsync of committed offsets, both after
 - KIP-848 consumer groups live in ``consumer`` (a ``ConsumerGroupManager``) beside the classic
   ones; a group id names one kind at a time. An Empty group of one kind is replaced by the
   other kind when a member of the other protocol joins, keeping its offsets (Kafka's
-  maybeDeleteEmptyClassicGroup / maybeDeleteEmptyConsumerGroup). Deviation: a non-empty group
-  is not migrated online; Kafka answers as with ``group.consumer.migration.policy=disabled``:
-  a ConsumerGroupHeartbeat gets GROUP_ID_NOT_FOUND, a JoinGroup INCONSISTENT_GROUP_PROTOCOL.
+  maybeDeleteEmptyClassicGroup / maybeDeleteEmptyConsumerGroup). A non-empty one migrates
+  online as ``group.consumer.migration.policy`` allows: a ConsumerGroupHeartbeat join
+  upgrades a classic group (``_upgrade``, ``migration.to_consumer_group``), whose classic
+  members are then served from the consumer group (``consumer_classic``); when the last
+  consumer-protocol member leaves or is fenced, ``_downgrade`` makes it a classic group again
+  and starts a rebalance. Otherwise a ConsumerGroupHeartbeat gets GROUP_ID_NOT_FOUND, a
+  JoinGroup INCONSISTENT_GROUP_PROTOCOL, as Kafka's.
 - ``cleanup_group_metadata`` is Kafka's GroupCoordinatorShard.cleanupGroupMetadata, run by
   the broker's background task every offsets.retention.check.interval.ms: the offsets that
   ``offset_expiration`` finds expired are tombstoned in the committed-offsets log, and a
