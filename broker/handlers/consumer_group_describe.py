@@ -6,8 +6,8 @@ prefer (default: the first of group.consumer.assignors), and each member with it
 subscription, current and target assignment (topic ids and names); v1 adds the member type (1 =
 consumer protocol, 0 = a classic member of a migrating group; KIP-1099). An empty id gets
 INVALID_GROUP_ID, a missing group GROUP_ID_NOT_FOUND "Group X not found.", a classic group
-GROUP_ID_NOT_FOUND "Group X is not a consumer group." (recorded from Kafka 4.0.0 in kafka-
-oracle/admin_groups_confluent); COORDINATOR_NOT_AVAILABLE while shutting down. With
+GROUP_ID_NOT_FOUND "Group X is not a consumer group." (recorded from Kafka 4.0.0 in
+kafka-oracle/admin_groups_confluent); COORDINATOR_NOT_AVAILABLE while shutting down. With
 include_authorized_operations, the operations Kafka allows on a group with no authorizer.
 Authorization (with an authorizer): DESCRIBE on each group, else GROUP_AUTHORIZATION_FAILED;
 authorized operations are the caller's.
