@@ -96,7 +96,12 @@ class Consumer(threading.Thread):
 
     def _on_revoke(self, consumer: object, partitions: list[object]) -> None:
         self._commit(partitions)
-        self.assignment -= {p.partition for p in partitions}  # type: ignore[attr-defined]
+        revoked = {p.partition for p in partitions}  # type: ignore[attr-defined]
+        self.assignment -= revoked
+        # Forgotten: if a partition comes back after another member read on, a stale
+        # position must not be committed over that member's commit.
+        for partition in revoked:
+            self.positions.pop(partition, None)
 
     def run(self) -> None:
         try:
@@ -132,13 +137,29 @@ def committed(broker: BrokerProcess) -> dict[int, int]:
     }
 
 
-def group_type(broker: BrokerProcess) -> str | None:
+def listed(broker: BrokerProcess) -> tuple[str, str] | None:
+    """(type, state) as ListGroups v5 reports the group."""
     with RawClient(broker.port) as client:
         answer = client.request(LIST_GROUPS, 5, Message(states_filter=[], types_filter=[]))
     for g in answer.groups:
         if g.group_id == GROUP:
-            return str(g.group_type)
+            return str(g.group_type), str(g.group_state)
     return None
+
+
+def group_type(broker: BrokerProcess) -> str | None:
+    found = listed(broker)
+    return found[0] if found else None
+
+
+def group_stable(broker: BrokerProcess) -> bool:
+    """Stable as the broker sees it: for a consumer group, every member (classic ones too)
+    at the assignment epoch. A rolling restart waits for this before the next step: a
+    classic member still behind the group epoch when the group is downgraded gets
+    ILLEGAL_GENERATION (the classic generation is the group epoch, as in Kafka) and loses
+    its partitions without a commit."""
+    found = listed(broker)
+    return found is not None and found[1] == "Stable"
 
 
 def split_evenly(consumers: list[Consumer]) -> Callable[[], bool]:
@@ -165,6 +186,7 @@ def roll(
         c.start()
     try:
         wait_until(split_evenly(live), f"three {first} members splitting the partitions")
+        wait_until(lambda: group_stable(broker), "a Stable group")
         assert group_type(broker) == expect_type_before
         produced = 120
         for step in range(3):
@@ -183,6 +205,7 @@ def roll(
                 lambda n=produced: sum(len(c.read) for c in everyone) >= n,  # type: ignore[misc]
                 f"step {step}: every record read",
             )
+            wait_until(lambda: group_stable(broker), f"step {step}: a Stable group")
         assert group_type(broker) == expect_type
     finally:
         for c in live:
