@@ -78,6 +78,10 @@ class ConsumerMember:
     # the member holds partitions it must revoke.
     session_deadline: int | None = None
     rebalance_deadline: int | None = None
+    # A classic member's join and sync timeouts (Kafka's consumerGroupJoinKey/SyncKey
+    # timers): it must rejoin, or sync after joining, within its rebalance timeout.
+    join_deadline: int | None = None
+    sync_deadline: int | None = None
 
     def subscription_key(self) -> tuple[object, ...]:
         """What, when it changes, bumps the group epoch (Kafka's hasMemberSubscriptionChanged

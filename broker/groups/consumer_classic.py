@@ -20,12 +20,17 @@ classicGroupHeartbeatToConsumerGroup and classicGroupLeaveToConsumerGroup:
 Every error is Kafka's: UNKNOWN_MEMBER_ID (also for a member that uses the consumer
 protocol), FENCED_INSTANCE_ID, ILLEGAL_GENERATION, INCONSISTENT_GROUP_PROTOCOL.
 
-Deviation: Kafka's separate join and sync timeouts for these members are not kept; their
-session timeout (and the rebalance timeout while revoking) fences them as for other members.
+Timeouts: the session timeout of the member's JoinGroup; after a JoinGroup it must send
+SyncGroup, and once told to rejoin (REBALANCE_IN_PROGRESS) it must send JoinGroup, within its
+rebalance timeout, else it is fenced (Kafka's consumer group join and sync timers).
+A static member (group.instance.id) that rejoins always replaces its previous incarnation at
+epoch 0 with its partitions; if that one was the only consumer-protocol member, the group is
+downgraded at once (validateOnlineDowngradeWithReplacedMember).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import uuid
 
@@ -82,20 +87,23 @@ def _join(
         previous = group.static_member(req.group_instance_id)
         if previous is None:
             member = group.members.get(member_id) or ConsumerMember(member_id)
-        elif previous.member_id == member_id:
-            member = previous
-        elif unknown:
-            # The new incarnation takes the old one's place and partitions.
-            replaced = previous
-            member = ConsumerMember(
-                member_id,
-                instance_id=previous.instance_id,
-                assigned=dict(previous.assigned),
-                subscribed_topic_names=previous.subscribed_topic_names,
-                rack_id=previous.rack_id,
-            )
         else:
-            raise HeartbeatError(ErrorCode.FENCED_INSTANCE_ID, "fenced instance id")
+            # Kafka's getOrMaybeSubscribeStaticConsumerGroupMember for a classic join: the
+            # instance's member is always replaced by a copy under the request's member id
+            # at epoch 0, keeping its partitions.
+            replaced = previous
+            member = dataclasses.replace(
+                previous,
+                member_id=member_id,
+                member_epoch=0,
+                previous_member_epoch=0,
+                assigned=dict(previous.assigned),
+                pending_revocation=dict(previous.pending_revocation),
+                session_deadline=None,
+                rebalance_deadline=None,
+                join_deadline=None,
+                sync_deadline=None,
+            )
 
     try:
         subscription = cp.decode_subscription(req.protocols[0][1])
@@ -103,9 +111,11 @@ def _join(
         log.warning("group %s: member %s sent a malformed subscription", group.group_id, member_id)
         raise HeartbeatError(ErrorCode.UNKNOWN_SERVER_ERROR, "malformed subscription") from None
 
+    downgrade = replaced is not None and manager.can_downgrade_replacing(group, replaced)
     old_key = member.subscription_key() if member.member_id in group.members else None
     if replaced is not None:
         old_key = replaced.subscription_key()
+    had_regex = member.subscribed_topic_regex is not None
     if req.group_instance_id is not None:
         member.instance_id = req.group_instance_id
     if subscription.rack_id is not None:
@@ -113,31 +123,45 @@ def _join(
     if req.rebalance_timeout_ms != -1:
         member.rebalance_timeout_ms = req.rebalance_timeout_ms
     member.server_assignor = None
-    had_regex = member.subscribed_topic_regex is not None
     member.subscribed_topic_names = tuple(sorted(set(subscription.topics)))
     member.subscribed_topic_regex = None
     member.client_id = req.client_id
     member.client_host = req.client_host
     member.classic_session_timeout_ms = req.session_timeout_ms
     member.classic_protocols = tuple(req.protocols)
+    bump = had_regex or old_key != member.subscription_key()
 
     if replaced is not None:
         old_target = group.target.get(replaced.member_id, {})
         group.remove_member(replaced.member_id)
         group.target[member_id] = old_target
         log.info(
-            "group %s: static member %s replaces %s", group.group_id, member_id, replaced.member_id
+            "group %s: static member with instance id %s re-joins the consumer group using the "
+            "classic protocol; member %s replaces %s",
+            group.group_id,
+            req.group_instance_id,
+            member_id,
+            replaced.member_id,
         )
     elif member.member_id not in group.members:
         log.info("group %s: classic member %s joins", group.group_id, member_id)
     group.put_member(member)
-    topics = manager.topics()
     owned = [
-        (tid, sorted(ps)) for tid, ps in to_topic_ids(subscription.owned_partitions, topics).items()
+        (tid, sorted(ps))
+        for tid, ps in to_topic_ids(subscription.owned_partitions, manager.topics()).items()
     ]
-    manager.update_target_and_reconcile(
-        group, member, bump=had_regex or old_key != member.subscription_key(), owned=owned, now=now
-    )
+    if downgrade and manager.on_downgrade is not None:
+        # Kafka's downgrade through a static replacement: reconciled with the current
+        # target unless the subscription changed (a rebalance follows then).
+        if not bump:
+            group.reconcile(member, owned)
+        manager.on_downgrade(group, set(), bump)
+    else:
+        manager.update_target_and_reconcile(group, member, bump=bump, owned=owned)
+        member.join_deadline = None
+        member.session_deadline = now + manager.session_timeout_ms(member)
+        member.sync_deadline = now + max(req.rebalance_timeout_ms, 0)
+        manager.persist(group)
     return JoinResult(
         ErrorCode.NONE,
         member.member_id,
@@ -188,9 +212,11 @@ def sync(
             group.group_epoch > member.member_epoch
             and member.state is not MemberState.UNREVOKED_PARTITIONS
         ):
+            _expect_rejoin(member, now)
             raise HeartbeatError(ErrorCode.REBALANCE_IN_PROGRESS, "rebalance")
     except HeartbeatError as e:
         return SyncResult(e.code)
+    member.sync_deadline = None
     member.session_deadline = now + manager.session_timeout_ms(member)
     names = {tid: name for name, (tid, _) in manager.topics().items()}
     try:
@@ -224,8 +250,16 @@ def heartbeat(
             and not group.waiting_on_unreleased_partition(member)
         )
     ):
+        _expect_rejoin(member, now)
         return ErrorCode.REBALANCE_IN_PROGRESS
     return ErrorCode.NONE
+
+
+def _expect_rejoin(member: ConsumerMember, now: int) -> None:
+    """Kafka's scheduleConsumerGroupJoinTimeoutIfAbsent: told to rejoin, the member must do
+    so within its rebalance timeout or be fenced."""
+    if member.join_deadline is None:
+        member.join_deadline = now + max(member.rebalance_timeout_ms, 0)
 
 
 def leave(

@@ -121,7 +121,8 @@ class ConsumerGroupManager:
         self._regexes: dict[str, re.Pattern[str]] = {}
         # Set by the coordinator: replaces the group by a classic group without the leaving
         # members (Kafka's convertToClassicGroup).
-        self.on_downgrade: Callable[[ConsumerGroup, set[str]], None] | None = None
+        # Called with the group, the leaving members, and whether a rebalance must follow.
+        self.on_downgrade: Callable[[ConsumerGroup, set[str], bool], None] | None = None
 
     # --- heartbeat -------------------------------------------------------------------------
 
@@ -275,12 +276,27 @@ class ConsumerGroupManager:
         if not leaving:
             return
         if self._can_downgrade(group, leaving) and self.on_downgrade is not None:
-            self.on_downgrade(group, leaving)
+            self.on_downgrade(group, leaving, True)
             return
         for member_id in leaving:
             group.remove_member(member_id)
         group.group_epoch += 1
         self._persist(group)
+
+    def can_downgrade_replacing(self, group: ConsumerGroup, replaced: ConsumerMember) -> bool:
+        """Kafka's validateOnlineDowngradeWithReplacedMember: a classic static member takes
+        the place of the only consumer-protocol member."""
+        others = [m for m in group.members.values() if m is not replaced]
+        if replaced.uses_classic_protocol or not all(m.uses_classic_protocol for m in others):
+            return False
+        if not migration.downgrade_enabled(self.settings.migration_policy):
+            log.info(
+                "Cannot downgrade consumer group %s to classic group because the online "
+                "downgrade is disabled.",
+                group.group_id,
+            )
+            return False
+        return True
 
     def _can_downgrade(self, group: ConsumerGroup, leaving: set[str]) -> bool:
         remaining = [m for m in group.members.values() if m.member_id not in leaving]
@@ -450,11 +466,11 @@ class ConsumerGroupManager:
         *,
         bump: bool,
         owned: list[tuple[bytes, list[int]]] | None,
-        now: int,
-    ) -> None:
+    ) -> bool:
         """For a classic member's JoinGroup (already put in the group): the group epoch, the
-        target assignment and the member's reconciliation, as a heartbeat does them; then the
-        group's record is written."""
+        target assignment and the member's reconciliation, as a heartbeat does them (Kafka
+        times a classic member's revocation with its join and sync timeouts, not with the
+        rebalance timeout). Returns whether the group epoch was bumped."""
         if group.group_id not in self.groups:
             self.groups[group.group_id] = group
         resolved = self._resolve(group)
@@ -473,14 +489,10 @@ class ConsumerGroupManager:
                 group.group_epoch,
                 assignor,
             )
-        before = (member.member_epoch, member.state)
         group.reconcile(member, owned)
-        if member.state is MemberState.UNREVOKED_PARTITIONS:
-            if member.rebalance_deadline is None or before != (member.member_epoch, member.state):
-                member.rebalance_deadline = now + max(member.rebalance_timeout_ms, 0)
-        else:
-            member.rebalance_deadline = None
-        member.session_deadline = now + self.session_timeout_ms(member)
+        return bump
+
+    def persist(self, group: ConsumerGroup) -> None:
         self._persist(group)
 
     def session_timeout_ms(self, member: ConsumerMember) -> int:
@@ -519,7 +531,7 @@ class ConsumerGroupManager:
             d
             for g in self.groups.values()
             for m in g.members.values()
-            for d in (m.session_deadline, m.rebalance_deadline)
+            for d in (m.session_deadline, m.rebalance_deadline, m.join_deadline, m.sync_deadline)
             if d is not None
         ]
         return min(deadlines) if deadlines else None
@@ -530,6 +542,21 @@ class ConsumerGroupManager:
                 if member.session_deadline is not None and member.session_deadline <= now:
                     log.info(
                         "group %s: member %s fenced: the member session expired",
+                        group.group_id,
+                        member.member_id,
+                    )
+                    self.fence(group, member.member_id)
+                elif member.join_deadline is not None and member.join_deadline <= now:
+                    log.info(
+                        "group %s: member %s fenced: the classic member failed to join within "
+                        "the rebalance timeout",
+                        group.group_id,
+                        member.member_id,
+                    )
+                    self.fence(group, member.member_id)
+                elif member.sync_deadline is not None and member.sync_deadline <= now:
+                    log.info(
+                        "group %s: member %s fenced: the member failed to sync within timeout",
                         group.group_id,
                         member.member_id,
                     )

@@ -804,10 +804,11 @@ class GroupCoordinator:
         log.info("[GroupId %s] Converted the classic group to a consumer group.", group_id)
         return None
 
-    def _downgrade(self, group: ConsumerGroup, leaving: set[str]) -> None:
-        """Kafka's convertToClassicGroup for members leaving: a Stable classic group at the
-        group epoch with the remaining (classic) members and their target assignments,
-        written, then a rebalance so they rejoin."""
+    def _downgrade(self, group: ConsumerGroup, leaving: set[str], rebalance: bool) -> None:
+        """Kafka's convertToClassicGroup: a Stable classic group at the group epoch with the
+        remaining (classic) members and their target assignments, written, then a rebalance
+        so they rejoin (for members leaving, or a replacing static member whose subscription
+        differs)."""
         group_id = group.group_id
         names = {tid: name for name, (tid, _) in self.consumer.topics().items()}
         protocol, members = migration.to_classic_members(group, leaving, names)
@@ -819,9 +820,16 @@ class GroupCoordinator:
         classic.restore(protocol, None, members, now)
         self.groups[group_id] = classic
         self._persist_group(classic)
-        classic.prepare_rebalance(
-            now, f"Downgrade group {group_id} from consumer to classic for member leaving."
-        )
+        if rebalance and leaving:
+            classic.prepare_rebalance(
+                now, f"Downgrade group {group_id} from consumer to classic for member leaving."
+            )
+        elif rebalance:
+            classic.prepare_rebalance(
+                now,
+                f"Downgrade group {group_id} from consumer to classic for static member "
+                "replacement with different subscription.",
+            )
         log.info("[GroupId %s] Converted the consumer group to a classic group.", group_id)
 
     def _drop_empty_consumer_group(self, group_id: str) -> None:

@@ -37,16 +37,23 @@ def subscription(owned: list[int] | None = None) -> bytes:
     return out + struct.pack(f">i{len(owned)}i", len(owned), *owned)
 
 
-def classic_join(client: RawClient, member_id: str, owned: list[int] | None = None) -> Message:
+def classic_join(
+    client: RawClient,
+    member_id: str,
+    owned: list[int] | None = None,
+    *,
+    instance_id: str | None = None,
+    rebalance_timeout_ms: int = 30_000,
+) -> Message:
     return client.request(
         JOIN_GROUP,
         7,
         Message(
             group_id=GROUP,
             session_timeout_ms=30_000,
-            rebalance_timeout_ms=30_000,
+            rebalance_timeout_ms=rebalance_timeout_ms,
             member_id=member_id,
-            group_instance_id=None,
+            group_instance_id=instance_id,
             protocol_type="consumer",
             protocols=[Message(name="range", metadata=subscription(owned))],
             reason=None,
@@ -276,5 +283,59 @@ def test_policy_disabled_keeps_each_kind(tmp_path: Path) -> None:
                 ),
             )
             assert joined.error_code == INCONSISTENT_GROUP_PROTOCOL
+    finally:
+        broker.stop()
+
+
+def members_of(client: RawClient) -> dict[str, int]:
+    """member id -> member type, as ConsumerGroupDescribe v1 reports them."""
+    return {m.member_id: m.member_type for m in describe(client, GROUP).members}
+
+
+def test_a_classic_member_that_never_syncs_is_fenced_after_its_rebalance_timeout(
+    tmp_path: Path,
+) -> None:
+    broker = BrokerProcess(tmp_path / "data", {"group.initial.rebalance.delay.ms": "0"}).start()
+    try:
+        with RawClient(broker.port) as client:
+            create(client, TOPIC, 4)
+            classic_id, _ = stable_classic_member(client)
+            assert join(client, GROUP, "new-member", [TOPIC]).error_code == 0
+            # A second classic member joins the consumer group but never sends SyncGroup.
+            first = classic_join(client, "")
+            assert first.error_code == MEMBER_ID_REQUIRED
+            silent = classic_join(client, first.member_id, rebalance_timeout_ms=300)
+            assert silent.error_code == 0
+            assert set(members_of(client)) == {classic_id, "new-member", silent.member_id}
+            broker.wait_for_log(
+                f"member {silent.member_id} fenced: the member failed to sync within timeout"
+            )
+            assert silent.member_id not in members_of(client)
+    finally:
+        broker.stop()
+
+
+def test_a_classic_static_member_replacing_the_last_consumer_member_downgrades(
+    tmp_path: Path,
+) -> None:
+    broker = BrokerProcess(tmp_path / "data", {"group.initial.rebalance.delay.ms": "0"}).start()
+    try:
+        with RawClient(broker.port) as client:
+            create(client, TOPIC, 4)
+            classic_id, _ = stable_classic_member(client)
+            joined = join(client, GROUP, "static-consumer", [TOPIC], instance_id="inst-1")
+            assert joined.error_code == 0
+            assert members_of(client) == {classic_id: 0, "static-consumer": 1}
+            # The same instance comes back with the classic protocol (a downgraded client):
+            # it takes the consumer member's place, and no consumer-protocol member is left.
+            back = classic_join(client, "", instance_id="inst-1")
+            assert back.error_code == 0 and back.member_id != "static-consumer"
+            broker.wait_for_log("Converted the consumer group to a classic group")
+            assert group_kind(client)[0] == "classic"
+            groups = client.request(
+                DESCRIBE_GROUPS, 5, Message(groups=[GROUP], include_authorized_operations=False)
+            ).groups
+            described = {m.member_id: m.group_instance_id for m in groups[0].members}
+            assert described == {classic_id: None, back.member_id: "inst-1"}
     finally:
         broker.stop()
