@@ -741,6 +741,19 @@ class GroupCoordinator:
             # GroupCoordinatorService answers COORDINATOR_NOT_AVAILABLE when not active.
             return HeartbeatResult(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         classic = self._live(req.group_id) if req.group_id else None
+        max_size = self.consumer.settings.max_size
+        if (
+            classic is not None
+            and req.member_epoch == 0
+            and len(classic.members) == max_size
+            and self.consumer.valid_request(req)
+        ):
+            # Kafka converts (the group is not over the limit) then finds it full and
+            # discards the whole change: the group stays classic.
+            return HeartbeatResult(
+                ErrorCode.GROUP_MAX_SIZE_REACHED,
+                f"The consumer group has reached its maximum capacity of {max_size} members.",
+            )
         if classic is not None and self.consumer.valid_request(req):
             refusal = self._classic_in_the_way(classic, req.member_epoch == 0)
             if refusal is not None:

@@ -24,6 +24,7 @@ from tests.support.broker_process import BrokerProcess
 from tests.support.raw_client import RawClient
 
 MEMBER_ID_REQUIRED, REBALANCE_IN_PROGRESS, GROUP_ID_NOT_FOUND = 79, 27, 69
+GROUP_MAX_SIZE_REACHED = 81
 ILLEGAL_GENERATION, INCONSISTENT_GROUP_PROTOCOL, UNKNOWN_MEMBER_ID = 22, 23, 25
 TOPIC, GROUP = "mig-raw", "mig-raw-group"
 
@@ -337,5 +338,24 @@ def test_a_classic_static_member_replacing_the_last_consumer_member_downgrades(
             ).groups
             described = {m.member_id: m.group_instance_id for m in groups[0].members}
             assert described == {classic_id: None, back.member_id: "inst-1"}
+    finally:
+        broker.stop()
+
+
+def test_an_upgrade_that_would_overfill_the_group_leaves_it_classic(tmp_path: Path) -> None:
+    broker = BrokerProcess(
+        tmp_path / "data",
+        {"group.initial.rebalance.delay.ms": "0", "group.consumer.max.size": "1"},
+    ).start()
+    try:
+        with RawClient(broker.port) as client:
+            create(client, TOPIC, 4)
+            stable_classic_member(client)
+            answer = join(client, GROUP, "new-member", [TOPIC])
+            assert answer.error_code == GROUP_MAX_SIZE_REACHED
+            assert answer.error_message == (
+                "The consumer group has reached its maximum capacity of 1 members."
+            )
+            assert group_kind(client) == ("classic", "Stable")
     finally:
         broker.stop()
