@@ -18,7 +18,9 @@ from typing import Any
 
 import pytest
 
+from protocol.messages.list_groups import LIST_GROUPS
 from protocol.records import build_batch
+from protocol.schema import Message
 from storage.committed_offsets import CommittedOffsets
 from tests.compat.conftest import require_tool
 from tests.compat.test_java_client import LOG4J_CONFIG, built, committed_offsets
@@ -48,7 +50,7 @@ def broker(tmp_path: Path) -> Iterator[BrokerProcess]:
 class Member:
     """One GroupMember JVM; its output lines are collected as they come."""
 
-    def __init__(self, broker: BrokerProcess, name: str) -> None:
+    def __init__(self, broker: BrokerProcess, name: str, protocol: str = "consumer") -> None:
         client = built("4.1.1")
         self.name = name
         self.lines: list[dict[str, Any]] = []
@@ -66,7 +68,7 @@ class Member:
                 broker.bootstrap,
                 TOPIC,
                 GROUP,
-                "consumer",
+                protocol,
             ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -178,5 +180,60 @@ def test_java_members_hand_partitions_over_after_a_kill_without_rereading(
         # Every member left: the consumer group stays, Empty, with its epoch history.
         record = store.consumer_groups()[GROUP]
         assert record.members == () and record.group_epoch > 3
+    finally:
+        store.close()
+
+
+def group_listed(port: int) -> tuple[str, str] | None:
+    """(type, state) as ListGroups v5 reports the group."""
+    with RawClient(port) as client:
+        answer = client.request(LIST_GROUPS, 5, Message(states_filter=[], types_filter=[]))
+    for g in answer.groups:
+        if g.group_id == GROUP:
+            return str(g.group_type), str(g.group_state)
+    return None
+
+
+@pytest.mark.timeout(400)
+def test_java_classic_group_upgraded_member_by_member_reads_every_record_once(
+    broker: BrokerProcess,
+) -> None:
+    """A rolling upgrade of Java consumers: each classic member closed and replaced by one
+    with group.protocol=consumer (online migration, Kafka's default bidirectional policy)."""
+    with RawClient(broker.port) as client:
+        create_partitioned_topic(client, TOPIC, PARTITIONS)
+    produce_round(broker, 20, "r0")
+    members = [Member(broker, f"classic-{i}", "classic") for i in range(3)]
+    everyone = list(members)
+    total = 20
+    try:
+        wait_until(split(members, [2, 2, 2]), "three classic members with two partitions each")
+        assert group_listed(broker.port) == ("classic", "Stable")
+        for step in range(3):
+            members.pop(0).close()
+            newcomer = Member(broker, f"consumer-{step}", "consumer")
+            members.append(newcomer)
+            everyone.append(newcomer)
+            wait_until(split(members, [2, 2, 2]), f"step {step}: two partitions each")
+            wait_until(lambda: group_listed(broker.port) == ("consumer", "Stable"), "Stable")
+            produce_round(broker, 20, f"r{step + 1}")
+            total += 20
+            ends = dict.fromkeys(range(PARTITIONS), total)
+            wait_until(
+                lambda e=ends: committed_offsets(broker.port, GROUP, TOPIC) == e,  # type: ignore[misc]
+                "commits",
+            )
+    finally:
+        for m in members:
+            if m.proc.poll() is None:
+                m.close()
+    read = [r for m in everyone for r in m.records()]
+    assert len(read) == len(set(read)), "a record was consumed twice"
+    assert set(read) == {(p, o) for p in range(PARTITIONS) for o in range(total)}
+    broker.stop()
+    store = CommittedOffsets.open(broker.data_dir)
+    try:
+        assert GROUP in store.consumer_groups() and GROUP not in store.groups()
+        assert {p: v.offset for (_, p), v in store.offsets(GROUP).items()} == ends
     finally:
         store.close()

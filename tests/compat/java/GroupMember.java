@@ -15,6 +15,7 @@ import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.RebalanceInProgressException;
 import org.apache.kafka.common.errors.WakeupException;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
@@ -86,8 +87,9 @@ public final class GroupMember {
 
     /**
      * commitSync, retried when it races the heartbeat that moves the member to its next epoch
-     * (STALE_MEMBER_EPOCH, surfaced as CommitFailedException): the background thread gets the
-     * new epoch meanwhile, as Kafka's documentation of the error asks.
+     * (STALE_MEMBER_EPOCH, surfaced as CommitFailedException: the background thread gets the
+     * new epoch meanwhile, as Kafka's documentation of the error asks) or, in a classic group,
+     * a rebalance that has just started (RebalanceInProgressException).
      */
     private static void commit(
             KafkaConsumer<byte[], byte[]> consumer, Map<TopicPartition, OffsetAndMetadata> offsets) {
@@ -95,7 +97,7 @@ public final class GroupMember {
             try {
                 consumer.commitSync(new HashMap<>(offsets));
                 return;
-            } catch (CommitFailedException e) {
+            } catch (CommitFailedException | RebalanceInProgressException e) {
                 if (attempt == 10) throw e;
                 Json.print(Json.obj("commit_retry", e.getMessage()));
                 try {
