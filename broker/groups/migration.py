@@ -123,6 +123,10 @@ def to_classic_members(
 def _select_protocol(members: list[Member]) -> str:
     """ClassicGroup.selectProtocol: each member votes for its first protocol all support."""
     candidates = set.intersection(*({name for name, _ in m.protocols} for m in members))
+    if not candidates:
+        # Cannot happen through JoinGroup's checks (supportsClassicProtocols); a record
+        # from elsewhere must not stop the downgrade.
+        return members[0].protocols[0][0]
     votes: dict[str, int] = {}
     for m in members:
         choice = next(name for name, _ in m.protocols if name in candidates)
