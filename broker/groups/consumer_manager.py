@@ -352,7 +352,12 @@ class ConsumerGroupManager:
             ):
                 member = previous
             else:
-                if previous.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                # A classic member's instance is taken over at once (Kafka checks the
+                # release only when both use the consumer protocol).
+                if (
+                    previous.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH
+                    and not previous.uses_classic_protocol
+                ):
                     raise HeartbeatError(
                         ErrorCode.UNRELEASED_INSTANCE_ID,
                         f"Static member {member_id} with instance id {req.instance_id} cannot "

@@ -359,3 +359,28 @@ def test_an_upgrade_that_would_overfill_the_group_leaves_it_classic(tmp_path: Pa
             assert group_kind(client) == ("classic", "Stable")
     finally:
         broker.stop()
+
+
+def test_a_consumer_member_takes_over_a_classic_static_members_instance(tmp_path: Path) -> None:
+    broker = BrokerProcess(tmp_path / "data", {"group.initial.rebalance.delay.ms": "0"}).start()
+    try:
+        with RawClient(broker.port) as client:
+            create(client, TOPIC, 4)
+            joined = classic_join(client, "", instance_id="inst-2")
+            assert joined.error_code == 0 and joined.leader == joined.member_id
+            everything = cp.encode_assignment([(TOPIC, [0, 1, 2, 3])], 1)
+            synced = classic_sync(
+                client,
+                joined.member_id,
+                joined.generation_id,
+                [Message(member_id=joined.member_id, assignment=everything)],
+            )
+            assert synced.error_code == 0
+            # The same instance restarted with group.protocol=consumer: it replaces the
+            # classic incarnation at once, keeping its partitions.
+            answer = join(client, GROUP, "upgraded", [TOPIC], instance_id="inst-2")
+            assert answer.error_code == 0, answer
+            assert members_of(client) == {"upgraded": 1}
+            assert group_kind(client)[0] == "consumer"
+    finally:
+        broker.stop()
