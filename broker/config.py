@@ -132,6 +132,7 @@ class Config:
     group_consumer_heartbeat_interval_ms: int
     group_consumer_max_size: int
     group_consumer_assignors: str
+    group_consumer_migration_policy: str
     # offsets.retention.minutes in ms (or minikafka.offsets.retention.ms when set).
     offsets_retention_ms: int
     offsets_retention_check_interval_ms: int
@@ -685,6 +686,15 @@ PROPERTIES: tuple[Property, ...] = (
         "names for them); the first is the default.",
         attr="group_consumer_assignors",
         validator=_check_assignors,
+    ),
+    Property(
+        "group.consumer.migration.policy",
+        _choice("disabled", "upgrade", "downgrade", "bidirectional"),
+        "bidirectional",
+        "Online migration between classic and KIP-848 consumer groups: bidirectional, "
+        "upgrade (a classic group becomes a consumer group when a consumer-protocol member "
+        "joins), downgrade (back when the last one leaves) or disabled.",
+        attr="group_consumer_migration_policy",
     ),
     Property(
         "offsets.retention.minutes",

@@ -215,6 +215,7 @@ def _open_groups(config: Config, state: BrokerState) -> GroupCoordinator:
         heartbeat_interval_ms=config.group_consumer_heartbeat_interval_ms,
         max_size=config.group_consumer_max_size,
         assignors=consumer_assignors(config.group_consumer_assignors),
+        migration_policy=config.group_consumer_migration_policy,
     )
 
     def topics() -> dict[str, tuple[bytes, int]]:

@@ -14,6 +14,10 @@ instance id, rack id, client id, client host, rebalance timeout int32, subscribe
 (int32 count + strings), regex, server assignor, member epoch int32, previous member epoch
 int32, state int8, assigned partitions, partitions pending revocation, target assignment.
 Partitions: int32 topic count, then per topic 16-byte id, int32 count, int32 partitions.
+Version 1 adds, after each member's target, its classic-protocol metadata (Kafka's
+ConsumerGroupMemberMetadataValue.ClassicMemberMetadata, set for a member that joined through
+JoinGroup): session timeout int32 (-1: the member uses the consumer protocol), then int32
+count of (protocol name, int32-length metadata bytes). Version 0 is still read.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-FORMAT_VERSION = 0
+FORMAT_VERSION = 1
 
 # topic id -> partitions, sorted, as stored.
 Partitions = tuple[tuple[bytes, tuple[int, ...]], ...]
@@ -45,6 +49,10 @@ class ConsumerMemberRecord:
     assigned: Partitions
     pending_revocation: Partitions
     target: Partitions
+    # A classic-protocol member (online migration): its session timeout and JoinGroup
+    # protocols (name, metadata); None / () for a consumer-protocol member.
+    classic_session_timeout_ms: int | None = None
+    classic_protocols: tuple[tuple[str, bytes], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +82,10 @@ def encode(record: ConsumerGroupRecord) -> bytes:
         out += struct.pack(">iib", m.member_epoch, m.previous_member_epoch, m.state)
         for parts in (m.assigned, m.pending_revocation, m.target):
             out += _enc_partitions(parts)
+        session = -1 if m.classic_session_timeout_ms is None else m.classic_session_timeout_ms
+        out += struct.pack(">ii", session, len(m.classic_protocols))
+        for name, metadata in m.classic_protocols:
+            out += _enc(name) + struct.pack(">i", len(metadata)) + metadata
     return bytes(out)
 
 
@@ -83,7 +95,7 @@ def decode(data: bytes, pos: int) -> ConsumerGroupRecord:
     Raises ValueError or struct.error on anything malformed."""
     version, group_epoch, assignment_epoch, count = struct.unpack_from(">hiii", data, pos)
     pos += 14
-    if version != FORMAT_VERSION:
+    if version not in (0, FORMAT_VERSION):
         raise ValueError(f"consumer group record version {version}")
     if count < 0 or count > len(data):
         raise ValueError("bad member count")
@@ -109,6 +121,23 @@ def decode(data: bytes, pos: int) -> ConsumerGroupRecord:
         assigned, pos = _partitions(data, pos)
         pending, pos = _partitions(data, pos)
         target, pos = _partitions(data, pos)
+        session: int | None = None
+        protocols: list[tuple[str, bytes]] = []
+        if version >= 1:
+            session, protocol_count = struct.unpack_from(">ii", data, pos)
+            pos += 8
+            if protocol_count < 0 or protocol_count > len(data):
+                raise ValueError("bad protocol count")
+            for _ in range(protocol_count):
+                name, pos = _str(data, pos)
+                (size,) = struct.unpack_from(">i", data, pos)
+                pos += 4
+                if size < 0 or pos + size > len(data):
+                    raise ValueError("protocol metadata past the end of the record")
+                protocols.append((name, bytes(data[pos : pos + size])))
+                pos += size
+            if session is not None and session < 0:
+                session = None
         members.append(
             ConsumerMemberRecord(
                 member_id,
@@ -126,6 +155,8 @@ def decode(data: bytes, pos: int) -> ConsumerGroupRecord:
                 assigned,
                 pending,
                 target,
+                session,
+                tuple(protocols),
             )
         )
     if pos != len(data):

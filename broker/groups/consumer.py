@@ -70,10 +70,18 @@ class ConsumerMember:
     state: MemberState = MemberState.STABLE
     assigned: TopicPartitions = field(default_factory=dict)
     pending_revocation: TopicPartitions = field(default_factory=dict)
+    # Set for a member that joined through JoinGroup (Kafka's ClassicMemberMetadata): its
+    # session timeout and JoinGroup protocols (name, metadata), first one as it sent them.
+    classic_session_timeout_ms: int | None = None
+    classic_protocols: tuple[tuple[str, bytes], ...] = ()
     # Monotonic ms deadlines (not persisted): session expiry, and the rebalance timeout while
     # the member holds partitions it must revoke.
     session_deadline: int | None = None
     rebalance_deadline: int | None = None
+    # A classic member's join and sync timeouts (Kafka's consumerGroupJoinKey/SyncKey
+    # timers): it must rejoin, or sync after joining, within its rebalance timeout.
+    join_deadline: int | None = None
+    sync_deadline: int | None = None
 
     def subscription_key(self) -> tuple[object, ...]:
         """What, when it changes, bumps the group epoch (Kafka's hasMemberSubscriptionChanged
@@ -84,6 +92,10 @@ class ConsumerMember:
             self.server_assignor,
             self.rack_id,
         )
+
+    @property
+    def uses_classic_protocol(self) -> bool:
+        return self.classic_session_timeout_ms is not None
 
     def is_reconciled_to(self, epoch: int) -> bool:
         return self.state is MemberState.STABLE and self.member_epoch == epoch
@@ -128,6 +140,30 @@ class ConsumerGroup:
 
     def is_empty(self) -> bool:
         return not self.members
+
+    def classic_members(self) -> list[ConsumerMember]:
+        return [m for m in self.members.values() if m.uses_classic_protocol]
+
+    def supports_classic_protocols(self, protocol_type: str, names: set[str]) -> bool:
+        """Kafka's ConsumerGroup.supportsClassicProtocols: a JoinGroup's protocols must include
+        one that every classic member supports."""
+        if protocol_type != "consumer":
+            return False
+        classic = self.classic_members()
+        if not self.members or not classic:
+            return bool(names)
+        return any(all(n in {p for p, _ in m.classic_protocols} for m in classic) for n in names)
+
+    def waiting_on_unreleased_partition(self, member: ConsumerMember) -> bool:
+        """Kafka's waitingOnUnreleasedPartition: a partition of its target still held."""
+        if member.state is not MemberState.UNRELEASED_PARTITIONS:
+            return False
+        held = self.partition_epochs()
+        for topic_id, partitions in self.target.get(member.member_id, {}).items():
+            have = member.assigned.get(topic_id, frozenset())
+            if any(p not in have and (topic_id, p) in held for p in partitions):
+                return True
+        return False
 
     def preferred_assignor(self, default: str) -> str:
         """The server assignor most members ask for (Kafka's preferredServerAssignor)."""
@@ -287,6 +323,8 @@ class ConsumerGroup:
                     assigned=_frozen(m.assigned),
                     pending_revocation=_frozen(m.pending_revocation),
                     target=_frozen(self.target.get(m.member_id, {})),
+                    classic_session_timeout_ms=m.classic_session_timeout_ms,
+                    classic_protocols=m.classic_protocols,
                 )
                 for m in self.members.values()
             ),
@@ -314,6 +352,8 @@ class ConsumerGroup:
                     state=MemberState(r.state),
                     assigned=_thawed(r.assigned),
                     pending_revocation=_thawed(r.pending_revocation),
+                    classic_session_timeout_ms=r.classic_session_timeout_ms,
+                    classic_protocols=r.classic_protocols,
                 )
             )
             group.target[r.member_id] = _thawed(r.target)

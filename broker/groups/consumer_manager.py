@@ -50,6 +50,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from broker.groups import migration
 from broker.groups.assignors import ASSIGNORS
 from broker.groups.consumer import (
     LEAVE_GROUP_MEMBER_EPOCH,
@@ -86,6 +87,8 @@ class ConsumerGroupSettings:
     heartbeat_interval_ms: int = 5_000
     max_size: int = 2**31 - 1
     assignors: tuple[str, ...] = ("uniform", "range")
+    # group.consumer.migration.policy: disabled, upgrade, downgrade or bidirectional.
+    migration_policy: str = "bidirectional"
 
 
 @dataclass(slots=True)
@@ -131,6 +134,10 @@ class ConsumerGroupManager:
         self._persist = persist
         self.groups: dict[str, ConsumerGroup] = {}
         self._regexes: dict[str, re.Pattern[str]] = {}
+        # Set by the coordinator: replaces the group by a classic group without the leaving
+        # members (Kafka's convertToClassicGroup).
+        # Called with the group, the leaving members, and whether a rebalance must follow.
+        self.on_downgrade: Callable[[ConsumerGroup, set[str], bool], None] | None = None
 
     # --- per-group settings ----------------------------------------------------------------
 
@@ -155,6 +162,13 @@ class ConsumerGroupManager:
             return self._heartbeat(req, now)
         except HeartbeatError as e:
             return HeartbeatResult(e.code, e.message)
+
+    def valid_request(self, req: HeartbeatRequest) -> bool:
+        try:
+            self._validate(req)
+        except HeartbeatError:
+            return False
+        return True
 
     def _validate(self, req: HeartbeatRequest) -> None:
         def invalid(message: str) -> HeartbeatError:
@@ -277,12 +291,55 @@ class ConsumerGroupManager:
         return group
 
     def fence(self, group: ConsumerGroup, member_id: str) -> None:
-        """Kafka's consumerGroupFenceMember: remove the member and bump the group epoch, so
-        the others get a new target at their next heartbeat."""
-        if group.remove_member(member_id) is None:
+        self.fence_members(group, {member_id})
+
+    def fence_members(self, group: ConsumerGroup, member_ids: set[str]) -> None:
+        """Kafka's consumerGroupFenceMembers: remove the members and bump the group epoch, so
+        the others get a new target at their next heartbeat; or, when only classic-protocol
+        members would remain and the policy allows it, downgrade the group to a classic one
+        (validateOnlineDowngradeWithFencedMembers)."""
+        if self.groups.get(group.group_id) is not group:
+            return  # converted meanwhile
+        leaving = {m for m in member_ids if m in group.members}
+        if not leaving:
             return
+        if self._can_downgrade(group, leaving) and self.on_downgrade is not None:
+            self.on_downgrade(group, leaving, True)
+            return
+        for member_id in leaving:
+            group.remove_member(member_id)
         group.group_epoch += 1
         self._persist(group)
+
+    def can_downgrade_replacing(self, group: ConsumerGroup, replaced: ConsumerMember) -> bool:
+        """Kafka's validateOnlineDowngradeWithReplacedMember: a classic static member takes
+        the place of the only consumer-protocol member."""
+        others = [m for m in group.members.values() if m is not replaced]
+        if replaced.uses_classic_protocol or not all(m.uses_classic_protocol for m in others):
+            return False
+        if not migration.downgrade_enabled(self.settings.migration_policy):
+            log.info(
+                "Cannot downgrade consumer group %s to classic group because the online "
+                "downgrade is disabled.",
+                group.group_id,
+            )
+            return False
+        return True
+
+    def _can_downgrade(self, group: ConsumerGroup, leaving: set[str]) -> bool:
+        remaining = [m for m in group.members.values() if m.member_id not in leaving]
+        if not all(m.uses_classic_protocol for m in remaining):
+            return False
+        if not remaining:
+            return False  # Kafka: "Skip downgrading ... because it's empty."
+        if not migration.downgrade_enabled(self.settings.migration_policy):
+            log.info(
+                "Cannot downgrade consumer group %s to classic group because the online "
+                "downgrade is disabled.",
+                group.group_id,
+            )
+            return False
+        return True
 
     def _heartbeat(self, req: HeartbeatRequest, now: int) -> HeartbeatResult:
         joining = req.member_epoch == 0
@@ -323,7 +380,12 @@ class ConsumerGroupManager:
             ):
                 member = previous
             else:
-                if previous.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                # A classic member's instance is taken over at once (Kafka checks the
+                # release only when both use the consumer protocol).
+                if (
+                    previous.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH
+                    and not previous.uses_classic_protocol
+                ):
                     raise HeartbeatError(
                         ErrorCode.UNRELEASED_INSTANCE_ID,
                         f"Static member {member_id} with instance id {req.instance_id} cannot "
@@ -409,7 +471,7 @@ class ConsumerGroupManager:
                 member.rebalance_deadline = now + max(member.rebalance_timeout_ms, 0)
         else:
             member.rebalance_deadline = None
-        member.session_deadline = now + self.session_timeout_ms(group.group_id)
+        member.session_deadline = now + self.member_session_timeout_ms(group.group_id, member)
         after = (member.member_epoch, member.state, member.assigned, member.pending_revocation)
         if changed or before != after:
             self._persist(group)
@@ -426,6 +488,51 @@ class ConsumerGroupManager:
             assignment=dict(member.assigned) if send_assignment else None,
             changed=[group.group_id] if changed or before != after else [],
         )
+
+    def topics(self) -> dict[str, tuple[bytes, int]]:
+        return self._topics()
+
+    def update_target_and_reconcile(
+        self,
+        group: ConsumerGroup,
+        member: ConsumerMember,
+        *,
+        bump: bool,
+        owned: list[tuple[bytes, list[int]]] | None,
+    ) -> bool:
+        """For a classic member's JoinGroup (already put in the group): the group epoch, the
+        target assignment and the member's reconciliation, as a heartbeat does them (Kafka
+        times a classic member's revocation with its join and sync timeouts, not with the
+        rebalance timeout). Returns whether the group epoch was bumped."""
+        if group.group_id not in self.groups:
+            self.groups[group.group_id] = group
+        resolved = self._resolve(group)
+        metadata = self._subscription_metadata(group, resolved)
+        if metadata != group.subscription_metadata:
+            group.subscription_metadata = metadata
+            bump = True
+        if bump:
+            group.group_epoch += 1
+        if group.group_epoch > group.assignment_epoch:
+            assignor = group.preferred_assignor(self.settings.assignors[0])
+            group.compute_target(assignor, resolved, group.group_epoch)
+            log.info(
+                "group %s: target assignment for epoch %d with %s",
+                group.group_id,
+                group.group_epoch,
+                assignor,
+            )
+        group.reconcile(member, owned)
+        return bump
+
+    def persist(self, group: ConsumerGroup) -> None:
+        self._persist(group)
+
+    def member_session_timeout_ms(self, group_id: str, member: ConsumerMember) -> int:
+        """A classic member's own session timeout (from its JoinGroup), else the group's."""
+        if member.classic_session_timeout_ms is not None:
+            return member.classic_session_timeout_ms
+        return self.session_timeout_ms(group_id)
 
     def _resolve(self, group: ConsumerGroup) -> dict[str, frozenset[str]]:
         regexes = {
@@ -458,7 +565,7 @@ class ConsumerGroupManager:
             d
             for g in self.groups.values()
             for m in g.members.values()
-            for d in (m.session_deadline, m.rebalance_deadline)
+            for d in (m.session_deadline, m.rebalance_deadline, m.join_deadline, m.sync_deadline)
             if d is not None
         ]
         return min(deadlines) if deadlines else None
@@ -469,6 +576,21 @@ class ConsumerGroupManager:
                 if member.session_deadline is not None and member.session_deadline <= now:
                     log.info(
                         "group %s: member %s fenced: the member session expired",
+                        group.group_id,
+                        member.member_id,
+                    )
+                    self.fence(group, member.member_id)
+                elif member.join_deadline is not None and member.join_deadline <= now:
+                    log.info(
+                        "group %s: member %s fenced: the classic member failed to join within "
+                        "the rebalance timeout",
+                        group.group_id,
+                        member.member_id,
+                    )
+                    self.fence(group, member.member_id)
+                elif member.sync_deadline is not None and member.sync_deadline <= now:
+                    log.info(
+                        "group %s: member %s fenced: the member failed to sync within timeout",
                         group.group_id,
                         member.member_id,
                     )
@@ -488,7 +610,7 @@ class ConsumerGroupManager:
 
     def load(self, group: ConsumerGroup, now: int) -> None:
         for member in group.members.values():
-            member.session_deadline = now + self.session_timeout_ms(group.group_id)
+            member.session_deadline = now + self.member_session_timeout_ms(group.group_id, member)
         # Partition counts are compared again at the next heartbeat.
         group.subscription_metadata = self._subscription_metadata(group, self._resolve(group))
         self.groups[group.group_id] = group
@@ -505,10 +627,13 @@ class ConsumerGroupManager:
         member = group.members.get(member_id)
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
-        if not txn and version < 9:
+        if not txn and not member.uses_classic_protocol and version < 9:
             # "OffsetCommit version 9 or above must be used by members using the modern
             # group protocol" (Kafka answers UNSUPPORTED_VERSION).
             return ErrorCode.UNSUPPORTED_VERSION
+        if member_epoch != member.member_epoch and member.uses_classic_protocol:
+            # A classic member's generation is its member epoch (validateMemberEpoch).
+            return ErrorCode.ILLEGAL_GENERATION
         if member_epoch != member.member_epoch:
             log.info(
                 "group %s: commit from %s refused: the received member epoch %d does not match "
@@ -528,8 +653,14 @@ class ConsumerGroupManager:
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
         if member_epoch != member.member_epoch:
+            if member.uses_classic_protocol:
+                return ErrorCode.ILLEGAL_GENERATION
             return ErrorCode.STALE_MEMBER_EPOCH
         return ErrorCode.NONE
+
+    def subscribed_topics(self, group: ConsumerGroup) -> set[str]:
+        """Every topic name the members subscribe to, by name or by a resolved regex."""
+        return group.subscribed_topic_names(self._resolve(group))
 
     def state_of(self, group: ConsumerGroup) -> GroupState:
         return group.state

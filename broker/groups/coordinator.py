@@ -24,9 +24,13 @@ parked JoinGroup/SyncGroup answer and the fsync of committed offsets, both after
 - KIP-848 consumer groups live in ``consumer`` (a ``ConsumerGroupManager``) beside the classic
   ones; a group id names one kind at a time. An Empty group of one kind is replaced by the
   other kind when a member of the other protocol joins, keeping its offsets (Kafka's
-  maybeDeleteEmptyClassicGroup / maybeDeleteEmptyConsumerGroup). Deviation: a non-empty group
-  is not migrated online; Kafka answers as with ``group.consumer.migration.policy=disabled``:
-  a ConsumerGroupHeartbeat gets GROUP_ID_NOT_FOUND, a JoinGroup INCONSISTENT_GROUP_PROTOCOL.
+  maybeDeleteEmptyClassicGroup / maybeDeleteEmptyConsumerGroup). A non-empty one migrates
+  online as ``group.consumer.migration.policy`` allows: a ConsumerGroupHeartbeat join
+  upgrades a classic group (``_upgrade``, ``migration.to_consumer_group``), whose classic
+  members are then served from the consumer group (``consumer_classic``); when the last
+  consumer-protocol member leaves or is fenced, ``_downgrade`` makes it a classic group again
+  and starts a rebalance. Otherwise a ConsumerGroupHeartbeat gets GROUP_ID_NOT_FOUND, a
+  JoinGroup INCONSISTENT_GROUP_PROTOCOL, as Kafka's.
 - ``cleanup_group_metadata`` is Kafka's GroupCoordinatorShard.cleanupGroupMetadata, run by
   the broker's background task every offsets.retention.check.interval.ms: the offsets that
   ``offset_expiration`` finds expired are tombstoned in the committed-offsets log, and a
@@ -44,7 +48,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from broker.flusher import Flusher
+from broker.groups import consumer_classic, consumer_protocol, migration
 from broker.groups.classic import (
+    CONSUMER_PROTOCOL_TYPE,
     ClassicGroup,
     GroupSettings,
     GroupState,
@@ -63,7 +69,11 @@ from broker.groups.consumer_manager import (
     HeartbeatResult,
     TopicsView,
 )
-from broker.groups.offset_expiration import expired_offsets
+from broker.groups.offset_expiration import (
+    ExpiringGroup,
+    ModernGroupExpiration,
+    expired_offsets,
+)
 from protocol.errors import ErrorCode
 from storage.committed_offsets import (
     CommittedOffset,
@@ -140,6 +150,7 @@ class GroupCoordinator:
         )
         for group_id, consumer_record in store.consumer_groups().items():
             self.consumer.load(ConsumerGroup.restore(group_id, consumer_record), now)
+        self.consumer.on_downgrade = self._downgrade
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -336,7 +347,13 @@ class GroupCoordinator:
         consumer_group = self.consumer.groups.get(group_id)
         if consumer_group is not None:
             if not consumer_group.is_empty():
-                return JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "")
+                # classicGroupJoinToConsumerGroup: answered at once, once its record is
+                # written.
+                joined = consumer_classic.join(self.consumer, consumer_group, req, monotonic_ms())
+                self._poke()
+                if joined.error == ErrorCode.NONE:
+                    await self._durable(group_id)
+                return joined
             self._drop_empty_consumer_group(group_id)
         group = self._live(group_id)
         if group is None:
@@ -365,6 +382,20 @@ class GroupCoordinator:
         refused = self._refusal(group_id)
         if refused is not None:
             return SyncResult(refused)
+        consumer_group = self.consumer.groups.get(group_id)
+        if consumer_group is not None:
+            synced = consumer_classic.sync(
+                self.consumer,
+                consumer_group,
+                member_id,
+                group_instance_id,
+                generation_id,
+                protocol_type,
+                protocol_name,
+                monotonic_ms(),
+            )
+            self._poke()
+            return synced
         group = self._live(group_id)
         if group is None:
             return SyncResult(ErrorCode.UNKNOWN_MEMBER_ID)
@@ -391,6 +422,18 @@ class GroupCoordinator:
         refused = self._refusal(group_id)
         if refused is not None:
             return refused
+        consumer_group = self.consumer.groups.get(group_id)
+        if consumer_group is not None:
+            answer = consumer_classic.heartbeat(
+                self.consumer,
+                consumer_group,
+                member_id,
+                group_instance_id,
+                generation_id,
+                monotonic_ms(),
+            )
+            self._poke()
+            return answer
         group = self._live(group_id)
         if group is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
@@ -405,6 +448,11 @@ class GroupCoordinator:
         refused = self._refusal(group_id)
         if refused is not None:
             return refused, []
+        consumer_group = self.consumer.groups.get(group_id)
+        if consumer_group is not None:
+            errors = consumer_classic.leave(self.consumer, consumer_group, members)
+            self._poke()
+            return ErrorCode.NONE, errors
         group = self._live(group_id)
         if group is None:
             # Kafka 4.0 (GroupCoordinatorService.leaveGroup): "group not found" becomes
@@ -603,11 +651,18 @@ class GroupCoordinator:
         started = monotonic_ms()
         now = self._clock()
         tombstones = deleted = 0
-        for group_id, group in list(self.groups.items()):
-            if group.state is GroupState.DEAD:
-                continue
+        candidates: list[tuple[str, ExpiringGroup, bool]] = [
+            (group_id, group, group.is_empty())
+            for group_id, group in self.groups.items()
+            if group.state is not GroupState.DEAD
+        ]
+        candidates += [
+            (group_id, ModernGroupExpiration(self.consumer.subscribed_topics(g)), g.is_empty())
+            for group_id, g in self.consumer.groups.items()
+        ]
+        for group_id, view, empty in candidates:
             expired, none_left = expired_offsets(
-                group, self.store.offsets(group_id), now, self.settings.offsets_retention_ms
+                view, self.store.offsets(group_id), now, self.settings.offsets_retention_ms
             )
             if expired:
                 self.store.delete_offsets(group_id, expired)
@@ -618,10 +673,12 @@ class GroupCoordinator:
                     len(expired),
                     ", ".join(f"{t}-{p}" for t, p in expired),
                 )
-            if none_left and group.is_empty():
+            if none_left and empty:
                 self.store.delete_group(group_id)  # first: a failed write keeps the group
-                group.mark_dead()
-                del self.groups[group_id]
+                classic = self.groups.pop(group_id, None)
+                if classic is not None:
+                    classic.mark_dead()
+                self.consumer.groups.pop(group_id, None)
                 deleted += 1
                 log.info("group %s: Empty without committed offsets: deleted", group_id)
         if tombstones or deleted:
@@ -687,7 +744,20 @@ class GroupCoordinator:
             # GroupCoordinatorService answers COORDINATOR_NOT_AVAILABLE when not active.
             return HeartbeatResult(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         classic = self._live(req.group_id) if req.group_id else None
-        if classic is not None:
+        max_size = self.consumer.settings.max_size
+        if (
+            classic is not None
+            and req.member_epoch == 0
+            and len(classic.members) == max_size
+            and self.consumer.valid_request(req)
+        ):
+            # Kafka converts (the group is not over the limit) then finds it full and
+            # discards the whole change: the group stays classic.
+            return HeartbeatResult(
+                ErrorCode.GROUP_MAX_SIZE_REACHED,
+                f"The consumer group has reached its maximum capacity of {max_size} members.",
+            )
+        if classic is not None and self.consumer.valid_request(req):
             refusal = self._classic_in_the_way(classic, req.member_epoch == 0)
             if refusal is not None:
                 return HeartbeatResult(ErrorCode.GROUP_ID_NOT_FOUND, refusal)
@@ -704,14 +774,79 @@ class GroupCoordinator:
         if not joining:
             return f"Group {group_id} is not a consumer group."
         if not classic.is_empty():
-            return (
-                f"Cannot upgrade classic group {group_id} to consumer group because online "
-                "upgrade is disabled."
-            )
+            return self._upgrade(classic)
         classic.mark_dead()
         del self.groups[group_id]
         log.info("group %s: converted the empty classic group to a consumer group", group_id)
         return None
+
+    def _upgrade(self, classic: ClassicGroup) -> str | None:
+        """Kafka's validateOnlineUpgrade + convertToConsumerGroup: the classic group becomes
+        a consumer group with its members (still served through the classic APIs); members
+        parked in JoinGroup/SyncGroup get REBALANCE_IN_PROGRESS and rejoin. Else the
+        GROUP_ID_NOT_FOUND message."""
+        group_id = classic.group_id
+        refusal = None
+        if not migration.upgrade_enabled(self.consumer.settings.migration_policy):
+            refusal = "online upgrade is disabled"
+        elif classic.protocol_type != CONSUMER_PROTOCOL_TYPE:
+            refusal = "the group does not use the consumer embedded protocol"
+        elif len(classic.members) > self.consumer.settings.max_size:
+            refusal = "the group size exceeds the consumer group maximum size"
+        if refusal is not None:
+            log.info(
+                "Cannot upgrade classic group %s to consumer group because %s.", group_id, refusal
+            )
+            return f"Cannot upgrade classic group {group_id} to consumer group because {refusal}."
+        try:
+            converted = migration.to_consumer_group(classic, self.consumer.topics())
+        except consumer_protocol.MalformedProtocol as e:
+            log.warning("Cannot upgrade classic group %s: %s", group_id, e)
+            return (
+                f"Cannot upgrade classic group {group_id} to consumer group because the "
+                "embedded consumer protocol is malformed."
+            )
+        except migration.CustomAssignorInUse:
+            return (
+                f"Cannot upgrade classic group {group_id} to consumer group because an "
+                "unsupported custom assignor is in use. Please refer to the documentation or "
+                "switch to a default assignor before re-attempting the upgrade."
+            )
+        classic.unload(ErrorCode.REBALANCE_IN_PROGRESS)
+        classic.mark_dead()
+        del self.groups[group_id]
+        self.consumer.load(converted, monotonic_ms())
+        self._persist_consumer_group(converted)
+        log.info("[GroupId %s] Converted the classic group to a consumer group.", group_id)
+        return None
+
+    def _downgrade(self, group: ConsumerGroup, leaving: set[str], rebalance: bool) -> None:
+        """Kafka's convertToClassicGroup: a Stable classic group at the group epoch with the
+        remaining (classic) members and their target assignments, written, then a rebalance
+        so they rejoin (for members leaving, or a replacing static member whose subscription
+        differs)."""
+        group_id = group.group_id
+        names = {tid: name for name, (tid, _) in self.consumer.topics().items()}
+        protocol, members = migration.to_classic_members(group, leaving, names)
+        del self.consumer.groups[group_id]
+        classic = self._new_group(group_id, None)
+        classic.generation_id = group.group_epoch
+        classic.protocol_type = CONSUMER_PROTOCOL_TYPE
+        now = monotonic_ms()
+        classic.restore(protocol, None, members, now)
+        self.groups[group_id] = classic
+        self._persist_group(classic)
+        if rebalance and leaving:
+            classic.prepare_rebalance(
+                now, f"Downgrade group {group_id} from consumer to classic for member leaving."
+            )
+        elif rebalance:
+            classic.prepare_rebalance(
+                now,
+                f"Downgrade group {group_id} from consumer to classic for static member "
+                "replacement with different subscription.",
+            )
+        log.info("[GroupId %s] Converted the consumer group to a classic group.", group_id)
 
     def _drop_empty_consumer_group(self, group_id: str) -> None:
         """An Empty consumer group gives way to a classic group of the same id (Kafka's

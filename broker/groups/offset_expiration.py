@@ -1,8 +1,10 @@
 """Which committed offsets of a group have expired: Kafka 4.0's
 OffsetMetadataManager.cleanupExpiredOffsets with OffsetExpirationConditionImpl.
 
-- The group says from when retention counts (``ClassicGroup.offset_expiration_base``), or
-  that nothing may expire now; then nothing expires and the group is not left empty.
+- The group says from when retention counts (``ClassicGroup.offset_expiration_base``; a
+  KIP-848 consumer group always counts from each commit, as Kafka's
+  ConsumerGroup.offsetExpirationCondition), or that nothing may expire now; then nothing
+  expires and the group is not left empty.
 - Offsets of a topic the group subscribes to never expire (isSubscribedToTopic).
 - Any other offset expires when it carries an expire timestamp (OffsetCommit v2-4 with a
   retention_time_ms) and now has reached it, or otherwise when
@@ -14,12 +16,21 @@ TxnOffsetCommit, so there are none.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Protocol
 
-from broker.groups.classic import ClassicGroup
 from storage.committed_offsets import CommittedOffset
 
 TopicPartition = tuple[str, int]
+
+
+class ExpiringGroup(Protocol):
+    """What the rule needs of a group (Kafka's Group.offsetExpirationCondition and
+    isSubscribedToTopic)."""
+
+    def offset_expiration_base(self) -> Callable[[int], int] | None: ...
+
+    def is_subscribed_to_topic(self, topic: str) -> bool: ...
 
 
 def is_expired(
@@ -32,7 +43,7 @@ def is_expired(
 
 
 def expired_offsets(
-    group: ClassicGroup,
+    group: ExpiringGroup,
     offsets: Mapping[TopicPartition, CommittedOffset],
     now_ms: int,
     retention_ms: int,
@@ -50,3 +61,22 @@ def expired_offsets(
         and is_expired(offset, base(offset.commit_timestamp_ms), now_ms, retention_ms)
     ]
     return expired, len(expired) == len(offsets)
+
+
+class ModernGroupExpiration:
+    """A KIP-848 consumer group for the rule: retention counts from each commit in every
+    state (ConsumerGroup.offsetExpirationCondition), and the topics its members subscribe to
+    by name or resolved regex are spared (ModernGroup.isSubscribedToTopic)."""
+
+    def __init__(self, subscribed: set[str]) -> None:
+        self._subscribed = subscribed
+
+    def offset_expiration_base(self) -> Callable[[int], int] | None:
+        return _from_commit
+
+    def is_subscribed_to_topic(self, topic: str) -> bool:
+        return topic in self._subscribed
+
+
+def _from_commit(commit_timestamp_ms: int) -> int:
+    return commit_timestamp_ms

@@ -3,12 +3,12 @@
 Behaviour: as Kafka 4.0's GroupMetadataManager.consumerGroupDescribe and
 ConsumerGroup.asDescribedGroup: state, group epoch, assignment epoch, the assignor the members
 prefer (default: the first of group.consumer.assignors), and each member with its epoch, ids,
-subscription, current and target assignment (topic ids and names); v1 adds the member type
-(1 = consumer protocol, KIP-1099). An empty id gets INVALID_GROUP_ID, a missing group
-GROUP_ID_NOT_FOUND "Group X not found.", a classic group GROUP_ID_NOT_FOUND "Group X is not a
-consumer group." (recorded from Kafka 4.0.0 in kafka-oracle/admin_groups_confluent);
-COORDINATOR_NOT_AVAILABLE while shutting down. With include_authorized_operations, the
-operations Kafka allows on a group with no authorizer.
+subscription, current and target assignment (topic ids and names); v1 adds the member type (1 =
+consumer protocol, 0 = a classic member of a migrating group; KIP-1099). An empty id gets
+INVALID_GROUP_ID, a missing group GROUP_ID_NOT_FOUND "Group X not found.", a classic group
+GROUP_ID_NOT_FOUND "Group X is not a consumer group." (recorded from Kafka 4.0.0 in
+kafka-oracle/admin_groups_confluent); COORDINATOR_NOT_AVAILABLE while shutting down. With
+include_authorized_operations, the operations Kafka allows on a group with no authorizer.
 Authorization (with an authorizer): DESCRIBE on each group, else GROUP_AUTHORIZATION_FAILED;
 authorized operations are the caller's.
 """
@@ -30,6 +30,8 @@ MIN_VERSION = 0
 MAX_VERSION = 1
 
 CONSUMER_MEMBER_TYPE = 1
+# A member that joined through JoinGroup (online migration).
+CLASSIC_MEMBER_TYPE = 0
 
 
 def _assignment(ctx: RequestContext, parts: TopicPartitions) -> Message:
@@ -64,7 +66,9 @@ def _describe(ctx: RequestContext, group: ConsumerGroup, with_operations: bool) 
                 subscribed_topic_regex=m.subscribed_topic_regex,
                 assignment=_assignment(ctx, m.assigned),
                 target_assignment=_assignment(ctx, group.target.get(m.member_id, {})),
-                member_type=CONSUMER_MEMBER_TYPE,
+                member_type=CLASSIC_MEMBER_TYPE
+                if m.uses_classic_protocol
+                else CONSUMER_MEMBER_TYPE,
             )
             for m in group.members.values()
         ],

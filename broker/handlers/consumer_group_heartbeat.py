@@ -10,8 +10,9 @@ INVALID_REGULAR_EXPRESSION, UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH, FENCED_INSTA
 UNRELEASED_INSTANCE_ID, GROUP_MAX_SIZE_REACHED, GROUP_ID_NOT_FOUND, COORDINATOR_NOT_AVAILABLE
 while shutting down. An error answer has member epoch 0, interval 0 and no member id, as
 Kafka's. The answer waits for the group's record to be fsynced when it changed.
-Deviation: a non-empty classic group is not migrated online (as Kafka with
-group.consumer.migration.policy=disabled: GROUP_ID_NOT_FOUND).
+A join (epoch 0) to a non-empty classic group upgrades it to a consumer group when
+group.consumer.migration.policy allows (Kafka's default bidirectional; else GROUP_ID_NOT_FOUND
+"Cannot upgrade classic group X to consumer group because ..."), see broker.groups.migration.
 Authorization (with an authorizer): READ on the group, else GROUP_AUTHORIZATION_FAILED.
 """
 

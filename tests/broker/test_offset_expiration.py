@@ -17,6 +17,7 @@ import pytest
 
 from broker.flusher import Flusher
 from broker.groups.classic import ClassicGroup, GroupSettings, GroupState, JoinRequest
+from broker.groups.consumer_manager import HeartbeatRequest
 from broker.groups.coordinator import GroupCoordinator, OffsetToCommit
 from storage.committed_offsets import CommittedOffsets
 
@@ -361,3 +362,61 @@ def test_subscription_rule_of_kafkas_is_subscribed_to_topic() -> None:
         assert consumer.is_subscribed_to_topic("u")
     finally:
         loop.close()
+
+
+def consumer_join(group_id: str, topics: list[str]) -> HeartbeatRequest:
+    return HeartbeatRequest(
+        group_id=group_id,
+        member_id="m1",
+        member_epoch=0,
+        instance_id=None,
+        rack_id=None,
+        rebalance_timeout_ms=10**8,
+        subscribed_topic_names=topics,
+        subscribed_topic_regex=None,
+        server_assignor=None,
+        owned=[],
+        client_id="c",
+        client_host="/127.0.0.1",
+        version=1,
+    )
+
+
+@pytest.mark.asyncio
+async def test_consumer_group_offsets_expire_like_kafkas_consumer_group(tmp_path: Path) -> None:
+    """Kafka's ConsumerGroup.offsetExpirationCondition counts from each commit in any state
+    and spares the topics its members subscribe to (ModernGroup.isSubscribedToTopic); an
+    Empty consumer group left without offsets is deleted."""
+    clock = Clock(1_000_000)
+    topics = {"t": (b"\x01" * 16, 1), "u": (b"\x02" * 16, 1)}
+    coordinator = GroupCoordinator(
+        SETTINGS, CommittedOffsets.open(tmp_path), Flusher(), topics=lambda: topics, clock=clock
+    )
+    coordinator.start()
+    try:
+        joined = await coordinator.consumer_heartbeat(consumer_join("g", ["t"]))
+        assert joined.error == 0 and joined.member_epoch == 1
+        assert coordinator.validate_commit("g", "m1", None, 1, 9) == 0
+        await coordinator.commit("g", [offset("t"), offset("u")])
+        clock.now += RETENTION - 1
+        await coordinator.cleanup_group_metadata()
+        assert committed(coordinator, "g") == {("t", 0): 5, ("u", 0): 5}
+        clock.now += 1
+        await coordinator.cleanup_group_metadata()
+        assert committed(coordinator, "g") == {("t", 0): 5}
+        # The member leaves: Empty, and t's offset is past its retention since its commit.
+        leave = consumer_join("g", ["t"])
+        leave.member_epoch = -1
+        assert (await coordinator.consumer_heartbeat(leave)).error == 0
+        assert "g" in coordinator.consumer.groups
+        await coordinator.cleanup_group_metadata()
+        assert committed(coordinator, "g") == {}
+        assert "g" not in coordinator.consumer.groups
+    finally:
+        await coordinator.close()
+    reopened = CommittedOffsets.open(tmp_path)
+    try:
+        assert reopened.offsets("g") == {}
+        assert "g" not in reopened.consumer_groups()
+    finally:
+        reopened.close()
