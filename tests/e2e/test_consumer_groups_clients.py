@@ -165,3 +165,65 @@ def test_confluent_consumers_split_partitions_and_hand_them_over_without_rereadi
     assert len(read) == len(set(read)) == 600
     assert sorted({p for p, _ in read}) == list(range(PARTITIONS))
     assert committed(broker) == {p: 100 for p in range(PARTITIONS)}
+
+
+def test_confluent_group_survives_a_broker_restart_without_rereading(tmp_path: Path) -> None:
+    """Issue 18: a restart of the broker keeps the group. The members come back at the same
+    epochs with the same partitions (what the broker reloaded from its offsets log), no one is
+    fenced or revoked, and every record is read exactly once across the restart."""
+    settings = {
+        "group.consumer.heartbeat.interval.ms": "200",
+        "group.consumer.session.timeout.ms": "6000",
+    }
+    broker = BrokerProcess(tmp_path / "data", settings).start()
+    consumers: list[Consumer] = []
+    try:
+        with RawClient(broker.port) as client:
+            create(client, TOPIC, PARTITIONS)
+        produce(broker, 300, 0)
+        consumers = [Consumer(broker, f"rd-restart-{i}") for i in range(3)]
+        for c in consumers:
+            c.start()
+        wait_until(
+            lambda: sorted(len(c.assignment) for c in consumers) == [2, 2, 2],
+            "three members owning two partitions each",
+        )
+        wait_until(lambda: sum(len(c.read) for c in consumers) >= 300, "the first 300 read")
+        with RawClient(broker.port) as client:
+            before = describe(client, GROUP)
+        assert before.group_state == "Stable"
+
+        # SIGTERM and start again on the same port: the clients reconnect by themselves.
+        port = broker.port
+        assert broker.stop() == 0
+        broker.overrides["listeners"] = f"PLAINTEXT://127.0.0.1:{port}"
+        broker.start()
+        with RawClient(broker.port) as client:
+            after = describe(client, GROUP)
+        assert after.error_code == 0 and after.group_state == "Stable"
+        # Reloaded from the offsets log, not rebuilt by the members' heartbeats: same epochs.
+        assert after.group_epoch == before.group_epoch
+        assert after.assignment_epoch == before.assignment_epoch
+        assert {m.member_id: m.member_epoch for m in after.members} == {
+            m.member_id: m.member_epoch for m in before.members
+        }
+
+        produce(broker, 300, 300)
+        wait_until(lambda: sum(len(c.read) for c in consumers) >= 600, "every record read", 30)
+        with RawClient(broker.port) as client:
+            still = describe(client, GROUP)
+        assert still.group_epoch == before.group_epoch  # no member fenced, none rejoined
+        assert sorted(len(c.assignment) for c in consumers) == [2, 2, 2]
+    finally:
+        for c in consumers:
+            c.stop.set()
+        for c in consumers:
+            c.join(20)
+        try:
+            stored = committed(broker)
+        finally:
+            broker.stop()
+    assert all(c.error is None for c in consumers)
+    read = [r for c in consumers for r in c.read]
+    assert len(read) == len(set(read)) == 600
+    assert stored == {p: 100 for p in range(PARTITIONS)}
