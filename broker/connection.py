@@ -1,7 +1,9 @@
 """One client connection: frames in, responses out, strictly in request order.
 
-THE one place where response order is guaranteed. Frames are parsed from the Protocol's own
-buffer (DESIGN.md: ~9x faster than StreamReader.readexactly for large frames). A single
+THE one place where response order is guaranteed. A ``BufferedProtocol``: the transport reads
+straight into broker.frame_reader's buffers (small frames share one scratch buffer, a large
+frame is read into its own and never copied on the loop; each read is bounded so a pass of
+the loop over many busy connections stays short). A single
 worker task handles one request at a time, as Kafka does by muting a channel until its
 response is sent; clients pipeline up to max.in.flight requests and match responses to the
 head of their FIFO, so order is the contract (KAFKA_NOTES §3).
@@ -35,6 +37,7 @@ import ssl
 from typing import TYPE_CHECKING
 
 from broker.dispatch import CloseConnection, Dispatcher, Handler, RequestContext
+from broker.frame_reader import Frame, FrameReader
 from broker.security.principal import ANONYMOUS, KafkaPrincipal
 from broker.security.sasl_session import SaslSession
 from broker.security.tls import principal_name
@@ -42,7 +45,7 @@ from broker.zero_copy import SENDFILE_MIN_BYTES, FileRecords
 from protocol import codec
 from protocol.codec import Deferred
 from protocol.errors import ErrorCode
-from protocol.frame import FrameError, check_length, read_length
+from protocol.frame import FrameError
 from protocol.header import decode_request_header, encode_response_header, peek_header
 from protocol.messages.api_versions import API_VERSIONS
 from protocol.primitives import INT32, DecodeError, Reader
@@ -59,7 +62,7 @@ READ_AHEAD_BYTES = 64 * 1024
 READ_AHEAD_REQUESTS = 8
 
 
-class KafkaConnection(asyncio.Protocol):
+class KafkaConnection(asyncio.BufferedProtocol):
     def __init__(
         self,
         state: BrokerState,
@@ -79,11 +82,11 @@ class KafkaConnection(asyncio.Protocol):
         self.quota_address = quota_address
         self.peer = "?"
         self.transport: asyncio.Transport | None = None
-        self._buf = bytearray()
+        self._reader = FrameReader(state.frame_buffers)
         # Complete requests not yet started, with the pool bytes each holds.
-        self._frames: collections.deque[tuple[bytes, int]] = collections.deque()
+        self._frames: collections.deque[tuple[Frame, int]] = collections.deque()
         self._queued_bytes = 0
-        # Pool bytes taken for the partial request in _buf; -1 while waiting for them.
+        # Pool bytes taken for the partial request in _reader; -1 while waiting for them.
         self._partial_reserved = 0
         self._busy = False
         self._eof = False
@@ -118,50 +121,45 @@ class KafkaConnection(asyncio.Protocol):
         self._last_active = loop.time()
         self._schedule_idle_check(self.state.config.connections_max_idle_ms / 1000)
 
-    def data_received(self, data: bytes) -> None:
+    def get_buffer(self, sizehint: int) -> memoryview:
+        # The incomplete request is read whole once it is the next one handled (else only
+        # the read-ahead, in the scratch buffer).
+        return self._reader.buffer(whole=not self._busy and not self._frames)
+
+    def buffer_updated(self, nbytes: int) -> None:
         if self._closing:
             return
         self._last_active = asyncio.get_running_loop().time()
-        buf = self._buf
-        buf += data
         max_bytes = self.state.config.socket_request_max_bytes
         if self.sasl is not None and not self.sasl.authenticated:
             # SaslServerAuthenticator reads with sasl.server.max.receive.size until done.
             max_bytes = self.sasl.max_receive_size
-        budget = self.state.request_budget
-        queued = False
-        while len(buf) >= 4:
-            length = read_length(buf)
-            try:
-                check_length(length, max_bytes)
-            except FrameError as exc:
-                # Checked before anything is allocated for the frame, as Kafka does.
-                log.warning("closing connection from %s: %s", self.peer, exc)
-                self.close()
-                return
-            end = 4 + length
-            if len(buf) < end:
-                break
-            with memoryview(buf) as view, view[4:end] as body:
-                frame = bytes(body)
-            del buf[:end]
-            self._frames.append((frame, max(self._partial_reserved, 0)))
-            self._partial_reserved = 0
-            self._queued_bytes += length
-            budget.request_queued()
-            queued = True
-        if queued:
+        try:
+            frames = self._reader.filled(nbytes, max_bytes)
+        except FrameError as exc:
+            # Checked before anything is allocated for the frame, as Kafka does.
+            log.warning("closing connection from %s: %s", self.peer, exc)
+            self.close()
+            return
+        if frames:
+            budget = self.state.request_budget
+            for frame in frames:
+                self._frames.append((frame, max(self._partial_reserved, 0)))
+                self._partial_reserved = 0
+                self._queued_bytes += len(frame)
+                budget.request_queued()
             self._wakeup.set()
         self._update_reading()
 
     def eof_received(self) -> bool | None:
-        if self._buf:
+        partial = self._reader.partial_bytes
+        if partial:
             log.warning(
                 "connection from %s ended inside a frame (%d bytes of a partial frame dropped)",
                 self.peer,
-                len(self._buf),
+                partial,
             )
-            self._buf.clear()
+        self._reader.clear()
         # Keep the transport half-open so requests already received still get answers.
         self._eof = True
         self._wakeup.set()
@@ -209,23 +207,17 @@ class KafkaConnection(asyncio.Protocol):
             return True  # the partial request is the next one handled: read it whole
         return (
             len(self._frames) < READ_AHEAD_REQUESTS
-            and self._queued_bytes + len(self._buf) < READ_AHEAD_BYTES
+            and self._queued_bytes + self._reader.partial_bytes < READ_AHEAD_BYTES
         )
 
     def _maybe_reserve_partial(self) -> None:
         """Take the next request's size from queued.max.request.bytes before reading it
         whole (Kafka's NetworkReceive allocates from the MemoryPool on its size)."""
         budget = self.state.request_budget
-        if (
-            not budget.limits_bytes
-            or self._partial_reserved != 0
-            or self._busy
-            or self._frames
-            or len(self._buf) < 4
-        ):
+        if not budget.limits_bytes or self._partial_reserved != 0 or self._busy or self._frames:
             return
-        length = read_length(self._buf)
-        if length <= READ_AHEAD_BYTES:
+        length = self._reader.next_length()
+        if length is None or length <= READ_AHEAD_BYTES:
             return
         self._partial_reserved = length
         if not budget.try_reserve(length, lambda: self._reserve_granted(length)):
@@ -339,6 +331,7 @@ class KafkaConnection(asyncio.Protocol):
                 try:
                     response = await self._handle(frame)
                 finally:
+                    self.state.frame_buffers.give_back(frame)
                     del frame
                     budget.release(reserved)
                 if response is None or self._closing:
@@ -382,12 +375,14 @@ class KafkaConnection(asyncio.Protocol):
                 await self._can_write.wait()
         self._last_active = asyncio.get_running_loop().time()
 
-    async def _handle(self, frame: bytes) -> list[bytes | bytearray | Deferred] | None:
+    async def _handle(self, frame: Frame) -> list[bytes | bytearray | Deferred] | None:
         if self.sasl is not None and self.sasl.intercepts(frame):
-            return await self.sasl.handle(self, frame)
+            # Tokens are bytes to the mechanisms; frames here are small (a SASL listener
+            # reads at most sasl.server.max.receive.size until authenticated).
+            return await self.sasl.handle(self, bytes(frame))
         return await self.dispatch_frame(frame)
 
-    async def dispatch_frame(self, frame: bytes) -> list[bytes | bytearray | Deferred] | None:
+    async def dispatch_frame(self, frame: Frame) -> list[bytes | bytearray | Deferred] | None:
         try:
             api_key, api_version, correlation_id = peek_header(frame)
         except DecodeError as exc:

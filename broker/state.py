@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
@@ -11,6 +12,7 @@ from broker.connection_quotas import ConnectionQuotas
 from broker.fetch_purgatory import FetchPurgatory
 from broker.fetch_sessions import FetchSessionCache
 from broker.flusher import Flusher
+from broker.frame_buffers import FrameBuffers
 from broker.log_limiter import LogLimiter
 from broker.request_budget import RequestBudget
 from broker.security.authorizer import StandardAuthorizer
@@ -64,6 +66,10 @@ class BrokerState:
             config.queued_max_requests, config.queued_max_request_bytes
         )
         self.flusher = Flusher()
+        # CreatePartitions (its disk work on a worker thread) and DeleteTopics take turns.
+        self.topic_changes = asyncio.Lock()
+        # Buffers of large request frames, used again (broker.frame_buffers).
+        self.frame_buffers = FrameBuffers()
         self.shutting_down = False
         # Zero-copy fetch sends; switched off if the event loop cannot sendfile (uvloop).
         self.sendfile = True

@@ -381,25 +381,46 @@ class Store:
         info = self._topics.get(name)
         if info is None:
             raise UnknownTopicError(name)
+        return self.add_prepared_partitions(info, self.prepare_partitions(info, count))
+
+    def prepare_partitions(self, info: TopicInfo, count: int) -> list[PartitionLog]:
+        """The disk half of add_partitions: the new partitions' directories, metadata files
+        and empty logs, from the topic's current count up to ``count``.
+
+        Touches only the new partitions' own directories, so it may run on a worker thread;
+        the caller keeps other changes of this topic (growth, deletion) away meanwhile and
+        then calls ``add_prepared_partitions`` on the owner's thread.
+        """
         current = len(info.partitions)
         if count <= current:
             raise InvalidPartitionsError(
-                f"topic {name} has {current} partition(s); {count} would not be an increase"
+                f"topic {info.name} has {current} partition(s); {count} would not be an increase"
             )
         added: list[PartitionLog] = []
         try:
             for index in range(current, count):
-                path = self.data_dir / f"{name}-{index}"
+                path = self.data_dir / f"{info.name}-{index}"
                 path.mkdir(exist_ok=True)
                 write_atomic(
                     path / PARTITION_METADATA,
                     f"version: 0\ntopic_id: {uuid_to_str(info.topic_id)}\n".encode("ascii"),
                 )
-                added.append(self._open_partition(name, index, "crash"))
+                added.append(self._open_partition(info.name, index, "crash"))
         except BaseException:
             for plog in added:
                 plog.close()
             raise
+        return added
+
+    def add_prepared_partitions(self, info: TopicInfo, added: list[PartitionLog]) -> TopicInfo:
+        """Make partitions from ``prepare_partitions`` part of their topic (one step on the
+        owner's thread)."""
+        if self._topics.get(info.name) is not info or (
+            added and added[0].partition != len(info.partitions)
+        ):
+            for plog in added:
+                plog.close()
+            raise UnknownTopicError(info.name)
         info.partitions.extend(added)
         return info
 

@@ -47,7 +47,13 @@ def _result(name: str | None, topic_id: bytes, code: ErrorCode, message: str | N
     return Message(name=name, topic_id=topic_id, error_code=code, error_message=message)
 
 
-def handle(ctx: RequestContext, request: Message) -> Message:
+async def handle(ctx: RequestContext, request: Message) -> Message:
+    # Not while CreatePartitions makes a topic's new partitions on a worker thread.
+    async with ctx.state.topic_changes:
+        return _handle(ctx, request)
+
+
+def _handle(ctx: RequestContext, request: Message) -> Message:
     state = ctx.state
     store = state.store
     if ctx.version >= 6:
