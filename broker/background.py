@@ -26,7 +26,9 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from broker import offload
 from broker.state import BrokerState
+from storage.partition_log import PendingSnapshot
 
 log = logging.getLogger(__name__)
 
@@ -104,10 +106,14 @@ class Background:
                 if timeout is None or timeout > 0:
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(wake.wait(), timeout)
-                try:
-                    deletes.run_due()
-                except Exception:
-                    log.exception("background task delete-files failed")
+                # On a worker thread: removing a deleted topic's directories takes a while.
+                # Each removal touches only files already out of every log.
+                due = deletes.take_due()
+                if due:
+                    try:
+                        await offload.run(_run_each, due)
+                    except Exception:
+                        log.exception("background task delete-files failed")
         finally:
             deletes.on_schedule = None
 
@@ -126,13 +132,42 @@ class Background:
     async def _cleanup_groups(self) -> None:
         await self.state.groups.cleanup_group_metadata()
 
-    def _snapshots(self) -> None:
-        now = now_ms()
-        for plog in self.state.store.partition_logs():
-            plog.maybe_snapshot(now)
+    async def _snapshots(self) -> None:
+        # Encoded on the loop (the producer state of this moment), written on a worker
+        # thread: a write and its fsyncs per changed partition would hold the loop for
+        # milliseconds each.
+        pending = [
+            job
+            for plog in self.state.store.partition_logs()
+            if (job := plog.prepare_snapshot()) is not None
+        ]
+        if not pending:
+            return
+        try:
+            await offload.run(_write_snapshots, pending)
+        finally:
+            # Cancelled (shutdown) while writing: the unfinished ones stay pending, and the
+            # partition's closing snapshot waits for them.
+            for job in pending:
+                if job.done.is_set():
+                    job.plog.finish_snapshot(job)
 
     async def _flush(self) -> None:
         now = now_ms()
         due = [plog for plog in self.state.store.partition_logs() if plog.needs_flush(now)]
         if due:
             await self.state.flusher.flush(due)
+
+
+def _run_each(jobs: list[Callable[[], None]]) -> None:
+    for job in jobs:
+        job()
+
+
+def _write_snapshots(pending: list[PendingSnapshot]) -> None:
+    for job in pending:
+        try:
+            job.write()
+        except OSError:
+            # The partition keeps its previous snapshot state; the next round retries.
+            log.exception("writing the producer-state snapshot of %s failed", job.plog.path)

@@ -156,6 +156,8 @@ class PartitionLog:
         self._lock = threading.Lock()
         # (log end, producer changes, recovery point) the newest snapshot file describes.
         self._snapshot_state: tuple[int, int, int] | None = None
+        # The periodic snapshot being written on a worker thread (prepare_snapshot).
+        self._snapshot_pending: PendingSnapshot | None = None
         self._closed = False
         # Why the partition is offline (a write or fsync failed), None while it is online.
         self.offline: str | None = None
@@ -733,6 +735,7 @@ class PartitionLog:
 
     def take_snapshot(self) -> bool:
         """Snapshot producer state at the log end; False if that snapshot already exists."""
+        self._settle_pending_snapshot(wait=True)
         state = self._current_snapshot_state()
         if state == self._snapshot_state:
             return False
@@ -745,6 +748,53 @@ class PartitionLog:
         self._snapshot_state = state
         self._delete_old_snapshots()
         return True
+
+    def prepare_snapshot(self) -> PendingSnapshot | None:
+        """The periodic snapshot in two halves (issue 13): decided and encoded here on the
+        owner's thread, so it holds the producer state of this moment; written (with the
+        .txnindex fsyncs it vouches for, and the pruning of old snapshots) by
+        ``PendingSnapshot.write`` on a worker thread, then settled by ``finish_snapshot``.
+        None when nothing changed or a write is still in flight. ``take_snapshot`` first
+        waits for one in flight, so snapshots of one partition never overlap.
+        """
+        self._settle_pending_snapshot(wait=False)
+        if self._snapshot_pending is not None or self.offline is not None:
+            return None
+        state = self._current_snapshot_state()
+        if state == self._snapshot_state:
+            return None
+        if state[0] == self._log_start_offset and not len(self._producers):
+            return None
+        offset, _, recovery_point = state
+        data = snapshots.encode(offset, recovery_point, self._producers.entries())
+        dirty, self._txn_index_dirty = self._txn_index_dirty, set()
+        dir_fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY)
+        pending = PendingSnapshot(self, dir_fd, offset, data, dirty, self._snapshot_state)
+        # Optimistic: a failed write puts the previous state back (finish_snapshot), so the
+        # next round tries again.
+        self._snapshot_state = state
+        self._snapshot_pending = pending
+        return pending
+
+    def finish_snapshot(self, pending: PendingSnapshot) -> None:
+        """On the owner's thread once ``pending.write`` has ended (idempotent)."""
+        if pending.settled:
+            return
+        pending.settled = True
+        if self._snapshot_pending is pending:
+            self._snapshot_pending = None
+        if pending.error is not None:
+            self._snapshot_state = pending.previous_state
+            self._txn_index_dirty |= pending.txn_paths
+
+    def _settle_pending_snapshot(self, wait: bool) -> None:
+        pending = self._snapshot_pending
+        if pending is None:
+            return
+        if wait:
+            pending.done.wait()
+        if pending.done.is_set():
+            self.finish_snapshot(pending)
 
     def maybe_snapshot(self, now_ms: int) -> bool:
         """The periodic snapshot: taken only when something changed since the last one.
@@ -1146,3 +1196,42 @@ def _open_segments(
             seg.close(flush=False)
         raise
     return segments
+
+
+class PendingSnapshot:
+    """A periodic snapshot encoded on the owner's thread, to be written on a worker thread
+    into the partition directory as it was opened then (``dir_fd``): a topic deletion that
+    renames the directory meanwhile cannot make it land in a re-created partition."""
+
+    def __init__(
+        self,
+        plog: PartitionLog,
+        dir_fd: int,
+        offset: int,
+        data: bytes,
+        txn_paths: set[Path],
+        previous_state: tuple[int, int, int] | None,
+    ) -> None:
+        self.plog = plog
+        self.dir_fd = dir_fd
+        self.offset = offset
+        self.data = data
+        self.txn_paths = txn_paths
+        self.previous_state = previous_state
+        self.done = threading.Event()
+        self.error: OSError | None = None
+        self.settled = False
+
+    def write(self) -> None:
+        """On a worker thread: .txnindex fsyncs, the snapshot file, old snapshots pruned."""
+        try:
+            for path in self.txn_paths:
+                txn_index.fsync_file(path)
+            snapshots.write_snapshot_at(self.dir_fd, self.offset, self.data)
+            snapshots.prune_at(self.dir_fd, self.plog.log_start_offset, SNAPSHOTS_TO_KEEP)
+        except OSError as exc:
+            self.error = exc
+            raise
+        finally:
+            os.close(self.dir_fd)
+            self.done.set()
