@@ -32,6 +32,7 @@ import re
 import shutil
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -40,7 +41,7 @@ from protocol.errors import ErrorCode
 from .atomic_file import fsync_dir, write_atomic
 from .delayed_delete import DelayedDeletes
 from .log_config import LogConfig
-from .partition_log import PartitionLog, RecoveryMode
+from .partition_log import PartitionLog, PendingSnapshot, RecoveryMode
 
 log = logging.getLogger(__name__)
 
@@ -163,6 +164,8 @@ class Store:
         # Names whose partitions a worker thread is preparing (prepare_topic); they count as
         # taken, so nothing else creates them meanwhile.
         self.preparing: set[str] = set()
+        # Writes roll snapshots off the owner's thread (set_snapshot_writer); None: in line.
+        self._snapshot_writer: Callable[[PendingSnapshot], None] | None = None
         self._by_id: dict[bytes, TopicInfo] = {}
         self._closed = False
         # Files of deleted segments and topics, waiting file.delete.delay.ms (the owner runs
@@ -253,7 +256,15 @@ class Store:
             self.data_dir / f"{name}-{index}", name, index, config=self.log_config, mode=mode
         )
         plog.file_deleter = self.delayed_deletes
+        plog.snapshot_writer = self._snapshot_writer
         return plog
+
+    def set_snapshot_writer(self, writer: Callable[[PendingSnapshot], None] | None) -> None:
+        """Have every partition's roll snapshot written by ``writer`` (which runs
+        ``PendingSnapshot.write`` on a worker thread, then ``finish_snapshot``)."""
+        self._snapshot_writer = writer
+        for plog in self.partition_logs():
+            plog.snapshot_writer = writer
 
     def _load_topics(self, mode: RecoveryMode) -> None:
         found: dict[str, dict[int, bytes]] = {}

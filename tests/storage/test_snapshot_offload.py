@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from storage import snapshot as snapshots
+from storage.partition_log import PendingSnapshot
 from storage.snapshot import list_snapshots
 from tests.storage.test_recovery import assert_window, open_log, produce_window
 
@@ -87,3 +88,38 @@ def test_a_directory_renamed_meanwhile_gets_the_file_not_a_new_one_at_its_old_na
     assert list_snapshots(path) == []
     assert list_snapshots(tmp_path / "t-0.abc-delete") == [4]
     plog.close_unclean()
+
+
+def test_with_a_writer_a_roll_hands_its_snapshot_over_instead_of_writing_it(
+    tmp_path: Path,
+) -> None:
+    plog = open_log(tmp_path, segment_bytes=300)
+    handed: list[PendingSnapshot] = []
+    plog.snapshot_writer = handed.append
+    offsets = produce_window(plog, 6)  # rolls at least once
+    assert handed and list_snapshots(tmp_path) == []  # nothing written on the append path
+    first = handed[0]
+    first.write()
+    plog.finish_snapshot(first)
+    assert list_snapshots(tmp_path) == [first.offset]
+    for job in handed[1:]:
+        job.write()
+        plog.finish_snapshot(job)
+    plog.close_unclean()
+    plog = open_log(tmp_path, segment_bytes=300)
+    assert plog.recovery.snapshot_offset == handed[-1].offset
+    assert_window(plog, offsets, 0)
+    plog.close()
+
+
+def test_an_owner_that_needs_a_snapshot_written_does_not_wait_for_a_busy_worker(
+    tmp_path: Path,
+) -> None:
+    plog = open_log(tmp_path)
+    produce_window(plog, 2)
+    pending = plog.prepare_snapshot()
+    assert pending is not None
+    plog.close()  # its closing snapshot writes the pending one in line: no worker ever ran
+    assert pending.done.is_set() and list_snapshots(tmp_path) == [4]
+    pending.write()  # the worker, late: nothing left to do
+    assert list_snapshots(tmp_path) == [4]
