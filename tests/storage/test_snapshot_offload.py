@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from storage import partition_log, segment
 from storage import snapshot as snapshots
 from storage.partition_log import PendingSnapshot
 from storage.snapshot import list_snapshots
@@ -123,3 +124,26 @@ def test_an_owner_that_needs_a_snapshot_written_does_not_wait_for_a_busy_worker(
     assert pending.done.is_set() and list_snapshots(tmp_path) == [4]
     pending.write()  # the worker, late: nothing left to do
     assert list_snapshots(tmp_path) == [4]
+
+
+def test_a_roll_leaves_the_directory_fsync_to_the_next_flush(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plog = open_log(tmp_path, segment_bytes=300)
+    plog.snapshot_writer = lambda pending: None  # not written here
+    synced: list[Path] = []
+    real = partition_log.fsync_dir
+
+    def counting(path: Path) -> None:
+        synced.append(Path(path))
+        real(path)
+
+    monkeypatch.setattr(partition_log, "fsync_dir", counting)
+    monkeypatch.setattr(segment, "fsync_dir", counting)
+    produce_window(plog, 6)  # rolls
+    assert synced == []  # nothing on the append path
+    plog.flush()
+    assert synced == [tmp_path]
+    plog.flush()
+    assert synced == [tmp_path]  # once per roll, not per flush
+    plog.close()
