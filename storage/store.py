@@ -447,12 +447,43 @@ class Store:
         and TopicDeletionError is raised: the topic stays whole and served, never half gone
         (a re-created topic must not find the old records in a directory that kept its name).
         """
+        info = self.detach_topic(name)
+        try:
+            doomed = self.rename_for_deletion(info)
+        except TopicDeletionError:
+            self.reattach_topic(info)
+            raise
+        self.finish_deletion(info, doomed)
+        return info
+
+    # delete_topic in three steps, so that the renames may run on a worker thread (a topic
+    # of thousands of partitions takes a while): detach_topic and then reattach_topic or
+    # finish_deletion on the owner's thread, rename_for_deletion in between anywhere.
+
+    def detach_topic(self, name: str) -> TopicInfo:
+        """The topic is gone for every request from now on; its name stays taken (in
+        ``preparing``) until ``reattach_topic`` or ``finish_deletion``, so nothing creates
+        it again while its directories still have their names."""
         info = self._topics.get(name)
         if info is None:
             raise UnknownTopicError(name)
-        doomed = self._rename_for_deletion(info)
         del self._topics[name]
         self._by_id.pop(info.topic_id, None)
+        self.preparing.add(name)
+        return info
+
+    def rename_for_deletion(self, info: TopicInfo) -> list[Path]:
+        """Rename the partition directories ``*.<uuid>-delete`` and make that durable; on a
+        failure undo the renames done and raise TopicDeletionError."""
+        return self._rename_for_deletion(info)
+
+    def reattach_topic(self, info: TopicInfo) -> None:
+        """The deletion failed: the topic is served again, whole."""
+        self.preparing.discard(info.name)
+        self._add(info)
+
+    def finish_deletion(self, info: TopicInfo, doomed: list[Path]) -> None:
+        self.preparing.discard(info.name)
 
         def close() -> None:
             for plog in info.partitions:
@@ -466,14 +497,13 @@ class Store:
 
         self.delayed_deletes.schedule(
             self.log_config.file_delete_delay_ms,
-            f"topic {name} ({', '.join(p.name for p in doomed)})",
+            f"topic {info.name} ({', '.join(p.name for p in doomed)})",
             remove,
             close,
         )
         if any(plog.log_start_offset > 0 for plog in info.partitions):
             # A topic re-created under this name must not inherit the old log starts.
             self._write_log_start_offsets()
-        return info
 
     def _rename_for_deletion(self, info: TopicInfo) -> list[Path]:
         done: list[tuple[Path, Path]] = []

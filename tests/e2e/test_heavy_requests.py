@@ -17,12 +17,19 @@ from broker.dispatch import MAX_DECODED_ELEMENTS
 from protocol.messages.api_versions import API_VERSIONS
 from protocol.messages.create_partitions import CREATE_PARTITIONS
 from protocol.messages.create_topics import CREATE_TOPICS
+from protocol.messages.delete_topics import DELETE_TOPICS
 from protocol.messages.describe_configs import DESCRIBE_CONFIGS
 from protocol.messages.produce import PRODUCE
 from protocol.records import build_batch
 from protocol.schema import Message
 from tests.support.broker_process import BrokerProcess
-from tests.support.produce import create_topic, init_producer, produce_request, stored
+from tests.support.produce import (
+    create_topic,
+    create_topics_request,
+    init_producer,
+    produce_request,
+    stored,
+)
 from tests.support.raw_client import RawClient
 
 
@@ -236,3 +243,22 @@ def test_create_partitions_beyond_10000_new_partitions_in_one_request_is_an_unkn
         )
         assert [(r.error_code, r.error_message) for r in answer.results] == [(-1, None)]
     assert sorted(p.name for p in Path(broker.data_dir).glob("[abc]-*")) == ["a-0", "b-0", "c-0"]
+
+
+def test_other_connections_are_answered_while_a_topic_of_thousands_of_partitions_is_deleted(
+    broker: BrokerProcess,
+) -> None:
+    with RawClient(broker.port) as heavy:
+        heavy.sock.settimeout(300)
+        answer = heavy.request(CREATE_TOPICS, 7, create_topics_request("wide-gone", 2_000, 300_000))
+        assert answer.topics[0].error_code == 0
+        heavy.send(
+            DELETE_TOPICS,
+            6,
+            Message(topics=[Message(name="wide-gone", topic_id=bytes(16))], timeout_ms=60_000),
+        )
+        times = _answered_meanwhile(heavy, broker.port)
+        _, answer = heavy.receive()
+    assert [r.error_code for r in answer.responses] == [0]
+    _assert_served_during_second_half(times)
+    assert not list(Path(broker.data_dir).glob("wide-gone-*[0-9]"))  # every one renamed
