@@ -60,6 +60,8 @@ log = logging.getLogger(__name__)
 # What a connection may read beyond the request it is handling (bytes, whole requests).
 READ_AHEAD_BYTES = 64 * 1024
 READ_AHEAD_REQUESTS = 8
+# What one connection may read in one pass of the event loop (see _bounded_passes).
+READ_PASS_BYTES = 64 * 1024
 
 
 class KafkaConnection(asyncio.BufferedProtocol):
@@ -94,6 +96,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._can_write = asyncio.Event()
         self._can_write.set()
         self._reading_paused = False
+        # Reads in this pass of the event loop (bytes), where the loop may read a connection
+        # more than once per pass; reading resumes in the next pass once over the budget.
+        self._bounded_passes = False
+        self._pass_bytes = 0
+        self._next_pass: asyncio.Handle | None = None
         self._closing = False
         self._worker: asyncio.Task[None] | None = None
         self._idle_timer: asyncio.TimerHandle | None = None
@@ -112,6 +119,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.state.connections.add(self)
         log.debug("connection from %s on listener %s", self.peer, self.listener.name)
         loop = asyncio.get_running_loop()
+        # asyncio's selector loop reads a ready socket once per pass (one buffer, at most
+        # READ_CHUNK_BYTES of a large frame); uvloop (libuv) reads it up to 32 times while
+        # buffers come back full, so one connection could take megabytes of a single pass.
+        self._bounded_passes = not isinstance(loop, asyncio.selector_events.BaseSelectorEventLoop)
         if self._tls is not None:
             # No byte may reach this protocol before start_tls takes the transport over.
             transport.pause_reading()  # type: ignore[attr-defined]
@@ -141,6 +152,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
             log.warning("closing connection from %s: %s", self.peer, exc)
             self.close()
             return
+        if self._bounded_passes:
+            self._count_pass(nbytes)
         if frames:
             budget = self.state.request_budget
             for frame in frames:
@@ -196,7 +209,19 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._maybe_reserve_partial()
         self._set_reading(self._may_read())
 
+    def _count_pass(self, nbytes: int) -> None:
+        if self._pass_bytes == 0 and self._next_pass is None:
+            self._next_pass = asyncio.get_running_loop().call_soon(self._end_pass)
+        self._pass_bytes += nbytes
+
+    def _end_pass(self) -> None:
+        self._next_pass = None
+        self._pass_bytes = 0
+        self._update_reading()
+
     def _may_read(self) -> bool:
+        if self._pass_bytes >= READ_PASS_BYTES:
+            return False  # this pass's share is read: the next pass resumes (_end_pass)
         if self._partial_reserved < 0:
             return False  # waiting for queued.max.request.bytes
         budget = self.state.request_budget
