@@ -206,8 +206,10 @@ def pipelining_large_frames(
             rtt = probe.stop()
         peak = status_mb(pid, "VmHWM")
     return {
+        "p50_ms": rtt["p50"],
         "p99_ms": rtt["p99"],
         "max_ms": rtt["max"],
+        "samples": rtt["n"],
         "peak_rss_mb": peak,
         "seconds": elapsed,
         "errors": float(len(errors)),

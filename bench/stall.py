@@ -6,7 +6,8 @@ distribution (p50/p99/max, ms) during the heavy work, plus what the heavy work i
     python -m bench.stall [--only NAME[,NAME]] [--scale X]
 Workloads: a 100 MiB frame of tiny fields (DescribeConfigs with ~100M empty keys), a
 million-record zstd batch, CreateTopics with 10,000 partitions (refused as Kafka refuses
-it) and with 2,000 (created; 9,999 would need 30,000 open files). The probe measures only
+it) and with 2,000 (created; 9,999 would need 30,000 open files), DeleteTopics of a topic of
+2,000 partitions. The probe measures only
 while the heavy request is in flight (from its first byte sent to its answer). Each
 checks what the broker stored; nothing asserts a speed.
 """
@@ -26,6 +27,7 @@ from typing import Any
 
 from bench.process import BenchBroker
 from protocol.messages.create_topics import CREATE_TOPICS
+from protocol.messages.delete_topics import DELETE_TOPICS
 from protocol.messages.list_offsets import LIST_OFFSETS
 from protocol.records import build_batch
 from protocol.schema import Message
@@ -205,11 +207,29 @@ def create_topics(port: int, partitions: int, window: Window) -> dict[str, Any]:
     }
 
 
+def delete_topics(port: int, partitions: int, window: Window) -> dict[str, Any]:
+    name = f"stall-delete-{partitions}-{time.monotonic_ns()}"
+    with RawClient(port) as client:
+        client.sock.settimeout(600)
+        created = client.request(CREATE_TOPICS, 7, create_topics_request(name, partitions, 600_000))
+        assert created.topics[0].error_code == 0, created
+        started = time.perf_counter()
+        with window:
+            answer = client.request(
+                DELETE_TOPICS,
+                6,
+                Message(topics=[Message(name=name, topic_id=bytes(16))], timeout_ms=60_000),
+            )
+        took = time.perf_counter() - started
+    return {"partitions": partitions, "answered_s": took, "error": answer.responses[0].error_code}
+
+
 WORKLOADS: dict[str, Callable[[int, float, Window], dict[str, Any]]] = {
     "huge_frame_100mib": huge_frame,
     "zstd_batch_1m_records": big_batch,
     "create_topics_10000": lambda port, scale, w: create_topics(port, int(10_000 * scale), w),
     "create_topics_2000": lambda port, scale, w: create_topics(port, int(2_000 * scale), w),
+    "delete_topics_2000": lambda port, scale, w: delete_topics(port, int(2_000 * scale), w),
 }
 
 

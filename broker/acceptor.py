@@ -27,7 +27,7 @@ LISTEN_BACKLOG = 100
 # After EMFILE/ENFILE, wait before accepting again (asyncio's ACCEPT_RETRY_DELAY).
 ACCEPT_RETRY_DELAY_S = 1.0
 
-ProtocolFactory = Callable[[str], asyncio.Protocol]
+ProtocolFactory = Callable[[str], asyncio.BaseProtocol]
 
 
 def bind(host: str, port: int) -> list[socket.socket]:

@@ -6,12 +6,14 @@
   Kafka's ProducerStateManager.removeExpiredProducers does; also once at start-up, where
   Kafka's loadFromSnapshot skips the producers already expired;
 - producer-state snapshots (minikafka.producer.snapshot.interval.ms): snapshot partitions
-  whose producer state changed, so a crash replays only the batches after it;
+  whose producer state changed, so a crash replays only the batches after it; encoded on
+  the loop, written on a worker thread (broker.offload), as are the snapshots of rolls;
 - flush: partitions whose policy asks for it (log.flush.interval.ms, checked every
   log.flush.scheduler.interval.ms) and segments rolled since their last fsync;
-- file deletion: files of deleted segments and topics, each when its file.delete.delay.ms
-  is up (Kafka's "delete-file" and "kafka-delete-logs" scheduler tasks); the task sleeps
-  until the next one is due and is woken when an earlier one is added;
+- file deletion (on a worker thread): files of deleted segments and topics, each when its
+  file.delete.delay.ms is up (Kafka's "delete-file" and "kafka-delete-logs" scheduler
+  tasks); the task sleeps until the next one is due and is woken when an earlier one is
+  added;
 - group cleanup (offsets.retention.check.interval.ms): expired committed offsets and Empty
   groups without offsets go (Kafka's "expire-group-metadata" timer, first run one interval
   after the coordinator loads, as here).
@@ -26,7 +28,9 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from broker import offload
 from broker.state import BrokerState
+from storage.partition_log import PendingSnapshot
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +46,7 @@ class Background:
     def __init__(self, state: BrokerState) -> None:
         self.state = state
         self.tasks: list[asyncio.Task[None]] = []
+        self._snapshot_writes: set[asyncio.Task[None]] = set()
 
     def start(self) -> None:
         config = self.state.config
@@ -64,6 +69,8 @@ class Background:
         )
         loop = asyncio.get_running_loop()
         self.tasks.append(loop.create_task(self._delete_files(), name="delete-files"))
+        # A roll's producer-state snapshot is written on a worker thread too.
+        self.state.store.set_snapshot_writer(self._write_roll_snapshot)
 
     def _every(
         self, interval_ms: int, name: str, job: Callable[[], Coroutine[Any, Any, None] | None]
@@ -88,7 +95,9 @@ class Background:
         self.tasks.append(asyncio.get_running_loop().create_task(loop(), name=name))
 
     async def stop(self) -> None:
-        for task in self.tasks:
+        self.state.store.set_snapshot_writer(None)
+        # A partition's closing snapshot waits for a write still running on a worker.
+        for task in [*self.tasks, *self._snapshot_writes]:
             task.cancel()
         await asyncio.gather(*self.tasks, return_exceptions=True)
         self.tasks.clear()
@@ -104,10 +113,14 @@ class Background:
                 if timeout is None or timeout > 0:
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(wake.wait(), timeout)
-                try:
-                    deletes.run_due()
-                except Exception:
-                    log.exception("background task delete-files failed")
+                # On a worker thread: removing a deleted topic's directories takes a while.
+                # Each removal touches only files already out of every log.
+                due = deletes.take_due()
+                if due:
+                    try:
+                        await offload.run(_run_each, due)
+                    except Exception:
+                        log.exception("background task delete-files failed")
         finally:
             deletes.on_schedule = None
 
@@ -126,13 +139,55 @@ class Background:
     async def _cleanup_groups(self) -> None:
         await self.state.groups.cleanup_group_metadata()
 
-    def _snapshots(self) -> None:
-        now = now_ms()
-        for plog in self.state.store.partition_logs():
-            plog.maybe_snapshot(now)
+    def _write_roll_snapshot(self, pending: PendingSnapshot) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # not on the loop (no roll happens there today): in line
+            _write_snapshots([pending])
+            pending.plog.finish_snapshot(pending)
+            return
+        task = loop.create_task(self._write_off_loop([pending]))
+        self._snapshot_writes.add(task)
+        task.add_done_callback(self._snapshot_writes.discard)
+
+    async def _write_off_loop(self, pending: list[PendingSnapshot]) -> None:
+        try:
+            await offload.run(_write_snapshots, pending)
+        finally:
+            # Cancelled (shutdown) while writing: the unfinished ones stay pending, and the
+            # partition's closing snapshot waits for them.
+            for job in pending:
+                if job.done.is_set():
+                    job.plog.finish_snapshot(job)
+
+    async def _snapshots(self) -> None:
+        # Encoded on the loop (the producer state of this moment), written on a worker
+        # thread: a write and its fsyncs per changed partition would hold the loop for
+        # milliseconds each.
+        pending = [
+            job
+            for plog in self.state.store.partition_logs()
+            if (job := plog.prepare_snapshot()) is not None
+        ]
+        if pending:
+            await self._write_off_loop(pending)
 
     async def _flush(self) -> None:
         now = now_ms()
         due = [plog for plog in self.state.store.partition_logs() if plog.needs_flush(now)]
         if due:
             await self.state.flusher.flush(due)
+
+
+def _run_each(jobs: list[Callable[[], None]]) -> None:
+    for job in jobs:
+        job()
+
+
+def _write_snapshots(pending: list[PendingSnapshot]) -> None:
+    for job in pending:
+        try:
+            job.write()
+        except OSError:
+            # The partition keeps its previous snapshot state; the next round retries.
+            log.exception("writing the producer-state snapshot of %s failed", job.plog.path)

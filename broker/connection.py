@@ -1,7 +1,9 @@
 """One client connection: frames in, responses out, strictly in request order.
 
-THE one place where response order is guaranteed. Frames are parsed from the Protocol's own
-buffer (DESIGN.md: ~9x faster than StreamReader.readexactly for large frames). A single
+THE one place where response order is guaranteed. A ``BufferedProtocol``: the transport reads
+straight into broker.frame_reader's buffers (small frames share one scratch buffer, a large
+frame is read into its own and never copied on the loop; each read is bounded so a pass of
+the loop over many busy connections stays short). A single
 worker task handles one request at a time, as Kafka does by muting a channel until its
 response is sent; clients pipeline up to max.in.flight requests and match responses to the
 head of their FIFO, so order is the contract (KAFKA_NOTES §3).
@@ -45,6 +47,7 @@ import ssl
 from typing import TYPE_CHECKING
 
 from broker.dispatch import CloseConnection, Dispatcher, Handler, RequestContext
+from broker.frame_reader import Frame, FrameReader
 from broker.security.principal import ANONYMOUS, KafkaPrincipal
 from broker.security.sasl_session import SaslSession
 from broker.security.tls import principal_name
@@ -52,7 +55,7 @@ from broker.zero_copy import SENDFILE_MIN_BYTES, FileRecords
 from protocol import codec
 from protocol.codec import Deferred
 from protocol.errors import ErrorCode
-from protocol.frame import FrameError, check_length, read_length
+from protocol.frame import FrameError
 from protocol.header import decode_request_header, encode_response_header, peek_header
 from protocol.messages.api_versions import API_VERSIONS
 from protocol.primitives import INT32, DecodeError, Reader
@@ -77,9 +80,11 @@ class _Close:
 
 
 CLOSE = _Close()
+# What one connection may read in one pass of the event loop (see _bounded_passes).
+READ_PASS_BYTES = 64 * 1024
 
 
-class KafkaConnection(asyncio.Protocol):
+class KafkaConnection(asyncio.BufferedProtocol):
     def __init__(
         self,
         state: BrokerState,
@@ -99,11 +104,11 @@ class KafkaConnection(asyncio.Protocol):
         self.quota_address = quota_address
         self.peer = "?"
         self.transport: asyncio.Transport | None = None
-        self._buf = bytearray()
+        self._reader = FrameReader(state.frame_buffers)
         # Complete requests not yet started, with the pool bytes each holds.
-        self._frames: collections.deque[tuple[bytes, int]] = collections.deque()
+        self._frames: collections.deque[tuple[Frame, int]] = collections.deque()
         self._queued_bytes = 0
-        # Pool bytes taken for the partial request in _buf; -1 while waiting for them.
+        # Pool bytes taken for the partial request in _reader; -1 while waiting for them.
         self._partial_reserved = 0
         self._busy = False
         self._eof = False
@@ -111,6 +116,11 @@ class KafkaConnection(asyncio.Protocol):
         self._can_write = asyncio.Event()
         self._can_write.set()
         self._reading_paused = False
+        # Reads in this pass of the event loop (bytes), where the loop may read a connection
+        # more than once per pass; reading resumes in the next pass once over the budget.
+        self._bounded_passes = False
+        self._pass_bytes = 0
+        self._next_pass: asyncio.Handle | None = None
         self._closing = False
         self._worker: asyncio.Task[None] | None = None
         self._idle_timer: asyncio.TimerHandle | None = None
@@ -129,6 +139,10 @@ class KafkaConnection(asyncio.Protocol):
         self.state.connections.add(self)
         log.debug("connection from %s on listener %s", self.peer, self.listener.name)
         loop = asyncio.get_running_loop()
+        # asyncio's selector loop reads a ready socket once per pass (one buffer, at most
+        # READ_CHUNK_BYTES of a large frame); uvloop (libuv) reads it up to 32 times while
+        # buffers come back full, so one connection could take megabytes of a single pass.
+        self._bounded_passes = not isinstance(loop, asyncio.selector_events.BaseSelectorEventLoop)
         if self._tls is not None:
             # No byte may reach this protocol before start_tls takes the transport over.
             transport.pause_reading()  # type: ignore[attr-defined]
@@ -138,50 +152,47 @@ class KafkaConnection(asyncio.Protocol):
         self._last_active = loop.time()
         self._schedule_idle_check(self.state.config.connections_max_idle_ms / 1000)
 
-    def data_received(self, data: bytes) -> None:
+    def get_buffer(self, sizehint: int) -> memoryview:
+        # The incomplete request is read whole once it is the next one handled (else only
+        # the read-ahead, in the scratch buffer).
+        return self._reader.buffer(whole=not self._busy and not self._frames)
+
+    def buffer_updated(self, nbytes: int) -> None:
         if self._closing:
             return
         self._last_active = asyncio.get_running_loop().time()
-        buf = self._buf
-        buf += data
         max_bytes = self.state.config.socket_request_max_bytes
         if self.sasl is not None and not self.sasl.authenticated:
             # SaslServerAuthenticator reads with sasl.server.max.receive.size until done.
             max_bytes = self.sasl.max_receive_size
-        budget = self.state.request_budget
-        queued = False
-        while len(buf) >= 4:
-            length = read_length(buf)
-            try:
-                check_length(length, max_bytes)
-            except FrameError as exc:
-                # Checked before anything is allocated for the frame, as Kafka does.
-                log.warning("closing connection from %s: %s", self.peer, exc)
-                self.close()
-                return
-            end = 4 + length
-            if len(buf) < end:
-                break
-            with memoryview(buf) as view, view[4:end] as body:
-                frame = bytes(body)
-            del buf[:end]
-            self._frames.append((frame, max(self._partial_reserved, 0)))
-            self._partial_reserved = 0
-            self._queued_bytes += length
-            budget.request_queued()
-            queued = True
-        if queued:
+        try:
+            frames = self._reader.filled(nbytes, max_bytes)
+        except FrameError as exc:
+            # Checked before anything is allocated for the frame, as Kafka does.
+            log.warning("closing connection from %s: %s", self.peer, exc)
+            self.close()
+            return
+        if self._bounded_passes:
+            self._count_pass(nbytes)
+        if frames:
+            budget = self.state.request_budget
+            for frame in frames:
+                self._frames.append((frame, max(self._partial_reserved, 0)))
+                self._partial_reserved = 0
+                self._queued_bytes += len(frame)
+                budget.request_queued()
             self._wakeup.set()
         self._update_reading()
 
     def eof_received(self) -> bool | None:
-        if self._buf:
+        partial = self._reader.partial_bytes
+        if partial:
             log.warning(
                 "connection from %s ended inside a frame (%d bytes of a partial frame dropped)",
                 self.peer,
-                len(self._buf),
+                partial,
             )
-            self._buf.clear()
+        self._reader.clear()
         # Keep the transport half-open so requests already received still get answers.
         self._eof = True
         self._wakeup.set()
@@ -218,7 +229,19 @@ class KafkaConnection(asyncio.Protocol):
         self._maybe_reserve_partial()
         self._set_reading(self._may_read())
 
+    def _count_pass(self, nbytes: int) -> None:
+        if self._pass_bytes == 0 and self._next_pass is None:
+            self._next_pass = asyncio.get_running_loop().call_soon(self._end_pass)
+        self._pass_bytes += nbytes
+
+    def _end_pass(self) -> None:
+        self._next_pass = None
+        self._pass_bytes = 0
+        self._update_reading()
+
     def _may_read(self) -> bool:
+        if self._pass_bytes >= READ_PASS_BYTES:
+            return False  # this pass's share is read: the next pass resumes (_end_pass)
         if self._partial_reserved < 0:
             return False  # waiting for queued.max.request.bytes
         budget = self.state.request_budget
@@ -229,23 +252,17 @@ class KafkaConnection(asyncio.Protocol):
             return True  # the partial request is the next one handled: read it whole
         return (
             len(self._frames) < READ_AHEAD_REQUESTS
-            and self._queued_bytes + len(self._buf) < READ_AHEAD_BYTES
+            and self._queued_bytes + self._reader.partial_bytes < READ_AHEAD_BYTES
         )
 
     def _maybe_reserve_partial(self) -> None:
         """Take the next request's size from queued.max.request.bytes before reading it
         whole (Kafka's NetworkReceive allocates from the MemoryPool on its size)."""
         budget = self.state.request_budget
-        if (
-            not budget.limits_bytes
-            or self._partial_reserved != 0
-            or self._busy
-            or self._frames
-            or len(self._buf) < 4
-        ):
+        if not budget.limits_bytes or self._partial_reserved != 0 or self._busy or self._frames:
             return
-        length = read_length(self._buf)
-        if length <= READ_AHEAD_BYTES:
+        length = self._reader.next_length()
+        if length is None or length <= READ_AHEAD_BYTES:
             return
         self._partial_reserved = length
         if not budget.try_reserve(length, lambda: self._reserve_granted(length)):
@@ -353,7 +370,7 @@ class KafkaConnection(asyncio.Protocol):
                 while (
                     frames
                     and len(pipeline) < PIPELINE_DEPTH
-                    and (pipeline or len(frames) > 1 or self._buf)
+                    and (pipeline or len(frames) > 1 or self._reader.partial_bytes)
                     and self._pipelinable(frames[0][0])
                 ):
                     frame, reserved = frames.popleft()
@@ -422,6 +439,7 @@ class KafkaConnection(asyncio.Protocol):
                     try:
                         response = await self._handle(frame)
                     finally:
+                        self.state.frame_buffers.give_back(frame)
                         del frame
                         budget.release(reserved)
                     if not await self._answer(response):
@@ -442,7 +460,7 @@ class KafkaConnection(asyncio.Protocol):
             done.cancel()
         self._wakeup.set()
 
-    def _pipelinable(self, frame: bytes) -> bool:
+    def _pipelinable(self, frame: Frame) -> bool:
         """Whether the next request may start before the ones in front of it are answered.
 
         Only Produce, and only once a validation worker is ready (issue 19): its batch
@@ -465,9 +483,13 @@ class KafkaConnection(asyncio.Protocol):
         )
 
     async def _pipelined(
-        self, frame: bytes, after: asyncio.Future[None] | None, done: asyncio.Future[None]
+        self, frame: Frame, after: asyncio.Future[None] | None, done: asyncio.Future[None]
     ) -> list[bytes | bytearray | Deferred] | _Close | None:
-        response = await self._dispatch(frame, after=after, pipelined=True)
+        try:
+            response = await self._dispatch(frame, after=after, pipelined=True)
+        finally:
+            self.state.frame_buffers.give_back(frame)
+            del frame
         if not isinstance(response, _Close):
             done.set_result(None)
         # else _settled cancels ``done``: the requests behind never take effect (Kafka
@@ -515,19 +537,21 @@ class KafkaConnection(asyncio.Protocol):
                 await self._can_write.wait()
         self._last_active = asyncio.get_running_loop().time()
 
-    async def _handle(self, frame: bytes) -> list[bytes | bytearray | Deferred] | None:
+    async def _handle(self, frame: Frame) -> list[bytes | bytearray | Deferred] | None:
         if self.sasl is not None and self.sasl.intercepts(frame):
-            return await self.sasl.handle(self, frame)
+            # Tokens are bytes to the mechanisms; frames here are small (a SASL listener
+            # reads at most sasl.server.max.receive.size until authenticated).
+            return await self.sasl.handle(self, bytes(frame))
         return await self.dispatch_frame(frame)
 
-    async def dispatch_frame(self, frame: bytes) -> list[bytes | bytearray | Deferred] | None:
+    async def dispatch_frame(self, frame: Frame) -> list[bytes | bytearray | Deferred] | None:
         response = await self._dispatch(frame)
         assert not isinstance(response, _Close)  # only pipelined requests defer a close
         return response
 
     async def _dispatch(
         self,
-        frame: bytes,
+        frame: Frame,
         *,
         after: asyncio.Future[None] | None = None,
         pipelined: bool = False,

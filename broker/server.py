@@ -63,7 +63,7 @@ class Broker:
         resolved: dict[str, Listener] = {}
         contexts = _tls_contexts(config)
 
-        def connection(name: str, address: str) -> asyncio.Protocol:
+        def connection(name: str, address: str) -> asyncio.BaseProtocol:
             if faults is not None and faults.refusing():
                 # Refused on purpose (fault injection): it never counts against the quotas.
                 state.connection_quotas.dec(address)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from collections.abc import Iterable
@@ -12,6 +13,7 @@ from broker.connection_quotas import ConnectionQuotas
 from broker.fetch_purgatory import FetchPurgatory
 from broker.fetch_sessions import FetchSessionCache
 from broker.flusher import Flusher
+from broker.frame_buffers import FrameBuffers
 from broker.log_limiter import LogLimiter
 from broker.request_budget import RequestBudget
 from broker.security.authorizer import StandardAuthorizer
@@ -72,6 +74,10 @@ class BrokerState:
         self.validation_pool = ValidationPool(
             default_count(os.cpu_count()) if workers < 0 else workers
         )
+        # CreatePartitions (its disk work on a worker thread) and DeleteTopics take turns.
+        self.topic_changes = asyncio.Lock()
+        # Buffers of large request frames, used again (broker.frame_buffers).
+        self.frame_buffers = FrameBuffers()
         self.shutting_down = False
         # Zero-copy fetch sends; switched off if the event loop cannot sendfile (uvloop).
         self.sendfile = True

@@ -36,3 +36,21 @@ def write_atomic(path: str | os.PathLike[str], data: bytes | bytearray | memoryv
         os.close(fd)
     os.replace(tmp, target)
     fsync_dir(target.parent)
+
+
+def write_atomic_at(dir_fd: int, name: str, data: bytes | bytearray | memoryview) -> None:
+    """``write_atomic`` of ``name`` in the directory open as ``dir_fd``: the file lands in
+    that very directory even if it has been renamed meanwhile (a worker thread writing into
+    a partition directory that a topic deletion renames away)."""
+    tmp = name + TMP_SUFFIX
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644, dir_fd=dir_fd)
+    try:
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    os.fsync(dir_fd)

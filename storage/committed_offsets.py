@@ -30,7 +30,11 @@ kind replaces a group of the other kind (an upgrade or downgrade), keeping its o
   and the file is truncated there: only unacknowledged writes can be lost.
 - When the log holds many more records than live entries it is compacted: the live map is
   written to a temporary file, fsynced, renamed over the log, and the directory fsynced
-  (the way Kafka's log cleaner leaves the latest value per key, here all at once).
+  (the way Kafka's log cleaner leaves the latest value per key, here all at once). The
+  broker does it in two halves (issue 13): ``prepare_compaction`` copies the live maps on
+  the owner's thread (their values are immutable), ``PendingCompaction.write`` encodes and
+  writes them on a worker thread while appends go on, and ``finish_compaction`` (owner)
+  copies the records appended meanwhile behind them, fsyncs and renames.
 
 Synchronous; stdlib + crc32c only. ``flush`` may run in a worker thread while the event loop
 appends: appends and fsync on one descriptor are safe together, and a lock keeps compaction
@@ -43,6 +47,7 @@ import logging
 import os
 import struct
 import threading
+import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,6 +72,8 @@ _FRAME = struct.Struct(">Ii")  # crc32c, payload length
 OFFSET, OFFSET_TOMBSTONE, GROUP, GROUP_TOMBSTONE, GROUP_METADATA = 1, 2, 3, 4, 5
 GROUP_METADATA_STATE_TIME, OFFSET_WITH_EXPIRY, CONSUMER_GROUP = 6, 7, 8
 
+# The temporary file of a compaction written off the owner's thread.
+COMPACTING_SUFFIX = ".compacting"
 # Compact when the log has this many records more than twice the live entries.
 COMPACT_SLACK = 10_000
 # A record larger than this is corrupt. Offsets are small; a group metadata record carries
@@ -143,6 +150,7 @@ class CommittedOffsets:
         self._lock = threading.Lock()
         self.recovery = Recovery(0, 0)
         self.compactions = 0
+        self._compacting: PendingCompaction | None = None
 
     # --- open / recovery -------------------------------------------------------------------
 
@@ -152,9 +160,11 @@ class CommittedOffsets:
         d.mkdir(parents=True, exist_ok=True)
         path = d / FILE_NAME
         tmp = path.with_suffix(".tmp")
-        if tmp.exists():
-            # A compaction that crashed before its rename: the old log is still whole.
-            tmp.unlink()
+        leftovers = [d / n for n in os.listdir(d) if n.endswith(COMPACTING_SUFFIX)]
+        for leftover in [tmp, *leftovers]:
+            if leftover.exists():
+                # A compaction that crashed before its rename: the old log is still whole.
+                leftover.unlink()
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             data = _read_all(fd)
@@ -298,20 +308,63 @@ class CommittedOffsets:
         )
 
     def maybe_compact(self) -> bool:
-        if self._records <= 2 * self.live_entries() + COMPACT_SLACK:
+        if self._compacting is not None or not self.compaction_due():
             return False
         self.compact()
         return True
 
+    def compaction_due(self) -> bool:
+        return self._records > 2 * self.live_entries() + COMPACT_SLACK
+
+    def prepare_compaction(self) -> PendingCompaction | None:
+        """The first half of a compaction off the owner's thread: the live maps as they
+        are now (None when not due or one is under way)."""
+        if self._compacting is not None or self._fd < 0 or not self.compaction_due():
+            return None
+        pending = PendingCompaction(
+            # Its own name: a worker of an abandoned store (a crash-restart in the same
+            # process) may still be writing an older one.
+            self.path.with_suffix(f".{uuid.uuid4().hex}{COMPACTING_SUFFIX}"),
+            dict(self._groups),
+            dict(self._consumer_groups),
+            {group: dict(offsets) for group, offsets in self._offsets.items()},
+            self._size,
+            self._records,
+        )
+        self._compacting = pending
+        return pending
+
+    def finish_compaction(self, pending: PendingCompaction) -> bool:
+        """The owner's half once ``pending.write`` has ended: the records appended since
+        ``prepare_compaction`` go behind the live ones, then fsync and rename. False when
+        the compaction was given up (a failed write, or the store closed meanwhile)."""
+        if self._compacting is pending:
+            self._compacting = None
+        fd = pending.fd
+        if fd < 0 or self._fd < 0:
+            pending.discard()
+            return False
+        try:
+            tail = _pread_all(self._fd, self._size - pending.base_size, pending.base_size)
+            _pwrite_all(fd, tail, pending.size)
+            os.fsync(fd)
+            with self._lock:
+                os.replace(pending.tmp, self.path)
+                os.close(self._fd)
+                self._fd = fd
+                pending.fd = -1
+            _fsync_dir(self.path.parent)
+        except OSError:
+            pending.discard()
+            raise
+        self._size = pending.size + len(tail)
+        self._tail_dirty = False
+        self._records = pending.live + (self._records - pending.base_records)
+        self.compactions += 1
+        return True
+
     def compact(self) -> None:
-        out = bytearray(_HEADER)
-        for group, record in self._groups.items():
-            out += _frame(_group_payload(group, record))
-        for group, consumer in self._consumer_groups.items():
-            out += _frame(_str(CONSUMER_GROUP, group) + consumer_group_records.encode(consumer))
-        for group, offsets in self._offsets.items():
-            for (topic, partition), value in offsets.items():
-                out += _frame(_offset_payload(group, topic, partition, value))
+        out = _encode_live(self._groups, self._consumer_groups, self._offsets)
         tmp = self.path.with_suffix(".tmp")
         fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
@@ -565,3 +618,74 @@ def _fsync_dir(directory: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _encode_live(
+    groups: dict[str, GroupRecord],
+    consumer_groups: dict[str, ConsumerGroupRecord],
+    offsets: dict[str, dict[TopicPartition, CommittedOffset]],
+) -> bytearray:
+    out = bytearray(_HEADER)
+    for group, record in groups.items():
+        out += _frame(_group_payload(group, record))
+    for group, consumer in consumer_groups.items():
+        out += _frame(_str(CONSUMER_GROUP, group) + consumer_group_records.encode(consumer))
+    for group, group_offsets in offsets.items():
+        for (topic, partition), value in group_offsets.items():
+            out += _frame(_offset_payload(group, topic, partition, value))
+    return out
+
+
+def _pread_all(fd: int, size: int, offset: int) -> bytes:
+    parts: list[bytes] = []
+    while size > 0:
+        chunk = os.pread(fd, size, offset)
+        if not chunk:
+            raise OSError(f"short read at {offset}")
+        parts.append(chunk)
+        size -= len(chunk)
+        offset += len(chunk)
+    return b"".join(parts)
+
+
+class PendingCompaction:
+    """The live entries of a compaction, captured on the owner's thread; ``write`` (on a
+    worker thread) encodes them into ``tmp`` and fsyncs it, keeping it open as ``fd``."""
+
+    def __init__(
+        self,
+        tmp: Path,
+        groups: dict[str, GroupRecord],
+        consumer_groups: dict[str, ConsumerGroupRecord],
+        offsets: dict[str, dict[TopicPartition, CommittedOffset]],
+        base_size: int,
+        base_records: int,
+    ) -> None:
+        self.tmp = tmp
+        self._maps = (groups, consumer_groups, offsets)
+        self.live = len(groups) + len(consumer_groups) + sum(len(o) for o in offsets.values())
+        self.base_size = base_size
+        self.base_records = base_records
+        self.size = 0
+        self.fd = -1
+
+    def write(self) -> None:
+        out = _encode_live(*self._maps)
+        fd = os.open(self.tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            _pwrite_all(fd, bytes(out), 0)
+            os.fsync(fd)
+        except BaseException:
+            os.close(fd)
+            raise
+        self.size = len(out)
+        self.fd = fd
+
+    def discard(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+        try:
+            self.tmp.unlink(missing_ok=True)
+        except OSError:
+            log.exception("cannot remove %s", self.tmp)

@@ -15,6 +15,7 @@ leaving the renamed leftovers that the next open removes.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import itertools
 import logging
@@ -79,6 +80,17 @@ class DelayedDeletes:
             self._run(entry.what, entry.remove)
             ran += 1
         return ran
+
+    def take_due(self) -> list[Callable[[], None]]:
+        """Remove the due removals from the queue and return them, each a call that runs one
+        (logging a failure as ``run_due`` does): for an owner that runs them on a worker
+        thread, since removing a topic's directories may take a while."""
+        now = self._clock()
+        due: list[Callable[[], None]] = []
+        while self._pending and self._pending[0].due <= now:
+            entry = heapq.heappop(self._pending)
+            due.append(functools.partial(self._run, entry.what, entry.remove))
+        return due
 
     def run_all(self) -> int:
         """Run every pending removal now, due or not (clean shutdown)."""

@@ -24,6 +24,7 @@ guarded by a lock that is never held across an fsync.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import logging
 import os
 import threading
@@ -156,6 +157,13 @@ class PartitionLog:
         self._lock = threading.Lock()
         # (log end, producer changes, recovery point) the newest snapshot file describes.
         self._snapshot_state: tuple[int, int, int] | None = None
+        # The periodic snapshot being written on a worker thread (prepare_snapshot).
+        self._snapshot_pending: PendingSnapshot | None = None
+        # Set by the owner to have a roll's snapshot written on a worker thread (it calls
+        # PendingSnapshot.write there, then finish_snapshot); None: written in the roll.
+        self.snapshot_writer: Callable[[PendingSnapshot], None] | None = None
+        # A roll created files whose names the next flush makes durable (fsync of the dir).
+        self._dir_unsynced = False
         self._closed = False
         # Why the partition is offline (a write or fsync failed), None while it is online.
         self.offline: str | None = None
@@ -617,16 +625,30 @@ class PartitionLog:
         if active.size == 0:
             return active
         segment = Segment.create(
-            self.path, active.next_offset, self.config.index_interval_bytes, now_ms
+            self.path, active.next_offset, self.config.index_interval_bytes, now_ms, sync_dir=False
         )
+        self._dir_unsynced = True
         # Kafka's onBecomeInactiveSegment: the time index's last entry becomes the old
         # segment's max timestamp, which retention and ListOffsets then read from it.
         active.seal_time_index()
         with self._lock:
             self._segments.append(segment)
             self._bases.append(segment.base_offset)
-        self.take_snapshot()
+        self._snapshot_at_roll()
         return segment
+
+    def _snapshot_at_roll(self) -> None:
+        """Kafka snapshots producer state at each roll. With a ``snapshot_writer`` the file
+        is written on a worker thread (its fsyncs would stall the append that rolled);
+        should that write never happen (a crash first), recovery starts from an older
+        snapshot and replays more, as after any crash."""
+        writer = self.snapshot_writer
+        if writer is None or self._snapshot_pending is not None:
+            self.take_snapshot()  # waits for one in flight: the roll's own is not skipped
+            return
+        pending = self.prepare_snapshot()
+        if pending is not None:
+            writer(pending)
 
     # -- reading -------------------------------------------------------------------------
 
@@ -733,6 +755,7 @@ class PartitionLog:
 
     def take_snapshot(self) -> bool:
         """Snapshot producer state at the log end; False if that snapshot already exists."""
+        self._settle_pending_snapshot(wait=True)
         state = self._current_snapshot_state()
         if state == self._snapshot_state:
             return False
@@ -745,6 +768,58 @@ class PartitionLog:
         self._snapshot_state = state
         self._delete_old_snapshots()
         return True
+
+    def prepare_snapshot(self) -> PendingSnapshot | None:
+        """The periodic snapshot in two halves (issue 13): decided and encoded here on the
+        owner's thread, so it holds the producer state of this moment; written (with the
+        .txnindex fsyncs it vouches for, and the pruning of old snapshots) by
+        ``PendingSnapshot.write`` on a worker thread, then settled by ``finish_snapshot``.
+        None when nothing changed or a write is still in flight. ``take_snapshot`` first
+        waits for one in flight, so snapshots of one partition never overlap.
+        """
+        self._settle_pending_snapshot(wait=False)
+        if self._snapshot_pending is not None or self.offline is not None:
+            return None
+        state = self._current_snapshot_state()
+        if state == self._snapshot_state:
+            return None
+        if state[0] == self._log_start_offset and not len(self._producers):
+            return None
+        offset, _, recovery_point = state
+        data = snapshots.encode(offset, recovery_point, self._producers.entries())
+        dirty, self._txn_index_dirty = self._txn_index_dirty, set()
+        dir_fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY)
+        pending = PendingSnapshot(self, dir_fd, offset, data, dirty, self._snapshot_state)
+        # Optimistic: a failed write puts the previous state back (finish_snapshot), so the
+        # next round tries again.
+        self._snapshot_state = state
+        self._snapshot_pending = pending
+        return pending
+
+    def finish_snapshot(self, pending: PendingSnapshot) -> None:
+        """On the owner's thread once ``pending.write`` has ended (idempotent)."""
+        if pending.settled:
+            return
+        pending.settled = True
+        if self._snapshot_pending is pending:
+            self._snapshot_pending = None
+        if pending.error is not None:
+            self._snapshot_state = pending.previous_state
+            self._txn_index_dirty |= pending.txn_paths
+
+    def _settle_pending_snapshot(self, wait: bool) -> None:
+        pending = self._snapshot_pending
+        if pending is None:
+            return
+        if wait:
+            if pending.claim():
+                # Its worker has not started (the pool is busy): write it here rather than
+                # wait behind the pool's other work.
+                with contextlib.suppress(OSError):
+                    pending.write_claimed()
+            pending.done.wait()
+        if pending.done.is_set():
+            self.finish_snapshot(pending)
 
     def maybe_snapshot(self, now_ms: int) -> bool:
         """The periodic snapshot: taken only when something changed since the last one.
@@ -992,6 +1067,7 @@ class PartitionLog:
             if self._closed:
                 return
             target = self.log_end_offset
+            sync_dir, self._dir_unsynced = self._dir_unsynced, False
             work: list[tuple[Segment, tuple[list[int], int]]] = []
             try:
                 for seg in self._segments:
@@ -1005,7 +1081,14 @@ class PartitionLog:
             for _, (fds, _) in work:
                 for fd in fds:
                     os.fsync(fd)
+            if sync_dir:
+                # The names of segments created by rolls since the last flush. Gone: the
+                # topic was deleted meanwhile (its directory renamed), nothing to keep.
+                with contextlib.suppress(FileNotFoundError):
+                    fsync_dir(self.path)
         except OSError as exc:
+            if sync_dir:
+                self._dir_unsynced = True
             # After a failed fsync the page cache may have dropped the dirty pages: what was
             # written is of unknown durability (Kafka: the log dir goes offline).
             self.go_offline(f"fsync failed: {exc}")
@@ -1146,3 +1229,58 @@ def _open_segments(
             seg.close(flush=False)
         raise
     return segments
+
+
+class PendingSnapshot:
+    """A periodic snapshot encoded on the owner's thread, to be written on a worker thread
+    into the partition directory as it was opened then (``dir_fd``): a topic deletion that
+    renames the directory meanwhile cannot make it land in a re-created partition."""
+
+    def __init__(
+        self,
+        plog: PartitionLog,
+        dir_fd: int,
+        offset: int,
+        data: bytes,
+        txn_paths: set[Path],
+        previous_state: tuple[int, int, int] | None,
+    ) -> None:
+        self.plog = plog
+        self.dir_fd = dir_fd
+        self.offset = offset
+        self.data = data
+        self.txn_paths = txn_paths
+        self.previous_state = previous_state
+        self.done = threading.Event()
+        self.error: OSError | None = None
+        self.settled = False
+        self._claim = threading.Lock()
+        self._claimed = False
+
+    def claim(self) -> bool:
+        """True for the one caller that is to write it (a worker, or an owner that would
+        otherwise wait for a worker not yet started)."""
+        with self._claim:
+            if self._claimed:
+                return False
+            self._claimed = True
+            return True
+
+    def write(self) -> None:
+        """On a worker thread: .txnindex fsyncs, the snapshot file, old snapshots pruned.
+        Does nothing if the owner has already written it in line (``claim``)."""
+        if self.claim():
+            self.write_claimed()
+
+    def write_claimed(self) -> None:
+        try:
+            for path in self.txn_paths:
+                txn_index.fsync_file(path)
+            snapshots.write_snapshot_at(self.dir_fd, self.offset, self.data)
+            snapshots.prune_at(self.dir_fd, self.plog.log_start_offset, SNAPSHOTS_TO_KEEP)
+        except OSError as exc:
+            self.error = exc
+            raise
+        finally:
+            os.close(self.dir_fd)
+            self.done.set()

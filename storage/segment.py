@@ -172,8 +172,14 @@ class Segment:
         base_offset: int,
         index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
         created_ms: int | None = None,
+        *,
+        sync_dir: bool = True,
     ) -> Segment:
-        """Start an empty segment. An existing empty file (crash during a roll) is reused."""
+        """Start an empty segment. An existing empty file (crash during a roll) is reused.
+
+        ``sync_dir=False``: the caller makes the new names durable itself (a roll leaves it
+        to the partition's next flush, before anything written to the segment counts as
+        durable)."""
         d = Path(directory)
         path = d / file_name(base_offset, LOG_SUFFIX)
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -187,7 +193,8 @@ class Segment:
         (d / file_name(base_offset, TIME_INDEX_SUFFIX)).unlink(missing_ok=True)
         seg = cls(d, base_offset, fd, index, index_interval_bytes, created_ms)
         seg.fully_scanned = True
-        fsync_dir(d)  # the new names must survive a crash before the first flush
+        if sync_dir:
+            fsync_dir(d)  # the new names must survive a crash before the first flush
         return seg
 
     @classmethod

@@ -15,6 +15,7 @@ as a whole, since a partially trusted producer window could wrongly accept a dup
 
 from __future__ import annotations
 
+import contextlib
 import os
 import struct
 from collections.abc import Iterable
@@ -23,7 +24,7 @@ from pathlib import Path
 
 import crc32c
 
-from .atomic_file import fsync_dir, write_atomic
+from .atomic_file import fsync_dir, write_atomic, write_atomic_at
 from .producer_state import (
     MAX_SEQUENCE,
     NUM_BATCHES_TO_RETAIN,
@@ -212,3 +213,26 @@ def delete_snapshots(directory: str | os.PathLike[str], offsets: Iterable[int]) 
     if removed:
         fsync_dir(directory)
     return removed
+
+
+def write_snapshot_at(dir_fd: int, offset: int, data: bytes) -> None:
+    """Write encoded snapshot ``data`` as ``<offset>.snapshot`` in the directory ``dir_fd``."""
+    write_atomic_at(dir_fd, file_name(offset, SNAPSHOT_SUFFIX), data)
+
+
+def prune_at(dir_fd: int, log_start_offset: int, keep: int) -> int:
+    """In the directory ``dir_fd``: remove the snapshots below ``log_start_offset`` and all
+    but the newest ``keep`` of the rest, durably; returns how many went."""
+    offsets = sorted(
+        offset
+        for name in os.listdir(dir_fd)
+        if (offset := parse_file_name(name, SNAPSHOT_SUFFIX)) is not None
+    )
+    kept = [o for o in offsets if o >= log_start_offset]
+    doomed = [o for o in offsets if o < log_start_offset] + kept[:-keep]
+    for offset in doomed:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(file_name(offset, SNAPSHOT_SUFFIX), dir_fd=dir_fd)
+    if doomed:
+        os.fsync(dir_fd)
+    return len(doomed)

@@ -32,6 +32,7 @@ import re
 import shutil
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -40,7 +41,7 @@ from protocol.errors import ErrorCode
 from .atomic_file import fsync_dir, write_atomic
 from .delayed_delete import DelayedDeletes
 from .log_config import LogConfig
-from .partition_log import PartitionLog, RecoveryMode
+from .partition_log import PartitionLog, PendingSnapshot, RecoveryMode
 
 log = logging.getLogger(__name__)
 
@@ -163,6 +164,8 @@ class Store:
         # Names whose partitions a worker thread is preparing (prepare_topic); they count as
         # taken, so nothing else creates them meanwhile.
         self.preparing: set[str] = set()
+        # Writes roll snapshots off the owner's thread (set_snapshot_writer); None: in line.
+        self._snapshot_writer: Callable[[PendingSnapshot], None] | None = None
         self._by_id: dict[bytes, TopicInfo] = {}
         self._closed = False
         # Files of deleted segments and topics, waiting file.delete.delay.ms (the owner runs
@@ -253,7 +256,15 @@ class Store:
             self.data_dir / f"{name}-{index}", name, index, config=self.log_config, mode=mode
         )
         plog.file_deleter = self.delayed_deletes
+        plog.snapshot_writer = self._snapshot_writer
         return plog
+
+    def set_snapshot_writer(self, writer: Callable[[PendingSnapshot], None] | None) -> None:
+        """Have every partition's roll snapshot written by ``writer`` (which runs
+        ``PendingSnapshot.write`` on a worker thread, then ``finish_snapshot``)."""
+        self._snapshot_writer = writer
+        for plog in self.partition_logs():
+            plog.snapshot_writer = writer
 
     def _load_topics(self, mode: RecoveryMode) -> None:
         found: dict[str, dict[int, bytes]] = {}
@@ -381,25 +392,46 @@ class Store:
         info = self._topics.get(name)
         if info is None:
             raise UnknownTopicError(name)
+        return self.add_prepared_partitions(info, self.prepare_partitions(info, count))
+
+    def prepare_partitions(self, info: TopicInfo, count: int) -> list[PartitionLog]:
+        """The disk half of add_partitions: the new partitions' directories, metadata files
+        and empty logs, from the topic's current count up to ``count``.
+
+        Touches only the new partitions' own directories, so it may run on a worker thread;
+        the caller keeps other changes of this topic (growth, deletion) away meanwhile and
+        then calls ``add_prepared_partitions`` on the owner's thread.
+        """
         current = len(info.partitions)
         if count <= current:
             raise InvalidPartitionsError(
-                f"topic {name} has {current} partition(s); {count} would not be an increase"
+                f"topic {info.name} has {current} partition(s); {count} would not be an increase"
             )
         added: list[PartitionLog] = []
         try:
             for index in range(current, count):
-                path = self.data_dir / f"{name}-{index}"
+                path = self.data_dir / f"{info.name}-{index}"
                 path.mkdir(exist_ok=True)
                 write_atomic(
                     path / PARTITION_METADATA,
                     f"version: 0\ntopic_id: {uuid_to_str(info.topic_id)}\n".encode("ascii"),
                 )
-                added.append(self._open_partition(name, index, "crash"))
+                added.append(self._open_partition(info.name, index, "crash"))
         except BaseException:
             for plog in added:
                 plog.close()
             raise
+        return added
+
+    def add_prepared_partitions(self, info: TopicInfo, added: list[PartitionLog]) -> TopicInfo:
+        """Make partitions from ``prepare_partitions`` part of their topic (one step on the
+        owner's thread)."""
+        if self._topics.get(info.name) is not info or (
+            added and added[0].partition != len(info.partitions)
+        ):
+            for plog in added:
+                plog.close()
+            raise UnknownTopicError(info.name)
         info.partitions.extend(added)
         return info
 
@@ -415,12 +447,43 @@ class Store:
         and TopicDeletionError is raised: the topic stays whole and served, never half gone
         (a re-created topic must not find the old records in a directory that kept its name).
         """
+        info = self.detach_topic(name)
+        try:
+            doomed = self.rename_for_deletion(info)
+        except TopicDeletionError:
+            self.reattach_topic(info)
+            raise
+        self.finish_deletion(info, doomed)
+        return info
+
+    # delete_topic in three steps, so that the renames may run on a worker thread (a topic
+    # of thousands of partitions takes a while): detach_topic and then reattach_topic or
+    # finish_deletion on the owner's thread, rename_for_deletion in between anywhere.
+
+    def detach_topic(self, name: str) -> TopicInfo:
+        """The topic is gone for every request from now on; its name stays taken (in
+        ``preparing``) until ``reattach_topic`` or ``finish_deletion``, so nothing creates
+        it again while its directories still have their names."""
         info = self._topics.get(name)
         if info is None:
             raise UnknownTopicError(name)
-        doomed = self._rename_for_deletion(info)
         del self._topics[name]
         self._by_id.pop(info.topic_id, None)
+        self.preparing.add(name)
+        return info
+
+    def rename_for_deletion(self, info: TopicInfo) -> list[Path]:
+        """Rename the partition directories ``*.<uuid>-delete`` and make that durable; on a
+        failure undo the renames done and raise TopicDeletionError."""
+        return self._rename_for_deletion(info)
+
+    def reattach_topic(self, info: TopicInfo) -> None:
+        """The deletion failed: the topic is served again, whole."""
+        self.preparing.discard(info.name)
+        self._add(info)
+
+    def finish_deletion(self, info: TopicInfo, doomed: list[Path]) -> None:
+        self.preparing.discard(info.name)
 
         def close() -> None:
             for plog in info.partitions:
@@ -434,14 +497,13 @@ class Store:
 
         self.delayed_deletes.schedule(
             self.log_config.file_delete_delay_ms,
-            f"topic {name} ({', '.join(p.name for p in doomed)})",
+            f"topic {info.name} ({', '.join(p.name for p in doomed)})",
             remove,
             close,
         )
         if any(plog.log_start_offset > 0 for plog in info.partitions):
             # A topic re-created under this name must not inherit the old log starts.
             self._write_log_start_offsets()
-        return info
 
     def _rename_for_deletion(self, info: TopicInfo) -> list[Path]:
         done: list[tuple[Path, Path]] = []

@@ -47,6 +47,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from broker import offload
 from broker.flusher import Flusher
 from broker.groups import consumer_classic, consumer_protocol, migration
 from broker.groups.classic import (
@@ -80,6 +81,7 @@ from storage.committed_offsets import (
     CommittedOffsets,
     GroupRecord,
     MemberRecord,
+    PendingCompaction,
     RecordTooLarge,
 )
 
@@ -134,6 +136,7 @@ class GroupCoordinator:
         self.groups: dict[str, ClassicGroup] = {}
         self._wake = asyncio.Event()
         self._timer: asyncio.Task[None] | None = None
+        self._compaction: asyncio.Task[None] | None = None
         # The flush round that will cover the group records written since it was created
         # (None once it started), and, per group, the round its last record waits for.
         self._next_flush: asyncio.Task[None] | None = None
@@ -170,8 +173,11 @@ class GroupCoordinator:
             self._timer.cancel()
             await asyncio.gather(self._timer, return_exceptions=True)
             self._timer = None
-        # Let group-record flushes already scheduled finish before the file is closed.
+        # Let group-record flushes already scheduled, and a compaction under way, finish
+        # before the file is closed.
         await asyncio.gather(*set(self._group_flushes.values()), return_exceptions=True)
+        if self._compaction is not None:
+            await asyncio.gather(self._compaction, return_exceptions=True)
         self.store.close()
 
     async def abandon(self) -> None:
@@ -183,6 +189,8 @@ class GroupCoordinator:
             self._timer = None
         for task in set(self._group_flushes.values()):
             task.cancel()
+        if self._compaction is not None:
+            self._compaction.cancel()
         self.store.close_unclean()
 
     async def _run_timers(self) -> None:
@@ -210,10 +218,29 @@ class GroupCoordinator:
                 self.consumer.tick(now)
             except Exception:
                 log.exception("consumer groups: timer failed")
+            self._maybe_compact()
+
+    def _maybe_compact(self) -> None:
+        """Compaction off the loop (issue 13): the live entries are copied here, encoded and
+        written on a worker thread; the records committed meanwhile are added at the end."""
+        if self._compaction is not None:
+            return
+        pending = self.store.prepare_compaction()
+        if pending is not None:
+            self._compaction = asyncio.get_running_loop().create_task(self._compact(pending))
+
+    async def _compact(self, pending: PendingCompaction) -> None:
+        try:
             try:
-                self.store.maybe_compact()
+                await offload.run(pending.write)
             except OSError:
                 log.exception("committed offsets: compaction failed")
+            try:
+                self.store.finish_compaction(pending)
+            except OSError:
+                log.exception("committed offsets: compaction failed")
+        finally:
+            self._compaction = None
 
     def _poke(self) -> None:
         self._wake.set()

@@ -5,7 +5,20 @@ INVALID_REQUEST; unknown -> UNKNOWN_TOPIC_OR_PARTITION (null message); a count n
 the current one -> INVALID_PARTITIONS with Kafka's wording; assignments, when given, must
 list one replica set per new partition, each exactly this broker (INVALID_REPLICA_ASSIGNMENT
 in the words of Kafka's validateManualPartitionAssignment, see _assignments). New partitions
-get the topic's configs. validate_only checks only.
+get the topic's configs. validate_only checks only (and answers as if it had grown).
+
+Kafka's controller writes one metadata record per new partition into a list bounded by
+QuorumController.MAX_RECORDS_PER_USER_OP (10,000) for the whole request; the topic whose
+partition no longer fits gets UNKNOWN_SERVER_ERROR (a null message: the BoundedList's
+exception is caught per topic as an unexpected error), as does every later topic that gets
+that far, while the records already listed, including the first partitions of that very
+topic, are committed. So does this handler: a topic is grown by what fits and answers
+UNKNOWN_SERVER_ERROR (ReplicationControlManager.createPartitions, Kafka 4.0). There is no
+up-front MAX_PARTITIONS_PER_BATCH check as CreateTopics has.
+
+The new partitions' directories and files are made on a worker thread (broker.offload): a
+large growth takes seconds of fsyncs, during which the loop serves others. Growth and
+deletion of topics take turns (``state.topic_changes``) meanwhile.
 Authorization (with an authorizer): ALTER on each topic, else TOPIC_AUTHORIZATION_FAILED.
 """
 
@@ -14,6 +27,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 
+from broker import offload
 from broker.dispatch import RequestContext
 from broker.handlers._assignments import manual_assignment_refusal
 from broker.security.acl import ALTER, TOPIC
@@ -26,6 +40,9 @@ MIN_VERSION = 0
 MAX_VERSION = 3
 
 log = logging.getLogger(__name__)
+
+# QuorumController.MAX_RECORDS_PER_USER_OP: one PartitionRecord per new partition.
+MAX_RECORDS_PER_USER_OP = 10_000
 
 
 def _check(ctx: RequestContext, topic: Message, current: int) -> tuple[ErrorCode, str] | None:
@@ -53,10 +70,16 @@ def _check(ctx: RequestContext, topic: Message, current: int) -> tuple[ErrorCode
     return None
 
 
-def handle(ctx: RequestContext, request: Message) -> Message:
+async def handle(ctx: RequestContext, request: Message) -> Message:
+    async with ctx.state.topic_changes:
+        return await _handle(ctx, request)
+
+
+async def _handle(ctx: RequestContext, request: Message) -> Message:
     state = ctx.state
     counts = Counter(t.name for t in request.topics)
     results: list[Message] = []
+    records_left = MAX_RECORDS_PER_USER_OP
     for topic in request.topics:
         name = topic.name
         if counts[name] > 1:
@@ -97,15 +120,32 @@ def handle(ctx: RequestContext, request: Message) -> Message:
             log.info("CreatePartitions %r refused: %s (%s)", name, problem[1], ctx.describe())
             results.append(Message(name=name, error_code=problem[0], error_message=problem[1]))
             continue
-        if not request.validate_only:
-            state.store.add_partitions(name, topic.count)
+        target = min(topic.count, current + records_left)
+        records_left -= target - current
+        if not request.validate_only and target > current:
+            added = await offload.run(state.store.prepare_partitions, info, target)
+            state.store.add_prepared_partitions(info, added)
             state.apply_topic_settings(info)
             log.info(
                 "topic %r grown from %d to %d partitions (%s)",
                 name,
                 current,
-                topic.count,
+                target,
                 ctx.describe(),
             )
+        if target < topic.count:
+            log.error(
+                "Unexpected createPartitions error for %r: more than %d partitions added in "
+                "one request, %d of %d added (%s)",
+                name,
+                MAX_RECORDS_PER_USER_OP,
+                target - current,
+                topic.count - current,
+                ctx.describe(),
+            )
+            results.append(
+                Message(name=name, error_code=ErrorCode.UNKNOWN_SERVER_ERROR, error_message=None)
+            )
+            continue
         results.append(Message(name=name, error_code=ErrorCode.NONE, error_message=None))
     return Message(throttle_time_ms=0, results=results)

@@ -10,6 +10,9 @@ so fetch responses already being sent from them complete (storage.store.delete_t
 configs go too; fetches and produces for it get UNKNOWN_TOPIC_OR_PARTITION from then on,
 and the name can be re-created at once. When the disk refuses (a rename fails) the topic
 answers KAFKA_STORAGE_ERROR with a message and stays whole; the connection stays open.
+The renames run on a worker thread (broker.offload): the topic is gone for other requests
+from their start, and its name cannot be created again until they are done (CreateTopics
+answers TOPIC_ALREADY_EXISTS for that moment; Kafka's controller would already accept it).
 
 Deviation: Kafka's controller answers before the broker renames anything (Metadata may
 still list the topic for a moment); here the topic is gone from Metadata when the answer
@@ -26,6 +29,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 
+from broker import offload
 from broker.dispatch import RequestContext
 from broker.security.acl import DELETE, DESCRIBE, TOPIC
 from protocol.errors import ErrorCode
@@ -47,7 +51,13 @@ def _result(name: str | None, topic_id: bytes, code: ErrorCode, message: str | N
     return Message(name=name, topic_id=topic_id, error_code=code, error_message=message)
 
 
-def handle(ctx: RequestContext, request: Message) -> Message:
+async def handle(ctx: RequestContext, request: Message) -> Message:
+    # Not while CreatePartitions makes a topic's new partitions on a worker thread.
+    async with ctx.state.topic_changes:
+        return await _handle(ctx, request)
+
+
+async def _handle(ctx: RequestContext, request: Message) -> Message:
     state = ctx.state
     store = state.store
     if ctx.version >= 6:
@@ -116,9 +126,13 @@ def handle(ctx: RequestContext, request: Message) -> Message:
         if not ctx.authorized(DELETE, TOPIC, info.name):
             results.append(_result(name, topic_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED, DENIED))
             continue
+        # Gone for every request at once; the directories are renamed on a worker thread
+        # (thousands of renames take a while), the name kept from re-creation meanwhile.
+        store.detach_topic(info.name)
         try:
-            store.delete_topic(info.name)
+            doomed = await offload.run(store.rename_for_deletion, info)
         except (TopicDeletionError, OSError) as exc:
+            store.reattach_topic(info)
             # Kafka answers a storage failure with KAFKA_STORAGE_ERROR (Errors.forException
             # of a KafkaStorageException); the topic stays as it was.
             log.error("deleting topic %r failed: %s (%s)", info.name, exc, ctx.describe())
@@ -126,6 +140,7 @@ def handle(ctx: RequestContext, request: Message) -> Message:
                 _result(name, topic_id, ErrorCode.KAFKA_STORAGE_ERROR, str(exc) or repr(exc))
             )
             continue
+        store.finish_deletion(info, doomed)
         state.forget_topic(info)
         log.info(
             "deleted topic %r (%d partition(s)) (%s)",

@@ -82,7 +82,7 @@ class SaslSession:
     def authenticated(self) -> bool:
         return self.principal is not None
 
-    def intercepts(self, frame: bytes) -> bool:
+    def intercepts(self, frame: bytes | memoryview) -> bool:
         """Whether this frame is the session's (else the connection dispatches it)."""
         if self.phase != COMPLETE:
             return True

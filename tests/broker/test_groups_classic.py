@@ -22,7 +22,8 @@ from broker.groups.classic import (
 )
 from broker.groups.coordinator import GroupCoordinator, monotonic_ms
 from protocol.errors import ErrorCode
-from storage.committed_offsets import CommittedOffsets, GroupRecord
+from storage import committed_offsets
+from storage.committed_offsets import CommittedOffset, CommittedOffsets, GroupRecord
 
 SETTINGS = GroupSettings(
     initial_rebalance_delay_ms=100, min_session_timeout_ms=1, max_session_timeout_ms=10**6
@@ -421,3 +422,26 @@ async def test_close_right_after_a_leave_stops_the_timer(tmp_path: Path) -> None
     await coordinator.sync("g", joined.member_id, None, joined.generation_id, None, None, {})
     assert coordinator.leave("g", [(joined.member_id, None, None)]) == (0, [0])
     await asyncio.wait_for(coordinator.close(), 5)
+
+
+@pytest.mark.asyncio
+async def test_the_offsets_log_is_compacted_off_the_loop_keeping_commits_made_meanwhile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 13: the coordinator's timer starts the compaction, a worker thread writes it,
+    # and what is committed in between ends up in the compacted log as well.
+    monkeypatch.setattr(committed_offsets, "COMPACT_SLACK", 10)
+    store = CommittedOffsets.open(tmp_path)
+    for i in range(40):
+        store.commit("g", [("t", 0, CommittedOffset(i, -1, "", 0))])
+    coordinator = GroupCoordinator(QUICK, store, Flusher())
+    coordinator._maybe_compact()
+    task = coordinator._compaction
+    assert task is not None
+    store.commit("g", [("t", 1, CommittedOffset(5, -1, "", 0))])  # while it is written
+    await asyncio.wait_for(task, 10)
+    assert store.compactions == 1
+    store.close_unclean()
+    reopened = CommittedOffsets.open(tmp_path)
+    assert {tp: o.offset for tp, o in reopened.offsets("g").items()} == {("t", 0): 39, ("t", 1): 5}
+    assert reopened.recovery.records == 2

@@ -15,13 +15,21 @@ from pathlib import Path
 from bench.stall import describe_configs_frame
 from broker.dispatch import MAX_DECODED_ELEMENTS
 from protocol.messages.api_versions import API_VERSIONS
+from protocol.messages.create_partitions import CREATE_PARTITIONS
 from protocol.messages.create_topics import CREATE_TOPICS
+from protocol.messages.delete_topics import DELETE_TOPICS
 from protocol.messages.describe_configs import DESCRIBE_CONFIGS
 from protocol.messages.produce import PRODUCE
 from protocol.records import build_batch
 from protocol.schema import Message
 from tests.support.broker_process import BrokerProcess
-from tests.support.produce import create_topic, init_producer, produce_request, stored
+from tests.support.produce import (
+    create_topic,
+    create_topics_request,
+    init_producer,
+    produce_request,
+    stored,
+)
 from tests.support.raw_client import RawClient
 
 
@@ -185,3 +193,72 @@ def test_other_connections_are_answered_while_thousands_of_partitions_are_create
     assert [(t.error_code, t.num_partitions) for t in answer.topics] == [(0, 2_000)]
     _assert_served_during_second_half(times)
     assert len(list(Path(broker.data_dir).glob("wide-*"))) == 2_000
+
+
+def _create_partitions(topics: list[tuple[str, int]], validate_only: bool = False) -> Message:
+    return Message(
+        topics=[Message(name=name, count=count, assignments=None) for name, count in topics],
+        timeout_ms=300_000,
+        validate_only=validate_only,
+    )
+
+
+def test_other_connections_are_answered_while_thousands_of_partitions_are_added(
+    broker: BrokerProcess,
+) -> None:
+    with RawClient(broker.port) as heavy:
+        heavy.sock.settimeout(300)
+        create_topic(heavy, "grown")
+        heavy.send(CREATE_PARTITIONS, 3, _create_partitions([("grown", 2_000)]))
+        times = _answered_meanwhile(heavy, broker.port)
+        _, answer = heavy.receive()
+    assert [(r.name, r.error_code) for r in answer.results] == [("grown", 0)]
+    _assert_served_during_second_half(times)
+    assert len(list(Path(broker.data_dir).glob("grown-*"))) == 2_000
+
+
+def test_create_partitions_beyond_10000_new_partitions_in_one_request_is_an_unknown_error(
+    broker: BrokerProcess,
+) -> None:
+    # Kafka 4.0's controller lists one record per new partition in a list bounded at
+    # 10,000 for the request: the topic that overflows it, and every later one that gets as
+    # far, answers UNKNOWN_SERVER_ERROR with a null message (ReplicationControlManager.
+    # createPartitions). validate_only answers the same and creates nothing.
+    with RawClient(broker.port) as client:
+        for name in ("a", "b", "c"):
+            create_topic(client, name)
+        answer = client.request(
+            CREATE_PARTITIONS,
+            3,
+            _create_partitions([("a", 9_001), ("b", 1_002), ("c", 2)], validate_only=True),
+        )
+        # 9,000 + 1,001 new partitions: b's last record is the 10,001st.
+        assert [(r.name, r.error_code, r.error_message) for r in answer.results] == [
+            ("a", 0, None),
+            ("b", -1, None),
+            ("c", -1, None),
+        ]
+        answer = client.request(
+            CREATE_PARTITIONS, 3, _create_partitions([("c", 10_002)], validate_only=True)
+        )
+        assert [(r.error_code, r.error_message) for r in answer.results] == [(-1, None)]
+    assert sorted(p.name for p in Path(broker.data_dir).glob("[abc]-*")) == ["a-0", "b-0", "c-0"]
+
+
+def test_other_connections_are_answered_while_a_topic_of_thousands_of_partitions_is_deleted(
+    broker: BrokerProcess,
+) -> None:
+    with RawClient(broker.port) as heavy:
+        heavy.sock.settimeout(300)
+        answer = heavy.request(CREATE_TOPICS, 7, create_topics_request("wide-gone", 2_000, 300_000))
+        assert answer.topics[0].error_code == 0
+        heavy.send(
+            DELETE_TOPICS,
+            6,
+            Message(topics=[Message(name="wide-gone", topic_id=bytes(16))], timeout_ms=60_000),
+        )
+        times = _answered_meanwhile(heavy, broker.port)
+        _, answer = heavy.receive()
+    assert [r.error_code for r in answer.responses] == [0]
+    _assert_served_during_second_half(times)
+    assert not list(Path(broker.data_dir).glob("wide-gone-*[0-9]"))  # every one renamed

@@ -15,10 +15,12 @@ import pytest
 from protocol.errors import ErrorCode
 from protocol.messages.api_versions import API_VERSIONS
 from protocol.messages.metadata import METADATA
+from protocol.messages.produce import PRODUCE
+from protocol.records import build_batch
 from protocol.schema import Message
 from tests.support.broker_process import BrokerProcess
 from tests.support.certs import Pki, make_pki
-from tests.support.produce import stored_values
+from tests.support.produce import create_topic, produce_request, stored_values
 from tests.support.raw_client import ConnectionClosed, RawClient
 
 pytestmark = [
@@ -241,3 +243,49 @@ def test_kafka_python_and_aiokafka_with_client_certificates_when_required(
 
     asyncio.run(aio())
     assert stored_values(tls_broker.data_dir, "certs") == [b"kafka-python", b"aiokafka"]
+
+
+@pytest.mark.parametrize(
+    "loop",
+    [
+        "asyncio",
+        pytest.param(
+            "uvloop",
+            marks=pytest.mark.xfail(
+                reason="uvloop starts reading after connection_made whatever the protocol "
+                "paused, so the ClientHello may be read as a Kafka frame before start_tls "
+                "takes over (fails on every TLS connection before issue 13's change too)",
+                strict=False,
+            ),
+        ),
+    ],
+)
+def test_pipelined_small_and_large_frames_over_tls_are_read_whole_and_stored(
+    tmp_path: Path, pki: Pki, loop: str
+) -> None:
+    # Frames are read straight into their buffers (broker.frame_reader): small ones into a
+    # scratch buffer, a 1 MiB one into a pooled buffer, a 9 MiB one into a mapping; TLS
+    # decrypts into them the same way, on either event loop (uvloop's reads are bounded per
+    # pass by the connection). Every answer in order, every record in the segments.
+    if loop == "uvloop":
+        pytest.importorskip("uvloop")
+    overrides = {
+        **tls_overrides(pki),
+        "message.max.bytes": str(20 * 1024 * 1024),
+        "minikafka.event.loop": loop,
+    }
+    broker = BrokerProcess(tmp_path / "data", overrides).start()
+    try:
+        values = [b"s1", b"m" * (1024 * 1024), b"s2", b"L" * (9 * 1024 * 1024), b"s3"]
+        with RawClient(broker.ports["SSL"], ssl_context=pki.client_context()) as client:
+            client.sock.settimeout(60)
+            create_topic(client, "tls-frames")
+            for value in values:
+                client.send(PRODUCE, 9, produce_request("tls-frames", build_batch([(None, value)])))
+            answers = [client.receive()[1] for _ in values]
+        codes = [a.responses[0].partition_responses[0].error_code for a in answers]
+        offsets = [a.responses[0].partition_responses[0].base_offset for a in answers]
+        assert codes == [0] * 5 and offsets == [0, 1, 2, 3, 4]
+        assert stored_values(tmp_path / "data", "tls-frames") == values
+    finally:
+        broker.stop()

@@ -5,11 +5,13 @@ from __future__ import annotations
 import errno
 import os
 import struct
+import threading
 from pathlib import Path
 
 import pytest
 from crc32c import crc32c
 
+from storage import committed_offsets
 from storage.committed_offsets import (
     FILE_NAME,
     MAGIC,
@@ -288,3 +290,54 @@ def test_version_2_file_loads_without_state_times_and_is_rewritten_as_current(
     assert struct.unpack_from(">H", path.read_bytes(), len(MAGIC)) == (VERSION,)
     store.close()
     assert CommittedOffsets.open(tmp_path).groups() == store.groups()
+
+
+def test_compaction_in_two_halves_keeps_what_was_committed_while_it_was_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 13: the live maps are copied on the owner's thread, written on a worker thread
+    # while commits go on, and the records appended meanwhile follow them in the new file.
+    monkeypatch.setattr(committed_offsets, "COMPACT_SLACK", 10)
+    store = CommittedOffsets.open(tmp_path)
+    for i in range(50):
+        store.commit("g", [("t", 0, _co(i))])
+    store.commit("gone", [("t", 0, _co(1))])
+    pending = store.prepare_compaction()
+    assert pending is not None and store.prepare_compaction() is None
+    assert not store.maybe_compact()  # not while one is under way
+    store.commit("g", [("t", 1, _co(7))])  # meanwhile
+    store.delete_group("gone")
+    writer = threading.Thread(target=pending.write)
+    writer.start()
+    writer.join()
+    store.commit("g", [("t", 2, _co(8))])  # after the write, before the owner's half
+    assert store.finish_compaction(pending)
+    assert not list(tmp_path.glob("*.compacting"))
+    store.commit("g", [("t", 3, _co(9))])  # appends land in the new file
+    reopened = CommittedOffsets.open(tmp_path)  # as after a crash: no close
+    assert reopened.offsets("g") == {
+        ("t", 0): _co(49),
+        ("t", 1): _co(7),
+        ("t", 2): _co(8),
+        ("t", 3): _co(9),
+    }
+    assert "gone" not in reopened.groups() and reopened.recovery.records == 6
+    store.close()
+
+
+def test_a_compaction_given_up_leaves_the_log_as_it_was(tmp_path: Path) -> None:
+    store = CommittedOffsets.open(tmp_path)
+    for i in range(30):
+        store.commit("g", [("t", 0, _co(i))])
+    monkey = committed_offsets.COMPACT_SLACK
+    committed_offsets.COMPACT_SLACK = 0
+    try:
+        pending = store.prepare_compaction()
+    finally:
+        committed_offsets.COMPACT_SLACK = monkey
+    assert pending is not None
+    pending.write()
+    store.close()  # the store closed first (shutdown): the half-done compaction is dropped
+    assert not store.finish_compaction(pending)
+    assert not list(tmp_path.glob("*.compacting"))
+    assert CommittedOffsets.open(tmp_path).offsets("g") == {("t", 0): _co(29)}

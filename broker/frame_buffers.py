@@ -1,0 +1,86 @@
+"""Buffers for large request frames, used again once nobody sees them (issue 13).
+
+A fresh buffer costs more than the bytes read into it: the allocator zeroes it and the
+kernel faults its pages in one by one (measured here: a new 1 MiB bytearray filled by 64 KiB
+reads costs twice what a reused one does, an anonymous mapping four to nine times).
+So a frame's buffer goes back to this pool when its request has been answered, provided no
+view of it is left anywhere (a decoded request keeps slices of its frame; as long as one
+lives, so does a reference to the buffer, and it is not reused). CPython's reference count
+says so exactly: every memoryview of the bytearray holds one reference through its managed
+buffer.
+
+Idle buffers are bounded (MAX_IDLE_BYTES in all); sizes are rounded up to SIZE_STEP so that
+frames of about the same size share buffers. Frames above MAX_POOLED_BYTES are not pooled:
+they are read into an anonymous mapping whose pages become resident as bytes arrive (huge
+pages where the kernel allows), so a length prefix alone costs no memory and no loop time.
+Also the connections' scratch buffers (broker.frame_reader), which a connection holds
+only while it has part of a frame in one: at most MAX_IDLE_SCRATCH of them wait here.
+One pool per broker (BrokerState), used on its event loop only.
+"""
+
+from __future__ import annotations
+
+import mmap
+import sys
+
+SIZE_STEP = 64 * 1024
+MAX_POOLED_BYTES = 8 * 1024 * 1024
+MAX_IDLE_BYTES = 32 * 1024 * 1024
+MAX_IDLE_SCRATCH = 64
+
+
+class FrameBuffers:
+    def __init__(self, max_idle_bytes: int = MAX_IDLE_BYTES) -> None:
+        self.max_idle_bytes = max_idle_bytes
+        self.idle_bytes = 0
+        self._idle: dict[int, list[bytearray]] = {}
+        self._scratch: list[bytearray] = []
+
+    def take_scratch(self, size: int) -> bytearray:
+        scratch = self._scratch
+        return scratch.pop() if scratch else bytearray(size)
+
+    def give_scratch(self, buffer: bytearray) -> None:
+        # The reader released its own view first: three references (the reader's local,
+        # ``buffer`` and getrefcount's argument); a view left anywhere adds one.
+        if len(self._scratch) < MAX_IDLE_SCRATCH and sys.getrefcount(buffer) <= 3:
+            self._scratch.append(buffer)
+
+    def take(self, length: int) -> memoryview:
+        """A writable buffer of exactly ``length`` bytes (contents undefined)."""
+        if length > MAX_POOLED_BYTES:
+            # Not bytearray(length): that would zero (and make resident) all of it at once,
+            # on the loop, before the bytes arrive.
+            mapping = mmap.mmap(-1, length, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+            if hasattr(mmap, "MADV_HUGEPAGE"):
+                mapping.madvise(mmap.MADV_HUGEPAGE)
+            return memoryview(mapping)
+        size = -(-length // SIZE_STEP) * SIZE_STEP
+        free = self._idle.get(size)
+        if free:
+            buffer = free.pop()
+            self.idle_bytes -= size
+        else:
+            buffer = bytearray(size)
+        with memoryview(buffer) as whole:
+            return whole[:length]
+
+    def give_back(self, frame: bytes | memoryview) -> None:
+        """``frame`` (from ``take``) has been handled: keep its buffer if nothing else can
+        see it. The caller's ``frame`` is released (unusable) afterwards."""
+        if not isinstance(frame, memoryview):
+            return
+        buffer = frame.obj
+        try:
+            frame.release()
+        except BufferError:
+            return  # someone exported a buffer from this very view: still in use
+        # Two references: ``buffer`` here and getrefcount's argument. Any view of it left
+        # anywhere (a slice kept by a decoded message, a worker thread) would add one.
+        if not isinstance(buffer, bytearray) or sys.getrefcount(buffer) > 2:
+            return
+        size = len(buffer)
+        if size % SIZE_STEP or self.idle_bytes + size > self.max_idle_bytes:
+            return
+        self._idle.setdefault(size, []).append(buffer)
+        self.idle_bytes += size

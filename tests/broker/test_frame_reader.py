@@ -1,0 +1,118 @@
+"""broker.frame_reader and broker.frame_buffers: frames split anywhere come out whole, a
+large frame is read into a buffer of its own (bounded reads) and that buffer is used again
+only when nothing can see it any more. Over real sockets: tests/e2e/test_connection_limits.py,
+test_fuzz_frames.py, test_security_tls.py."""
+
+from __future__ import annotations
+
+import random
+import struct
+
+import pytest
+
+from broker.frame_buffers import MAX_POOLED_BYTES, FrameBuffers
+from broker.frame_reader import LARGE_FRAME_BYTES, READ_CHUNK_BYTES, FrameReader
+from protocol.frame import FrameError
+from protocol.primitives import Reader
+
+
+def framed(payload: bytes) -> bytes:
+    return struct.pack(">i", len(payload)) + payload
+
+
+def feed(
+    reader: FrameReader, data: bytes, sizes: list[int] | None = None, *, whole: bool = True
+) -> tuple[list[bytes | memoryview], list[int]]:
+    """Read ``data`` in reads of at most the given sizes; the frames and each read's size."""
+    frames: list[bytes | memoryview] = []
+    reads: list[int] = []
+    pos = 0
+    step = 0
+    while pos < len(data):
+        buffer = reader.buffer(whole)
+        assert len(buffer) > 0
+        want = len(buffer) if sizes is None else sizes[step % len(sizes)]
+        count = min(len(buffer), want, len(data) - pos)
+        buffer[:count] = data[pos : pos + count]
+        del buffer
+        reads.append(count)
+        pos += count
+        step += 1
+        frames += reader.filled(count, 200 * 1024 * 1024)
+    return frames, reads
+
+
+def test_frames_split_at_any_point_come_out_whole_and_in_order() -> None:
+    rng = random.Random(13)
+    payloads = [
+        rng.randbytes(rng.choice([1, 7, 100, 5000, LARGE_FRAME_BYTES, LARGE_FRAME_BYTES + 1]))
+        for _ in range(60)
+    ] + [rng.randbytes(300_000), b"x", rng.randbytes(3 * 1024 * 1024)]
+    data = b"".join(framed(p) for p in payloads)
+    for sizes in ([1, 2, 3], [4093, 17, 65536], [rng.randrange(1, 100_000) for _ in range(50)]):
+        frames, _ = feed(FrameReader(FrameBuffers()), data, sizes)
+        assert [bytes(f) for f in frames] == payloads
+
+
+def test_a_large_frame_is_handed_on_as_a_view_of_its_own_buffer_read_in_bounded_chunks() -> None:
+    payload = random.Random(1).randbytes(1024 * 1024)
+    frames, reads = feed(FrameReader(FrameBuffers()), framed(payload))
+    (frame,) = frames
+    assert isinstance(frame, memoryview) and frame == payload
+    assert max(reads) <= READ_CHUNK_BYTES
+
+
+def test_read_ahead_keeps_a_large_frame_in_the_scratch_buffer_until_it_is_read_whole() -> None:
+    buffers = FrameBuffers()
+    reader = FrameReader(buffers)
+    payload = bytes(5 * 1024 * 1024)
+    buffer = reader.buffer(whole=False)
+    buffer[:1000] = framed(payload)[:1000]
+    del buffer
+    assert reader.filled(1000, 10 * 1024 * 1024) == []
+    assert reader.next_length() == len(payload) and reader.partial_bytes == 1000
+    # No buffer of the frame's size yet: the length prefix alone costs nothing.
+    assert len(reader.buffer(whole=False)) < 64 * 1024
+    assert len(reader.buffer(whole=True)) == READ_CHUNK_BYTES
+    assert reader.partial_bytes == 1000
+
+
+def test_a_length_over_the_limit_is_refused_before_anything_is_allocated() -> None:
+    reader = FrameReader(FrameBuffers())
+    buffer = reader.buffer(whole=True)
+    buffer[:4] = struct.pack(">i", 101)
+    del buffer
+    with pytest.raises(FrameError):
+        reader.filled(4, 100)
+
+
+def test_a_buffer_is_used_again_only_once_no_view_of_it_is_left() -> None:
+    buffers = FrameBuffers()
+    reader = FrameReader(buffers)
+    payload = bytes(range(256)) * 400
+    (frame,) = feed(reader, framed(payload))[0]
+    kept = Reader(frame).buf[10:20]  # a decoded request keeps slices of its frame
+    buffers.give_back(frame)
+    assert buffers.idle_bytes == 0
+    del kept
+
+    (frame,) = feed(reader, framed(payload))[0]
+    buffers.give_back(frame)
+    assert buffers.idle_bytes > 0
+    (again,) = feed(reader, framed(payload[::-1]))[0]
+    assert buffers.idle_bytes == 0 and again == payload[::-1]
+
+
+def test_frames_above_the_pooled_size_are_mappings_resident_as_they_fill() -> None:
+    view = FrameBuffers().take(MAX_POOLED_BYTES + 1)
+    assert len(view) == MAX_POOLED_BYTES + 1 and not isinstance(view.obj, bytearray)
+
+
+def test_a_connection_holds_a_scratch_buffer_only_while_part_of_a_frame_is_in_it() -> None:
+    buffers = FrameBuffers()
+    reader = FrameReader(buffers)
+    frames, _ = feed(reader, framed(b"hello") + framed(b"world"))
+    assert frames == [b"hello", b"world"]
+    assert reader.partial_bytes == 0 and len(buffers._scratch) == 1
+    feed(reader, framed(b"partial")[:5])
+    assert reader.partial_bytes == 5 and len(buffers._scratch) == 0
