@@ -27,6 +27,11 @@ SIZE_STEP = 64 * 1024
 MAX_POOLED_BYTES = 8 * 1024 * 1024
 MAX_IDLE_BYTES = 32 * 1024 * 1024
 MAX_IDLE_SCRATCH = 64
+# Reads into large frames (broker.frame_reader): at most READ_CHUNK_BYTES each, shrinking to
+# MIN_READ_CHUNK_BYTES while many connections read large frames at once.
+READ_CHUNK_BYTES = 64 * 1024
+MIN_READ_CHUNK_BYTES = 16 * 1024
+READ_PASS_BUDGET_BYTES = 1024 * 1024
 
 
 class FrameBuffers:
@@ -35,6 +40,23 @@ class FrameBuffers:
         self.idle_bytes = 0
         self._idle: dict[int, list[bytearray]] = {}
         self._scratch: list[bytearray] = []
+        # Connections in the middle of reading a large frame (broker.frame_reader), and the
+        # size of their next read: a pass of the loop over all of them stays near
+        # READ_PASS_BUDGET_BYTES.
+        self.large_readers = 0
+        self.read_chunk_bytes = READ_CHUNK_BYTES
+
+    def large_reader_started(self) -> None:
+        self.large_readers += 1
+        self._size_chunks()
+
+    def large_reader_done(self) -> None:
+        self.large_readers -= 1
+        self._size_chunks()
+
+    def _size_chunks(self) -> None:
+        share = READ_PASS_BUDGET_BYTES // max(self.large_readers, 1)
+        self.read_chunk_bytes = max(MIN_READ_CHUNK_BYTES, min(READ_CHUNK_BYTES, share))
 
     def take_scratch(self, size: int) -> bytearray:
         scratch = self._scratch

@@ -11,7 +11,13 @@ import struct
 import pytest
 
 from broker.frame_buffers import MAX_POOLED_BYTES, FrameBuffers
-from broker.frame_reader import LARGE_FRAME_BYTES, READ_CHUNK_BYTES, FrameReader
+from broker.frame_reader import (
+    LARGE_FRAME_BYTES,
+    MIN_READ_CHUNK_BYTES,
+    READ_CHUNK_BYTES,
+    READ_PASS_BUDGET_BYTES,
+    FrameReader,
+)
 from protocol.frame import FrameError
 from protocol.primitives import Reader
 
@@ -60,6 +66,34 @@ def test_a_large_frame_is_handed_on_as_a_view_of_its_own_buffer_read_in_bounded_
     (frame,) = frames
     assert isinstance(frame, memoryview) and frame == payload
     assert max(reads) <= READ_CHUNK_BYTES
+
+
+def test_reads_shrink_while_many_connections_are_inside_large_frames_and_grow_back() -> None:
+    """A pass of the loop over every connection reading a large frame stays near
+    READ_PASS_BUDGET_BYTES: 200 such connections read 16 KiB each, one alone 64 KiB."""
+    buffers = FrameBuffers()
+    payload = bytes(256 * 1024)
+    many = READ_PASS_BUDGET_BYTES // MIN_READ_CHUNK_BYTES + 10
+    readers = [FrameReader(buffers) for _ in range(many)]
+    for reader in readers:
+        buffer = reader.buffer(whole=True)
+        buffer[:100] = framed(payload)[:100]
+        del buffer
+        assert reader.filled(100, 10 * 1024 * 1024) == []
+        assert len(reader.buffer(whole=True)) > 0  # the frame now has its own buffer
+    assert buffers.large_readers == many
+    assert len(readers[0].buffer(whole=True)) == MIN_READ_CHUNK_BYTES
+    # The others finish (complete frames) or their connection goes away (clear).
+    for n, reader in enumerate(readers[1:]):
+        if n % 2:
+            reader.clear()
+        else:
+            frames, _ = feed(reader, framed(payload)[100:])
+            assert [bytes(f) for f in frames] == [payload]
+    assert buffers.large_readers == 1
+    assert len(readers[0].buffer(whole=True)) == READ_CHUNK_BYTES
+    readers[0].clear()
+    assert buffers.large_readers == 0
 
 
 def test_read_ahead_keeps_a_large_frame_in_the_scratch_buffer_until_it_is_read_whole() -> None:
