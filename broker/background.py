@@ -1,6 +1,8 @@
 """Periodic housekeeping on the event loop, each task on its own Kafka-named interval.
 
 - retention (log.retention.check.interval.ms): delete whole expired or surplus segments;
+  the producer-state snapshot each partition needs before its log start moves is written
+  on a worker thread first;
 - producer expiration (producer.id.expiration.check.interval.ms): forget producers idle
   longer than producer.id.expiration.ms, counted from their last batch's max timestamp, as
   Kafka's ProducerStateManager.removeExpiredProducers does; also once at start-up, where
@@ -124,8 +126,20 @@ class Background:
         finally:
             deletes.on_schedule = None
 
-    def _retention(self) -> None:
-        deleted = self.state.store.apply_retention(now_ms())
+    async def _retention(self) -> None:
+        now = now_ms()
+        # Before the log start moves, a snapshot at or above the new start must be on disk
+        # (PartitionLog._snapshot_before_the_log_start_moves). Encoded here, written on a
+        # worker thread, so deleting segments on the loop afterwards needs none in line; a
+        # failed write leaves the in-line one to apply_retention.
+        pending = [
+            job
+            for plog in self.state.store.partition_logs()
+            if plog.retention_due(now) and (job := plog.prepare_snapshot()) is not None
+        ]
+        if pending:
+            await self._write_off_loop(pending)
+        deleted = self.state.store.apply_retention(now)
         if deleted:
             log.info("retention deleted %d segment(s)", deleted)
 

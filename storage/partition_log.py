@@ -159,6 +159,9 @@ class PartitionLog:
         self._snapshot_state: tuple[int, int, int] | None = None
         # The periodic snapshot being written on a worker thread (prepare_snapshot).
         self._snapshot_pending: PendingSnapshot | None = None
+        # The highest offset of a snapshot known to be on disk (written and fsynced, or
+        # found at open): the log start may move up to it without writing another.
+        self._durable_snapshot: int | None = None
         # Set by the owner to have a roll's snapshot written on a worker thread (it calls
         # PendingSnapshot.write there, then finish_snapshot); None: written in the roll.
         self.snapshot_writer: Callable[[PendingSnapshot], None] | None = None
@@ -273,6 +276,7 @@ class PartitionLog:
             for entry in snap.producers:
                 self._producers.restore(entry)
             info.snapshot_offset = snap.offset
+            self._durable_snapshot = snap.offset
             replay_from = snap.offset
         # The aborted-transaction entries of the replayed range are rebuilt by the replay
         # (LogSegment.recover rebuilds the txn index of the segments it recovers).
@@ -766,6 +770,7 @@ class PartitionLog:
         self._sync_txn_indexes()
         snapshots.write_snapshot(self.path, offset, recovery_point, self._producers.entries())
         self._snapshot_state = state
+        self._note_durable_snapshot(offset)
         self._delete_old_snapshots()
         return True
 
@@ -806,6 +811,12 @@ class PartitionLog:
         if pending.error is not None:
             self._snapshot_state = pending.previous_state
             self._txn_index_dirty |= pending.txn_paths
+        else:
+            self._note_durable_snapshot(pending.offset)
+
+    def _note_durable_snapshot(self, offset: int) -> None:
+        if self._durable_snapshot is None or offset > self._durable_snapshot:
+            self._durable_snapshot = offset
 
     def _settle_pending_snapshot(self, wait: bool) -> None:
         pending = self._snapshot_pending
@@ -830,8 +841,9 @@ class PartitionLog:
         del now_ms  # part of the interface for schedulers; the decision needs no clock
         return self.take_snapshot()
 
-    def _snapshot_before_the_log_start_moves(self) -> None:
-        """Make sure a snapshot at the log end holds every producer before the start moves.
+    def _snapshot_before_the_log_start_moves(self, new_start: int) -> None:
+        """Make sure a snapshot at or above ``new_start`` holds every producer before the
+        start moves there.
 
         Kafka keeps the producers whose records retention or DeleteRecords removes
         (KAFKA-7190: ProducerStateManager.onLogStartOffsetIncremented forgets none) but
@@ -839,7 +851,15 @@ class PartitionLog:
         restart that must replay from the log start loses them. Beyond Kafka, this snapshot
         (at the log end, so never below the new start) carries them across any restart.
         Written before anything is deleted: if it fails, the log start does not move.
+
+        A snapshot already on disk at or above ``new_start`` does as well (the retention
+        pass has one written on a worker thread first, issue 13): every producer with a
+        batch below the new start is in it, and the batches after it stay in the log and
+        are replayed after it. Snapshots at or above the log start are pruned only when
+        newer ones exist, so it or a newer one is still there after any restart.
         """
+        if self._durable_snapshot is not None and self._durable_snapshot >= new_start:
+            return
         self.take_snapshot()
 
     def _delete_old_snapshots(self) -> None:
@@ -867,28 +887,31 @@ class PartitionLog:
             retention_bytes = self.config.retention_bytes
         deleted = 0
         if retention_ms >= 0:
-
-            def expired(seg: Segment) -> bool:
-                return now_ms - seg.largest_timestamp() > retention_ms
-
-            deleted += self._delete_oldest_segments(expired, now_ms, "retention.ms")
+            deleted += self._delete_oldest_segments(
+                _expired(now_ms, retention_ms), now_ms, "retention.ms"
+            )
         size = self.size
         if retention_bytes >= 0 and size >= retention_bytes:
-            excess = size - retention_bytes
-
-            def surplus(seg: Segment) -> bool:
-                nonlocal excess
-                if excess - seg.size >= 0:
-                    excess -= seg.size
-                    return True
-                return False
-
-            deleted += self._delete_oldest_segments(surplus, now_ms, "retention.bytes")
+            deleted += self._delete_oldest_segments(
+                _surplus(size - retention_bytes), now_ms, "retention.bytes"
+            )
         return deleted
 
-    def _delete_oldest_segments(
-        self, predicate: Callable[[Segment], bool], now_ms: int, reason: str
-    ) -> int:
+    def retention_due(self, now_ms: int) -> bool:
+        """Whether ``apply_retention`` (with the log's config) would delete a segment now;
+        changes nothing. The retention pass asks first, to have the snapshots it needs
+        written on a worker thread (``_snapshot_before_the_log_start_moves``)."""
+        retention_ms, retention_bytes = self.config.retention_ms, self.config.retention_bytes
+        if retention_ms >= 0 and self._oldest_segments(_expired(now_ms, retention_ms)):
+            return True
+        size = self.size
+        return (
+            retention_bytes >= 0
+            and size >= retention_bytes
+            and bool(self._oldest_segments(_surplus(size - retention_bytes)))
+        )
+
+    def _oldest_segments(self, predicate: Callable[[Segment], bool]) -> list[Segment]:
         doomed: list[Segment] = []
         for i, seg in enumerate(self._segments):
             if i == len(self._segments) - 1 and seg.size == 0:
@@ -896,17 +919,24 @@ class PartitionLog:
             if not predicate(seg):
                 break
             doomed.append(seg)
+        return doomed
+
+    def _delete_oldest_segments(
+        self, predicate: Callable[[Segment], bool], now_ms: int, reason: str
+    ) -> int:
+        doomed = self._oldest_segments(predicate)
         if not doomed:
             return 0
         if len(doomed) == len(self._segments):
             # A log always keeps one segment: roll so the expired active one can go.
             self.roll(now_ms)
-        self._snapshot_before_the_log_start_moves()
+        new_start = max(self._log_start_offset, self._segments[len(doomed)].base_offset)
+        self._snapshot_before_the_log_start_moves(new_start)
         with self._lock:
             del self._segments[: len(doomed)]
             del self._bases[: len(doomed)]
             # max: DeleteRecords may have moved the log start into the new first segment.
-            self._log_start_offset = max(self._log_start_offset, self._segments[0].base_offset)
+            self._log_start_offset = new_start
             self._recovery_point = max(self._recovery_point, self._log_start_offset)
         self._retire_segments(doomed)
         log.info(
@@ -955,7 +985,7 @@ class PartitionLog:
             for seg, nxt in zip(self._segments, self._segments[1:], strict=False)
             if nxt.base_offset <= offset
         ]
-        self._snapshot_before_the_log_start_moves()
+        self._snapshot_before_the_log_start_moves(offset)
         with self._lock:
             del self._segments[: len(doomed)]
             del self._bases[: len(doomed)]
@@ -1229,6 +1259,29 @@ def _open_segments(
             seg.close(flush=False)
         raise
     return segments
+
+
+def _expired(now_ms: int, retention_ms: int) -> Callable[[Segment], bool]:
+    """retention.ms: a segment whose newest batch is older than that."""
+
+    def expired(seg: Segment) -> bool:
+        return now_ms - seg.largest_timestamp() > retention_ms
+
+    return expired
+
+
+def _surplus(excess: int) -> Callable[[Segment], bool]:
+    """retention.bytes: the oldest segments while deleting them leaves the log at or above
+    the limit (``excess`` bytes above it)."""
+
+    def surplus(seg: Segment) -> bool:
+        nonlocal excess
+        if excess - seg.size >= 0:
+            excess -= seg.size
+            return True
+        return False
+
+    return surplus
 
 
 class PendingSnapshot:

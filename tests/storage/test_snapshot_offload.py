@@ -7,14 +7,23 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from protocol.errors import ErrorCode
+from protocol.records import parse_header
 from storage import partition_log, segment
 from storage import snapshot as snapshots
-from storage.partition_log import PendingSnapshot
+from storage.partition_log import PartitionLog, PendingSnapshot
 from storage.snapshot import list_snapshots
-from tests.storage.test_recovery import assert_window, open_log, produce_window
+from tests.storage.test_recovery import PID, assert_window, open_log, produce, produce_window
+from tests.storage.test_segment import make_batch
+
+RETENTION_MS = 3_600_000
+OLD = 1_000_000
+# Just inside the log's own retention.ms (7 days) from the old batches.
+NOW = OLD + 7 * 86_400_000
 
 
 def test_the_snapshot_holds_the_state_when_prepared_and_recovery_replays_the_rest(
@@ -146,4 +155,101 @@ def test_a_roll_leaves_the_directory_fsync_to_the_next_flush(
     assert synced == [tmp_path]
     plog.flush()
     assert synced == [tmp_path]  # once per roll, not per flush
+    plog.close()
+
+
+def _produce_at(plog: PartitionLog, ts: int) -> int:
+    """An idempotent batch of 2 records (PID's next sequence) with max timestamp ``ts``."""
+    seq = plog.log_end_offset  # one producer from offset 0: its sequence is the offset
+    batch = make_batch(2, producer_id=PID, epoch=0, base_seq=seq, timestamp=ts - 1)
+    return plog.append(batch, parse_header(batch), ts).base_offset
+
+
+def _expired_log(tmp_path: Path) -> PartitionLog:
+    """Old batches fill the first segment; the next ones, recent, keep the rest in."""
+    plog = open_log(tmp_path, segment_bytes=300)
+    while len(plog.segments) < 2:
+        _produce_at(plog, OLD)
+    while len(plog.segments) < 3:
+        _produce_at(plog, NOW)
+    return plog
+
+
+def _count_inline_writes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    written: list[int] = []
+    real = snapshots.write_snapshot
+
+    def counting(directory: Path, offset: int, recovery_point: int, producers: Any) -> Path:
+        written.append(offset)
+        return real(directory, offset, recovery_point, producers)
+
+    monkeypatch.setattr(snapshots, "write_snapshot", counting)
+    return written
+
+
+def test_retention_writes_no_snapshot_in_line_when_one_at_or_above_the_new_start_is_on_disk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plog = _expired_log(tmp_path)
+    assert plog.retention_due(now_ms=NOW + 1)  # the log's retention.ms: 7 days
+    pending = plog.prepare_snapshot()  # what the retention pass does first, on the loop
+    assert pending is not None
+    end = pending.offset
+    threading.Thread(target=pending.write).start()
+    pending.done.wait()
+    plog.finish_snapshot(pending)
+    appended = _produce_at(plog, NOW)  # after the snapshot: stays in the log, replayed
+    inline = _count_inline_writes(monkeypatch)
+    assert plog.apply_retention(now_ms=NOW, retention_ms=RETENTION_MS) == 1
+    assert inline == [] and plog.log_start_offset == plog.segments[0].base_offset <= end
+    assert end in list_snapshots(tmp_path)
+    plog.close_unclean()
+    monkeypatch.undo()
+    plog = open_log(tmp_path, segment_bytes=300)
+    assert (plog.recovery.snapshot_offset, plog.recovery.replayed_batches) == (end, 1)
+    assert produce(plog, 2, seq=end).base_offset == appended  # a duplicate (replayed)
+    assert produce(plog, 2, seq=end - 2).base_offset == end - 2  # known from the snapshot
+    assert produce(plog, 2, seq=77).error == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+    plog.close()
+
+
+def test_retention_writes_the_snapshot_in_line_when_the_ones_before_failed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def full(dir_fd: int, offset: int, data: bytes) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(snapshots, "write_snapshot_at", full)
+    plog = open_log(tmp_path, segment_bytes=300)
+    handed: list[PendingSnapshot] = []
+    plog.snapshot_writer = handed.append
+    while len(plog.segments) < 2:
+        _produce_at(plog, OLD)
+    _produce_at(plog, NOW)
+    end = plog.log_end_offset
+    assert len(handed) == 1
+    with pytest.raises(OSError):
+        handed[0].write()  # the roll's snapshot
+    plog.finish_snapshot(handed[0])
+    pending = plog.prepare_snapshot()  # the retention pass's
+    assert pending is not None and pending.offset == end
+    with pytest.raises(OSError):
+        pending.write()
+    plog.finish_snapshot(pending)
+    assert list_snapshots(tmp_path) == []
+    monkeypatch.undo()
+    inline = _count_inline_writes(monkeypatch)
+    assert plog.apply_retention(now_ms=NOW, retention_ms=RETENTION_MS) == 1
+    assert inline == [end] and list_snapshots(tmp_path) == [end]
+    plog.close()
+
+
+def test_retention_due_changes_nothing_and_agrees_with_apply_retention(tmp_path: Path) -> None:
+    plog = _expired_log(tmp_path)
+    before = ([s.base_offset for s in plog.segments], list_snapshots(tmp_path))
+    assert not plog.retention_due(now_ms=NOW)  # the log's retention.ms: 7 days
+    assert plog.retention_due(now_ms=NOW + 1)
+    assert ([s.base_offset for s in plog.segments], list_snapshots(tmp_path)) == before
+    assert plog.apply_retention(now_ms=NOW) == 0
+    assert plog.apply_retention(now_ms=NOW + 1) == 1
     plog.close()
