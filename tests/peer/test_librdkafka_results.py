@@ -93,3 +93,25 @@ def test_the_committed_lists_are_well_formed_and_disjoint() -> None:
         for name in [*must_pass, *excluded]:
             assert results.ROW.match(f"| {name} | PASSED | 1.0s |"), name
         assert all(excluded.values()), f"every exclusion needs its reason: {must_pass_file}"
+
+
+def test_a_must_pass_test_that_fails_again_alone_still_fails_the_verdict() -> None:
+    run = {
+        "0110_batch_size": results.TestResult("0110_batch_size", "FAILED", "avg 3868"),
+        "0118_commit_rebalance": results.TestResult("0118_commit_rebalance", "FAILED", "x"),
+        "0001_multiobj": results.TestResult("0001_multiobj", "PASSED", ""),
+    }
+    alone = {
+        "0110_batch_size": results.TestResult("0110_batch_size", "PASSED", ""),
+        "0118_commit_rebalance": results.TestResult("0118_commit_rebalance", "FAILED", "x"),
+    }
+    must_pass = ["0001_multiobj", "0110_batch_size", "0118_commit_rebalance"]
+    merged, flaky = results.merge_retry(run, alone, ["0110_batch_size", "0118_commit_rebalance"])
+    assert flaky == ["0110_batch_size"]
+    assert merged["0110_batch_size"].state == "PASSED"
+    assert "avg 3868" in merged["0110_batch_size"].reason
+    verdict = results.judge(merged, must_pass, {})
+    assert verdict.must_pass_failed == ["0118_commit_rebalance"] and not verdict.ok
+    # A retry that printed nothing (runner crashed) changes nothing.
+    merged, flaky = results.merge_retry(run, {}, ["0110_batch_size"])
+    assert flaky == [] and merged == run
