@@ -573,36 +573,10 @@ class ConsumerGroupManager:
     def tick(self, now: int) -> None:
         for group in list(self.groups.values()):
             for member in list(group.members.values()):
-                if member.session_deadline is not None and member.session_deadline <= now:
+                reason = _expired(member, now)
+                if reason is not None:
                     log.info(
-                        "group %s: member %s fenced: the member session expired",
-                        group.group_id,
-                        member.member_id,
-                    )
-                    self.fence(group, member.member_id)
-                elif member.join_deadline is not None and member.join_deadline <= now:
-                    log.info(
-                        "group %s: member %s fenced: the classic member failed to join within "
-                        "the rebalance timeout",
-                        group.group_id,
-                        member.member_id,
-                    )
-                    self.fence(group, member.member_id)
-                elif member.sync_deadline is not None and member.sync_deadline <= now:
-                    log.info(
-                        "group %s: member %s fenced: the member failed to sync within timeout",
-                        group.group_id,
-                        member.member_id,
-                    )
-                    self.fence(group, member.member_id)
-                elif member.rebalance_deadline is not None and member.rebalance_deadline <= now:
-                    log.info(
-                        "group %s: member %s fenced: it failed to revoke its partitions from "
-                        "epoch %d within %d ms",
-                        group.group_id,
-                        member.member_id,
-                        member.member_epoch,
-                        member.rebalance_timeout_ms,
+                        "group %s: member %s fenced: %s", group.group_id, member.member_id, reason
                     )
                     self.fence(group, member.member_id)
 
@@ -706,3 +680,19 @@ __all__ = [
     "HeartbeatRequest",
     "HeartbeatResult",
 ]
+
+
+def _expired(member: ConsumerMember, now: int) -> str | None:
+    """Why ``member`` is fenced at ``now`` (its first deadline passed), or None."""
+    if member.session_deadline is not None and member.session_deadline <= now:
+        return "the member session expired"
+    if member.join_deadline is not None and member.join_deadline <= now:
+        return "the classic member failed to join within the rebalance timeout"
+    if member.sync_deadline is not None and member.sync_deadline <= now:
+        return "the member failed to sync within timeout"
+    if member.rebalance_deadline is not None and member.rebalance_deadline <= now:
+        return (
+            f"it failed to revoke its partitions from epoch {member.member_epoch} "
+            f"within {member.rebalance_timeout_ms} ms"
+        )
+    return None
