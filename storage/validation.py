@@ -55,6 +55,7 @@ from protocol.records import (
     records_data,
     scan_records,
 )
+from protocol.uniform_records import scan_uniform
 
 DEPTHS = ("header", "records")
 
@@ -232,7 +233,12 @@ def _validate_records(
     batch: memoryview | bytes | bytearray, header: BatchHeader, max_headers: int | None
 ) -> Validation:
     try:
-        scan = scan_records(records_data(batch, header), header.records_count, max_headers)
+        data = records_data(batch, header)
+        # Records of one shape are read by a compiled pattern (protocol.uniform_records),
+        # the rest walked one by one; both give the same answer.
+        scan = scan_uniform(data, header.records_count)
+        if scan is None:
+            scan = scan_records(data, header.records_count, max_headers)
     except CorruptBatchError as exc:
         return _fail(ErrorCode.INVALID_RECORD, f"malformed records: {exc}", header)
     return Validation(ErrorCode.NONE, None, header, scan=scan)

@@ -22,7 +22,13 @@ PROTOCOL_FORBIDDEN = (
 )
 LOGGING_SETUP_CALLS = {"basicConfig", "dictConfig", "fileConfig"}
 STORAGE_FORBIDDEN = ("asyncio", "broker")
-STORAGE_ALLOWED_PROTOCOL = {"protocol.records", "protocol.errors", "protocol.compression"}
+# protocol.uniform_records is part of the record view (the record walk of uniform batches).
+STORAGE_ALLOWED_PROTOCOL = {
+    "protocol.records",
+    "protocol.uniform_records",
+    "protocol.errors",
+    "protocol.compression",
+}
 STORAGE_ALLOWED_THIRD_PARTY = {"crc32c"}
 
 
