@@ -8,6 +8,7 @@ need per-version branches just to read a field.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -45,6 +46,11 @@ def _get(value: Any, name: str) -> Any:
     if isinstance(value, dict):
         return value.get(name, _MISSING)
     return getattr(value, name, _MISSING)
+
+
+def _get_or(value: Any, name: str, _default: Any) -> Any:
+    """_get in dict.get's shape (the default is always _MISSING)."""
+    return _get(value, name)
 
 
 # --- primitives -----------------------------------------------------------------------
@@ -335,21 +341,33 @@ def _plan(fields: tuple[Field, ...], version: int, flexible: bool) -> tuple[Enco
     by_tag = {fl.tag: (fl, dec) for fl, _, dec in tagged}
     defaults = [(fl.name, fl) for fl in absent]
 
+    regular_names = [(fl.name, fl, enc) for fl, enc, _ in regular]
+
     def encode(out: bytearray, value: Any) -> None:
-        for fl, enc, _ in regular:
-            v = _get(value, fl.name)
+        # A Message's fields are its __dict__ (read directly: getattr on a missing one
+        # goes through Message.__getattr__ and an exception); dicts as they are.
+        kind = type(value)
+        get = (
+            value.get
+            if kind is dict
+            else value.__dict__.get
+            if kind is Message
+            else functools.partial(_get_or, value)
+        )
+        for name, fl, enc in regular_names:
+            v = get(name, _MISSING)
             enc(out, fl.default_value() if v is _MISSING else v)
         if flexible:
             present: list[tuple[int, bytes]] = []
             for fl, enc, _ in tagged:
-                v = _get(value, fl.name)
+                v = get(fl.name, _MISSING)
                 # Kafka writes a tagged field only when it differs from its default.
                 if v is _MISSING or v == fl.default_value():
                     continue
                 buf = bytearray()
                 enc(buf, v)
                 present.append((fl.tag or 0, bytes(buf)))
-            unknown = _get(value, "_unknown_tagged_fields")
+            unknown = get("_unknown_tagged_fields", _MISSING)
             if unknown is not _MISSING and unknown:
                 present.extend(unknown)
                 present.sort(key=lambda t: t[0])
@@ -388,7 +406,9 @@ def _plan(fields: tuple[Field, ...], version: int, flexible: bool) -> tuple[Enco
                 values[fl.name] = dec(r)
             if unknown:
                 values["_unknown_tagged_fields"] = unknown
-        return Message(**values)
+        message = Message.__new__(Message)
+        message.__dict__ = values  # what Message(**values) does, without the keywords
+        return message
 
     _PLANS[key] = (encode, decode)
     return encode, decode

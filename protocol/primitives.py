@@ -102,10 +102,15 @@ class Reader:
 
     def uvarint(self) -> int:
         """Unsigned LEB128 varint, at most 5 bytes (Kafka's ByteUtils.readUnsignedVarint)."""
-        result = 0
-        shift = 0
         buf = self.buf
         pos = self.pos
+        if pos < self.end:
+            b = buf[pos]
+            if b < 0x80:  # one byte: nearly every length, count and tag buffer
+                self.pos = pos + 1
+                return b
+        result = 0
+        shift = 0
         while True:
             if pos >= self.end:
                 raise DecodeError("truncated varint")
