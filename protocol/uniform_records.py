@@ -55,6 +55,8 @@ _lock = threading.Lock()
 # Offset deltas 0, 1, 2, ... as varints, one after the other (grown on demand).
 _sequential = bytearray()
 _sequential_count = [0]
+# _offsets' answers for the record counts seen first (batches mostly have a few sizes).
+_offsets_by_count: dict[int, bytes] = {}
 
 
 def _varint(value: int) -> bytes:
@@ -109,14 +111,21 @@ def _first_shape(data: bytes) -> Shape | None:
 
 def _offsets(count: int) -> bytes:
     """The offset deltas 0 .. count - 1 as one run of varints."""
-    while _sequential_count[0] < count:
-        _sequential.extend(_varint(_sequential_count[0]))
-        _sequential_count[0] += 1
-    # zigzag(i) = 2i: one byte below 64, two below 8192, three below 2**20.
-    size = count if count <= 64 else 64 + 2 * (min(count, 8192) - 64)
-    if count > 8192:
-        size += 3 * (count - 8192)
-    return bytes(_sequential[:size])
+    known = _offsets_by_count.get(count)
+    if known is not None:
+        return known
+    with _lock:
+        while _sequential_count[0] < count:
+            _sequential.extend(_varint(_sequential_count[0]))
+            _sequential_count[0] += 1
+        # zigzag(i) = 2i: one byte below 64, two below 8192, three below 2**20.
+        size = count if count <= 64 else 64 + 2 * (min(count, 8192) - 64)
+        if count > 8192:
+            size += 3 * (count - 8192)
+        run = bytes(_sequential[:size])
+        if len(_offsets_by_count) < MAX_PATTERNS:
+            _offsets_by_count[count] = run
+    return run
 
 
 def scan_uniform(data: bytes, count: int) -> RecordsScan | None:
@@ -170,6 +179,15 @@ def _one_byte_stamps(joined: bytes, count: int, prefix: int) -> bytes | None:
     from it everything lines up, and that header either has a timestamp delta whose first
     byte carries the continuation bit, or an offset delta other than the expected one.
     """
+    if count <= 64:
+        # One segment (the usual batch): the deltas are two strided slices.
+        size = prefix + 3
+        if len(joined) != count * size:
+            return None
+        one = joined[prefix + 1 :: size]
+        if max(one) >= 0x80 or joined[prefix + 2 :: size] != _offsets(count):
+            return None
+        return one
     stamps = []
     offsets = bytearray()
     start = first = 0
