@@ -24,7 +24,7 @@ from __future__ import annotations
 import struct
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import crc32c
 
@@ -58,9 +58,13 @@ class CorruptBatchError(ValueError):
     """The bytes cannot be a RecordBatch v2 (too short, bad length, bad magic)."""
 
 
-class HeaderBudgetExceeded(Exception):
-    """scan_records met more record headers than its ``max_headers`` (not a corrupt batch:
-    the caller walks the batch again without a budget, off the event loop)."""
+class LoopBudgetExceeded(Exception):
+    """Checking the batch would hold the event loop too long (not a corrupt batch: the
+    caller checks it again without a budget, off the event loop)."""
+
+
+class HeaderBudgetExceeded(LoopBudgetExceeded):
+    """scan_records met more record headers than its ``max_headers``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -322,6 +326,8 @@ class RecordsScan:
     sequential_offsets: bool
     # Record headers in all.
     headers: int = 0
+    # Read by protocol.uniform_records' pattern rather than walked (not part of the answer).
+    uniform: bool = field(default=False, compare=False)
 
 
 def scan_records(data: bytes, count: int, max_headers: int | None = None) -> RecordsScan:

@@ -168,7 +168,7 @@ def scan_uniform(data: bytes, count: int) -> RecordsScan | None:
             return None
         low, high = bounds
     keyless = tuple(range(count)) if shape[1] < 0 else ()
-    return RecordsScan(low, high, keyless, True, 0)
+    return RecordsScan(low, high, keyless, True, 0, uniform=True)
 
 
 def _one_byte_stamps(joined: bytes, count: int, prefix: int) -> bytes | None:

@@ -47,11 +47,15 @@ class CheckedBatch:
     slot: int = -1
 
 
-def check_batch(job: BatchJob, header_budget: list[int] | None = None) -> CheckedBatch:
+def check_batch(
+    job: BatchJob, header_budget: list[int] | None = None, walk_budget: list[int] | None = None
+) -> CheckedBatch:
     """ProduceRequest.validateRecords, UnifiedLog's checks and LogValidator, on one batch.
 
     ``header_budget`` (one element, shared by a request's batches) is what the records may
     still hold in headers; HeaderBudgetExceeded beyond it (the loop's walk stops there).
+    ``walk_budget`` (the same way) is how many records may still be walked one by one;
+    LoopBudgetExceeded instead of walking more.
     """
     checked = validate_batch(
         job.records,
@@ -59,9 +63,12 @@ def check_batch(job: BatchJob, header_budget: list[int] | None = None) -> Checke
         allow_zstd=job.allow_zstd,
         depth=job.depth,
         max_headers=None if header_budget is None else header_budget[0],
+        max_walked=None if walk_budget is None else walk_budget[0],
     )
     if header_budget is not None and checked.scan is not None:
         header_budget[0] -= checked.scan.headers
+    if walk_budget is not None and checked.scan is not None and not checked.scan.uniform:
+        walk_budget[0] -= checked.header.records_count if checked.header is not None else 0
     result = CheckedBatch(checked)
     header = checked.header
     if checked.error != ErrorCode.NONE or header is None:

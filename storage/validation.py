@@ -49,6 +49,7 @@ from protocol.records import (
     MAGIC_OFFSET,
     BatchHeader,
     CorruptBatchError,
+    LoopBudgetExceeded,
     RecordsScan,
     compute_crc,
     parse_header,
@@ -98,13 +99,16 @@ def validate_batch(
     allow_zstd: bool,
     depth: str,
     max_headers: int | None = None,
+    max_walked: int | None = None,
 ) -> Validation:
     """Check the records field of one partition in a Produce request (magic-2 clients).
 
     ``allow_zstd`` is False for Produce below v7. ``depth`` "header" never decompresses;
     "records" also decodes every record. On success ``header`` is the parsed header.
     ``max_headers``: HeaderBudgetExceeded once the records hold more headers (the caller
-    then validates the batch again off the event loop).
+    then validates the batch again off the event loop). ``max_walked``: LoopBudgetExceeded
+    instead of walking more records than that one by one (records of one shape are read
+    by a compiled pattern, about eight times faster, and do not count).
     """
     if depth not in DEPTHS:
         raise ValueError(f"depth must be one of {DEPTHS}, not {depth!r}")
@@ -145,7 +149,7 @@ def validate_batch(
         header = parse_header(batch)
     except CorruptBatchError as exc:  # unreachable after the checks above; kept as a guard
         return _fail(ErrorCode.CORRUPT_MESSAGE, str(exc))
-    checked = _validate_parsed(batch, header, max_message_bytes, depth, max_headers)
+    checked = _validate_parsed(batch, header, max_message_bytes, depth, max_headers, max_walked)
     # (Built directly: dataclasses.replace costs more than the rest of a small batch's
     # header checks.)
     return Validation(
@@ -181,6 +185,7 @@ def _validate_parsed(
     max_message_bytes: int,
     depth: str,
     max_headers: int | None,
+    max_walked: int | None = None,
 ) -> Validation:
     if header.base_offset != 0:
         return _fail(
@@ -229,12 +234,15 @@ def _validate_parsed(
             header,
         )
     if depth == "records":
-        return _validate_records(batch, header, max_headers)
+        return _validate_records(batch, header, max_headers, max_walked)
     return Validation(ErrorCode.NONE, None, header)
 
 
 def _validate_records(
-    batch: memoryview | bytes | bytearray, header: BatchHeader, max_headers: int | None
+    batch: memoryview | bytes | bytearray,
+    header: BatchHeader,
+    max_headers: int | None,
+    max_walked: int | None = None,
 ) -> Validation:
     try:
         data = records_data(batch, header)
@@ -242,6 +250,8 @@ def _validate_records(
         # the rest walked one by one; both give the same answer.
         scan = scan_uniform(data, header.records_count)
         if scan is None:
+            if max_walked is not None and header.records_count > max_walked:
+                raise LoopBudgetExceeded(f"{header.records_count} records to walk one by one")
             scan = scan_records(data, header.records_count, max_headers)
     except CorruptBatchError as exc:
         return _fail(ErrorCode.INVALID_RECORD, f"malformed records: {exc}", header)

@@ -89,7 +89,7 @@ from broker.topic_configs import TopicSettings
 from broker.validation_pool import WorkerLost
 from protocol.errors import ErrorCode
 from protocol.messages.produce import PRODUCE
-from protocol.records import BatchHeader, HeaderBudgetExceeded
+from protocol.records import BatchHeader, LoopBudgetExceeded
 from protocol.schema import Message
 from storage.batch_checks import BatchJob, CheckedBatch, check_batch
 from storage.partition_log import PartitionLog
@@ -138,6 +138,10 @@ _Entry = CheckedBatch
 OFFLOAD_BYTES = 1024 * 1024
 OFFLOAD_RECORDS = 512
 OFFLOAD_COMPRESSED_BYTES = 1024
+# Records of one shape are read by a compiled pattern at about 0.2 us each
+# (protocol.uniform_records): up to this many in a request are checked on the loop, and a
+# batch that turns out not to be uniform still goes to a thread beyond OFFLOAD_RECORDS.
+OFFLOAD_UNIFORM_RECORDS = 4096
 # The headers a request may carry in all and still be validated on the loop: only the walk
 # finds them, so one over the budget stops it and the request goes to a worker.
 INLINE_MAX_HEADERS = 512
@@ -388,7 +392,7 @@ def _heavy(jobs: list[BatchJob]) -> bool:
     """Whether checking ``jobs`` may hold the loop for long (then a worker thread does it
     when no worker process is ready)."""
     total, records, compressed = _claimed(jobs)
-    return compressed or total >= OFFLOAD_BYTES or records >= OFFLOAD_RECORDS
+    return compressed or total >= OFFLOAD_BYTES or records >= OFFLOAD_UNIFORM_RECORDS
 
 
 def _for_worker_process(jobs: list[BatchJob], min_records: int) -> bool:
@@ -452,12 +456,14 @@ def _check_all(jobs: list[BatchJob]) -> list[CheckedBatch]:
 
 
 def _check_on_loop(jobs: list[BatchJob]) -> list[CheckedBatch] | None:
-    """_check_all within INLINE_MAX_HEADERS record headers; None beyond (then the whole
-    request is checked again on a worker: check_batch is pure, so nothing is left over)."""
+    """_check_all within INLINE_MAX_HEADERS record headers and fewer than OFFLOAD_RECORDS
+    records walked one by one; None beyond (then the whole request is checked again on a
+    worker: check_batch is pure, so nothing is left over)."""
     budget = [INLINE_MAX_HEADERS]
+    walk = [OFFLOAD_RECORDS - 1]
     try:
-        return [check_batch(job, budget) for job in jobs]
-    except HeaderBudgetExceeded:
+        return [check_batch(job, budget, walk) for job in jobs]
+    except LoopBudgetExceeded:
         return None
 
 

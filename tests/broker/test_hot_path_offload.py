@@ -16,7 +16,7 @@ import pytest
 from bench.stall import describe_configs_frame
 from broker.dispatch import decode_on_loop
 from broker.handlers.produce import _check_on_loop, _for_worker_process, _heavy
-from protocol import codec
+from protocol import codec, uniform_records
 from protocol.compression import GZIP
 from protocol.messages.api_versions import API_VERSIONS
 from protocol.messages.describe_configs import DESCRIBE_CONFIGS
@@ -54,9 +54,30 @@ def test_a_produce_of_64_one_kib_records_is_validated_on_the_loop() -> None:
     assert entries is not None and entries[0].checked.ok and entries[0].batch is not None
 
 
-def test_a_batch_of_thousands_of_tiny_records_is_validated_on_a_worker() -> None:
+def test_a_batch_of_thousands_of_tiny_records_of_varied_shapes_is_validated_on_a_worker() -> None:
     # About 10 KiB, but a Python step per record: thousands of them hold the loop for ms.
-    assert _heavy([_work(_idempotent([(None, b"x")] * 2000))])
+    records = [(None, b"x" * (i % 7)) for i in range(2000)]
+    jobs = [_work(_idempotent(records))]
+    assert not _heavy(jobs)  # the header cannot tell; the walk's budget stops it
+    assert _check_on_loop(jobs) is None
+    assert _check_on_loop(jobs) is None
+
+
+def test_thousands_of_tiny_records_of_one_shape_are_validated_on_the_loop() -> None:
+    # Read by a compiled pattern (protocol.uniform_records) once the shape is known: the
+    # first batch of a shape still goes to a worker.
+    uniform_records._patterns.clear()
+    uniform_records._last_shape[0] = None
+    jobs = [_work(_idempotent([(None, b"x")] * 2000))]
+    assert not _heavy(jobs)
+    assert _check_on_loop(jobs) is None
+    entries = _check_on_loop(jobs)
+    assert entries is not None and entries[0].checked.ok and entries[0].batch is not None
+    assert entries[0].checked.scan is not None and entries[0].checked.scan.uniform
+
+
+def test_a_batch_of_more_records_than_the_pattern_may_read_on_the_loop_goes_to_a_worker() -> None:
+    assert _heavy([_work(_idempotent([(None, b"x")] * 5000))])
 
 
 def test_a_compressed_batch_is_validated_on_a_worker() -> None:
