@@ -30,6 +30,11 @@ write), and a request that closes the connection (a malformed one) does so after
 earlier answers, cancelling the ones behind it. Any other request waits until the
 pipelined ones are answered. See ``_pipelinable``.
 
+Held answers (issue 19): a Produce answered while the next request, a Produce too, is
+already complete waits for that one's answer, so answers to a producer's pipelined batches
+leave several to a send (``_hold``; written before the connection waits, pipelines or
+closes).
+
 Errors: a Kafka error code belongs in the response (handlers do that); anything that makes
 the request unreadable closes the connection, logged with peer, client id and correlation id.
 
@@ -76,6 +81,8 @@ READ_AHEAD_REQUESTS = 8
 # Produce requests of one connection handled at once (clients keep at most 5 in flight).
 PIPELINE_DEPTH = 4
 PRODUCE_KEY = 0
+# Produce answers held back at most, to leave with the next one (KafkaConnection._hold).
+HELD_ANSWERS = 4
 
 
 class _Close:
@@ -115,6 +122,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._partial_reserved = 0
         self._busy = False
         self._eof = False
+        # Answers held back to leave with the next one (see _hold).
+        self._held: list[bytes | bytearray] = []
         self._wakeup = asyncio.Event()
         self._can_write = asyncio.Event()
         self._can_write.set()
@@ -330,6 +339,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         """Close after what was already written is flushed."""
         self._closing = True
         if self.transport is not None and not self.transport.is_closing():
+            self._flush_held()
             self.transport.close()
 
     async def _run_tls(self, context: ssl.SSLContext) -> None:
@@ -376,6 +386,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
                     and (pipeline or len(frames) > 1 or self._reader.partial_bytes)
                     and self._pipelinable(frames[0][0])
                 ):
+                    self._flush_held()
                     frame, reserved = frames.popleft()
                     self._queued_bytes -= len(frame)
                     budget.request_started()
@@ -428,6 +439,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
                     if self._eof:
                         self.close()
                         break
+                    self._flush_held()
                     self.idle.set()
                     self._wakeup.clear()
                     await self._wakeup.wait()
@@ -439,13 +451,16 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 self._busy = True
                 self._update_reading()
                 try:
+                    produce = _is_produce(frame)
                     try:
                         response = await self._handle(frame)
                     finally:
                         self.state.frame_buffers.give_back(frame)
                         del frame
                         budget.release(reserved)
-                    if not await self._answer(response):
+                    if produce and self._hold(response):
+                        continue
+                    if not await self._answer(self._with_held(response)):
                         break
                 finally:
                     self._busy = False
@@ -463,6 +478,51 @@ class KafkaConnection(asyncio.BufferedProtocol):
             done.cancel()
         self._wakeup.set()
 
+    def _hold(self, response: list[bytes | bytearray | Deferred] | _Close | None) -> bool:
+        """Keep a Produce answer back when the next request, a Produce too, is already
+        here: the answers then leave together in one send (one system call, one wake-up of
+        the client) once no such request follows, at most HELD_ANSWERS of them (issue 19:
+        about 13% less broker CPU per 64 KiB Produce with 5 in flight). The client sees its
+        answers in order, each later by at most the time the broker takes for the next
+        Produce; Kafka sends each at once. Not on SASL listeners nor while fault injection
+        is engaged (its rules act per request)."""
+        frames = self._frames
+        if (
+            not isinstance(response, list)
+            or not frames
+            or len(self._held) >= HELD_ANSWERS
+            or not _is_produce(frames[0][0])
+            or self.sasl is not None
+            or not _plain(response)
+        ):
+            return False
+        faults = self.dispatcher.faults
+        if faults is not None and faults.engaged:
+            return False
+        self._held.extend(response)  # type: ignore[arg-type]  # _plain: bytes only
+        return True
+
+    def _with_held(
+        self, response: list[bytes | bytearray | Deferred] | _Close | None
+    ) -> list[bytes | bytearray | Deferred] | _Close | None:
+        """``response`` with the held answers in front of it (one write when it is plain)."""
+        if not self._held:
+            return response
+        if not isinstance(response, list):
+            self._flush_held()
+            return response
+        held, self._held = self._held, []
+        if _plain(response):
+            return [b"".join([*held, *response])]  # type: ignore[list-item]
+        return [b"".join(held), *response]
+
+    def _flush_held(self) -> None:
+        """Write the held answers now (before waiting, closing or pipelining)."""
+        if self._held:
+            held, self._held = self._held, []
+            if self.transport is not None and not self.transport.is_closing():
+                self.transport.write(b"".join(held))
+
     def _pipelinable(self, frame: Frame) -> bool:
         """Whether the next request may start before the ones in front of it are answered.
 
@@ -476,7 +536,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         belong to authentication) nor while fault injection is engaged (its rules count
         requests one at a time).
         """
-        if len(frame) < 2 or frame[0] != 0 or frame[1] != PRODUCE_KEY:
+        if not _is_produce(frame):
             return False
         faults = self.dispatcher.faults
         return (
@@ -653,6 +713,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
             ),
         )
         return _frame_response(correlation_id, 0, [body])
+
+
+def _is_produce(frame: Frame) -> bool:
+    return len(frame) >= 2 and frame[0] == 0 and frame[1] == PRODUCE_KEY
 
 
 def _plain(*responses: list[bytes | bytearray | Deferred]) -> bool:
