@@ -25,7 +25,7 @@ import re
 import threading
 from collections import OrderedDict
 
-from protocol.records import CorruptBatchError, RecordsScan, read_varint
+from protocol.records import CorruptBatchError, RecordsScan, encode_varint, read_varint
 
 __all__ = ["scan_uniform"]
 
@@ -59,34 +59,24 @@ _sequential_count = [0]
 _offsets_by_count: dict[int, bytes] = {}
 
 
-def _varint(value: int) -> bytes:
-    v = (value << 1) ^ (value >> 63)
-    out = bytearray()
-    while v >= 0x80:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-    return bytes(out)
-
-
 def _compile(attributes: int, key_len: int, value_len: int) -> Compiled | None:
     """The pattern of one record of this shape (its one group: the record's length prefix,
     attributes and two deltas), the bytes every record has besides that group, and the
     length prefix's size (None: the records' lengths would not all have a prefix of one
     size, so this path does not take the shape)."""
-    key = re.escape(_varint(key_len)) + (rb".{%d}" % key_len if key_len > 0 else b"")
-    value = re.escape(_varint(value_len)) + (rb".{%d}" % value_len if value_len > 0 else b"")
+    key = re.escape(encode_varint(key_len)) + (rb".{%d}" % key_len if key_len > 0 else b"")
+    value = re.escape(encode_varint(value_len)) + (rb".{%d}" % value_len if value_len > 0 else b"")
     # key length and key, value length and value, header count (0)
-    rest = len(_varint(key_len)) + max(key_len, 0) + len(_varint(value_len))
+    rest = len(encode_varint(key_len)) + max(key_len, 0) + len(encode_varint(value_len))
     rest += max(value_len, 0) + 1
-    prefix = len(_varint(rest + 3))
-    if len(_varint(rest + 7)) != prefix:
+    prefix = len(encode_varint(rest + 3))
+    if len(encode_varint(rest + 7)) != prefix:
         return None
     attr = re.escape(bytes([attributes]))
     choices = []
     for ts_bytes, ts in enumerate(_VARINTS, start=1):
         for offset_bytes, offset in enumerate(_VARINTS, start=1):
-            length = _varint(1 + ts_bytes + offset_bytes + rest)
+            length = encode_varint(1 + ts_bytes + offset_bytes + rest)
             choices.append(re.escape(length) + attr + ts + offset)
     record = b"(" + b"|".join(choices) + b")" + key + value + b"\\x00"
     return re.compile(record, re.DOTALL), rest, prefix
@@ -116,7 +106,7 @@ def _offsets(count: int) -> bytes:
         return known
     with _lock:
         while _sequential_count[0] < count:
-            _sequential.extend(_varint(_sequential_count[0]))
+            _sequential.extend(encode_varint(_sequential_count[0]))
             _sequential_count[0] += 1
         # zigzag(i) = 2i: one byte below 64, two below 8192, three below 2**20.
         size = count if count <= 64 else 64 + 2 * (min(count, 8192) - 64)

@@ -22,7 +22,13 @@ from protocol.primitives import Reader
 from protocol.records import build_batch
 from protocol.schema import Message
 from tests.support.broker_process import BrokerProcess
-from tests.support.produce import create_topic, init_producer, produce_request, stored
+from tests.support.produce import (
+    create_topic,
+    cut_into_body,
+    init_producer,
+    produce_request,
+    stored,
+)
 from tests.support.raw_client import ConnectionClosed, RawClient
 
 pytestmark = pytest.mark.e2e
@@ -68,17 +74,21 @@ def _frames(data: bytes) -> list[bytes]:
     return frames
 
 
+def _five_produces(client: RawClient, topic: str, first_id: int) -> list[bytes]:
+    """Five framed Produce requests of 3 records each, one new producer's sequence."""
+    create_topic(client, topic)
+    producer = init_producer(client)
+    return [
+        client.encode(PRODUCE, 9, produce_request(topic, _batch(producer, i * 3)), first_id + i)
+        for i in range(5)
+    ]
+
+
 def test_answers_of_produce_requests_sent_together_leave_together_in_order(
     broker: BrokerProcess,
 ) -> None:
     with RawClient(broker.port) as client:
-        create_topic(client, "held")
-        producer = init_producer(client)
-        requests = [
-            client.encode(PRODUCE, 9, produce_request("held", _batch(producer, i * 3)), 10 + i)
-            for i in range(5)
-        ]
-        client.send_raw(b"".join(requests))
+        client.send_raw(b"".join(_five_produces(client, "held", 10)))
         # The first read that returns anything: one send put all five answers in the
         # socket at once (answers sent one by one wake this read at the first).
         first = client.sock.recv(1 << 16)
@@ -101,15 +111,8 @@ def test_held_answers_still_leave_before_a_malformed_request_closes_the_connecti
 ) -> None:
     """Kafka answers every request before the unreadable one, then closes."""
     with RawClient(broker.port) as client:
-        create_topic(client, "held-bad")
-        producer = init_producer(client)
-        requests = [
-            client.encode(PRODUCE, 9, produce_request("held-bad", _batch(producer, i * 3)), 20 + i)
-            for i in range(5)
-        ]
-        bad = bytearray(requests[3][: 4 + 19 + 10])  # cut 10 bytes into the body
-        struct.pack_into(">i", bad, 0, len(bad) - 4)
-        requests[3] = bytes(bad)
+        requests = _five_produces(client, "held-bad", 20)
+        requests[3] = cut_into_body(requests[3])
         client.send_raw(b"".join(requests))
         answers = []
         with pytest.raises(ConnectionClosed):

@@ -43,7 +43,14 @@ from tests.e2e.test_idempotence_raw import (
 )
 from tests.e2e.test_ingest_workload import test_ingest_run_stores_every_record_once_in_sequence
 from tests.support.broker_process import OVERRIDES_ENV, BrokerProcess
-from tests.support.produce import create_topic, init_producer, produce, produce_request, stored
+from tests.support.produce import (
+    create_topic,
+    cut_into_body,
+    init_producer,
+    produce,
+    produce_request,
+    stored,
+)
 from tests.support.raw_client import ConnectionClosed, RawClient
 
 __all__ = [
@@ -195,10 +202,7 @@ def test_pipelined_produce_appends_and_answers_in_order_and_a_bad_request_stops_
             )
             for i in range(6)
         ]
-        # The fourth cut 10 bytes into its body (the header takes 19 bytes after the length).
-        bad = bytearray(frames[3][: 4 + 19 + 10])
-        struct.pack_into(">i", bad, 0, len(bad) - 4)
-        frames[3] = bytes(bad)
+        frames[3] = cut_into_body(frames[3])
         client.send_raw(b"".join(frames))
         answers = []
         with pytest.raises(ConnectionClosed):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -174,3 +175,12 @@ def stored_values(data_dir: Path, topic: str, partition: int = 0) -> list[bytes 
         for header, batch in stored(data_dir, topic, partition)
         for record in decode_records(batch, header)
     ]
+
+
+def cut_into_body(frame: bytes, keep: int = 10) -> bytes:
+    """A framed request cut ``keep`` bytes into its body (a v2 request header of a 7-byte
+    client id takes 19 bytes after the length), its length prefix fixed to match: a request
+    Kafka cannot read, so it closes the connection."""
+    bad = bytearray(frame[: 4 + 19 + keep])
+    struct.pack_into(">i", bad, 0, len(bad) - 4)
+    return bytes(bad)
