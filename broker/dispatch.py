@@ -60,6 +60,9 @@ class RequestContext:
     # Pipelined Produce (broker.connection): done once the connection's previous request
     # is; the handler appends only after it, so effects keep the connection's order.
     after: asyncio.Future[None] | None = None
+    # Set by the Produce handler when its batch checks went to a validation worker process:
+    # the connection pipelines a producer's next requests only then (broker.connection).
+    offloaded: bool = False
 
     def authorized(
         self, operation: int, resource_type: int, name: str, *, log_denied: bool = True

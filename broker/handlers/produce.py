@@ -414,6 +414,7 @@ def _start_checks(
     if pool.enabled and _for_worker_process(jobs, state.config.validation_worker_min_records):
         future = pool.submit(jobs)
         if future is not None:
+            ctx.offloaded = True
             return future
     on_loop = None if _heavy(jobs) else _check_on_loop(jobs)
     if on_loop is not None:
