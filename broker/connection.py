@@ -218,6 +218,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
         log.debug("connection from %s closed (%s)", self.peer, exc or "eof")
         self._closing = True
         self.state.connections.discard(self)
+        # Its buffers go back, and it no longer counts as reading (broker.frame_buffers
+        # sizes everybody's reads by the number of connections reading).
+        self._reader.clear()
         if self.quota_address is not None:
             self.state.connection_quotas.dec(self.quota_address)
             self.quota_address = None

@@ -14,7 +14,11 @@ frames of about the same size share buffers. Frames above MAX_POOLED_BYTES are n
 they are read into an anonymous mapping whose pages become resident as bytes arrive (huge
 pages where the kernel allows), so a length prefix alone costs no memory and no loop time.
 Also the connections' scratch buffers (broker.frame_reader), which a connection holds
-only while it has part of a frame in one: at most MAX_IDLE_SCRATCH of them wait here.
+only while it has part of a frame in one: at most MAX_IDLE_SCRATCH of them wait here. A
+scratch buffer is as large as a pass of the loop can afford while so few connections read
+(``scratch_bytes``): up to MAX_SCRATCH_BYTES, so that one producer's frames a little over
+64 KiB (the 64 x 1 KiB batches of bench --ingest) arrive several to a read instead of two
+reads each, and SCRATCH_BYTES once many connections are reading.
 One pool per broker (BrokerState), used on its event loop only.
 """
 
@@ -32,6 +36,10 @@ MAX_IDLE_SCRATCH = 64
 READ_CHUNK_BYTES = 64 * 1024
 MIN_READ_CHUNK_BYTES = 16 * 1024
 READ_PASS_BUDGET_BYTES = 1024 * 1024
+# Scratch buffers (broker.frame_reader): SCRATCH_BYTES at least, up to MAX_SCRATCH_BYTES
+# while few connections are reading (their share of READ_PASS_BUDGET_BYTES).
+SCRATCH_BYTES = 64 * 1024
+MAX_SCRATCH_BYTES = 256 * 1024
 
 
 class FrameBuffers:
@@ -39,7 +47,9 @@ class FrameBuffers:
         self.max_idle_bytes = max_idle_bytes
         self.idle_bytes = 0
         self._idle: dict[int, list[bytearray]] = {}
-        self._scratch: list[bytearray] = []
+        self._scratch: dict[int, list[bytearray]] = {}
+        # Scratch buffers held by connections (they have part of a frame in one).
+        self.scratch_out = 0
         # Connections in the middle of reading a large frame (broker.frame_reader), and the
         # size of their next read: a pass of the loop over all of them stays near
         # READ_PASS_BUDGET_BYTES.
@@ -58,15 +68,30 @@ class FrameBuffers:
         share = READ_PASS_BUDGET_BYTES // max(self.large_readers, 1)
         self.read_chunk_bytes = max(MIN_READ_CHUNK_BYTES, min(READ_CHUNK_BYTES, share))
 
-    def take_scratch(self, size: int) -> bytearray:
-        scratch = self._scratch
-        return scratch.pop() if scratch else bytearray(size)
+    @property
+    def scratch_bytes(self) -> int:
+        """The size of the next scratch buffer taken: the share of READ_PASS_BUDGET_BYTES
+        of every connection reading now and the one about to, within SCRATCH_BYTES ..
+        MAX_SCRATCH_BYTES (powers of two, so buffers are shared)."""
+        share = READ_PASS_BUDGET_BYTES // (self.large_readers + self.scratch_out + 1)
+        size = SCRATCH_BYTES
+        while size * 2 <= min(share, MAX_SCRATCH_BYTES):
+            size *= 2
+        return size
+
+    def take_scratch(self) -> bytearray:
+        size = self.scratch_bytes
+        self.scratch_out += 1
+        free = self._scratch.get(size)
+        return free.pop() if free else bytearray(size)
 
     def give_scratch(self, buffer: bytearray) -> None:
+        self.scratch_out -= 1
         # The reader released its own view first: three references (the reader's local,
         # ``buffer`` and getrefcount's argument); a view left anywhere adds one.
-        if len(self._scratch) < MAX_IDLE_SCRATCH and sys.getrefcount(buffer) <= 3:
-            self._scratch.append(buffer)
+        free = self._scratch.setdefault(len(buffer), [])
+        if len(free) < MAX_IDLE_SCRATCH and sys.getrefcount(buffer) <= 3:
+            free.append(buffer)
 
     def take(self, length: int) -> memoryview:
         """A writable buffer of exactly ``length`` bytes (contents undefined)."""

@@ -4,11 +4,12 @@ A connection is an ``asyncio.BufferedProtocol``: the transport asks for a buffer
 (``get_buffer``), reads into it (``recv_into``, or the TLS object's ``read`` into it) and
 reports how much arrived (``filled``). Nothing is concatenated or sliced on the event loop:
 
-- small frames are read into a scratch buffer (SCRATCH_BYTES), many per read when
-  pipelined, and each complete one is copied out once (a copy of at most LARGE_FRAME_BYTES,
-  cheaper than a read of its own). A connection holds a scratch buffer only while it has
-  bytes of an incomplete frame in it; otherwise it goes back to broker.frame_buffers, so a
-  thousand idle connections hold none;
+- small frames are read into a scratch buffer (SCRATCH_BYTES, up to MAX_SCRATCH_BYTES
+  while few connections are reading: broker.frame_buffers), many per read when pipelined,
+  and each complete one is copied out once (a copy cheaper than a read of its own: a frame
+  above LARGE_FRAME_BYTES only gets there whole while few connections read). A connection
+  holds a scratch buffer only while it has bytes of an incomplete frame in it; otherwise
+  it goes back to broker.frame_buffers, so a thousand idle connections hold none;
 - a frame larger than LARGE_FRAME_BYTES gets a buffer of its own when the connection starts
   reading it whole (Kafka's NetworkReceive allocates its buffer on the size, once the memory
   pool grants it); the rest of the frame is read into that buffer and the complete frame is
@@ -30,20 +31,23 @@ connections' p99 from 34-129 ms to 31-42 ms, while one connection alone keeps 64
 from __future__ import annotations
 
 from broker.frame_buffers import (
+    MAX_SCRATCH_BYTES,
     MIN_READ_CHUNK_BYTES,
     READ_CHUNK_BYTES,
     READ_PASS_BUDGET_BYTES,
+    SCRATCH_BYTES,
     FrameBuffers,
 )
 from protocol.frame import LENGTH_SIZE, check_length, read_length
 
-SCRATCH_BYTES = 64 * 1024
 LARGE_FRAME_BYTES = 16 * 1024
 
 __all__ = [
+    "MAX_SCRATCH_BYTES",
     "MIN_READ_CHUNK_BYTES",
     "READ_CHUNK_BYTES",
     "READ_PASS_BUDGET_BYTES",
+    "SCRATCH_BYTES",
     "Frame",
     "FrameReader",
 ]
@@ -75,15 +79,18 @@ class FrameReader:
         next one the connection handles, so a large one gets its own buffer now."""
         large = self._large
         if large is None:
-            if self._start and SCRATCH_BYTES - self._end < LENGTH_SIZE + LARGE_FRAME_BYTES:
-                self._compact()
-            if whole or self._end == SCRATCH_BYTES:
+            size = len(self._scratch_view)
+            if self._start and size - self._end < LENGTH_SIZE + LARGE_FRAME_BYTES:
+                length = self.next_length()
+                if length is None or LENGTH_SIZE + length <= size:
+                    self._compact()  # else the frame gets its own buffer, below
+            if (whole and not self._fits(size)) or self._end == size:
                 length = self.next_length()
                 if length is not None and length > LARGE_FRAME_BYTES:
                     large = self._begin_large(length)
             if large is None:
                 if self._scratch is None:
-                    self._scratch = self._buffers.take_scratch(SCRATCH_BYTES)
+                    self._scratch = self._buffers.take_scratch()
                     self._scratch_view = memoryview(self._scratch)
                 return self._scratch_view[self._end :]
         chunk = self._buffers.read_chunk_bytes
@@ -160,6 +167,12 @@ class FrameReader:
             self._scratch = None
             self._buffers.give_scratch(scratch)
 
+    def _fits(self, size: int) -> bool:
+        """Whether the incomplete frame ends inside the scratch buffer (of ``size`` bytes):
+        then it is read there whole, with what follows it, rather than into its own buffer."""
+        length = self.next_length()
+        return length is not None and self._start + LENGTH_SIZE + length <= size
+
     def _begin_large(self, length: int) -> memoryview:
         large = self._buffers.take(length)
         body_start = self._start + LENGTH_SIZE
@@ -172,7 +185,7 @@ class FrameReader:
         return large
 
     def _compact(self) -> None:
-        """Move the unparsed bytes (part of a frame of at most LARGE_FRAME_BYTES) to the
+        """Move the unparsed bytes (part of a frame that fits the scratch buffer) to the
         front, so the rest of that frame fits behind them."""
         start, end = self._start, self._end
         self._scratch_view[: end - start] = self._scratch_view[start:end]

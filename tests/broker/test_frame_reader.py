@@ -13,9 +13,11 @@ import pytest
 from broker.frame_buffers import MAX_POOLED_BYTES, FrameBuffers
 from broker.frame_reader import (
     LARGE_FRAME_BYTES,
+    MAX_SCRATCH_BYTES,
     MIN_READ_CHUNK_BYTES,
     READ_CHUNK_BYTES,
     READ_PASS_BUDGET_BYTES,
+    SCRATCH_BYTES,
     FrameReader,
 )
 from protocol.frame import FrameError
@@ -65,7 +67,34 @@ def test_a_large_frame_is_handed_on_as_a_view_of_its_own_buffer_read_in_bounded_
     frames, reads = feed(FrameReader(FrameBuffers()), framed(payload))
     (frame,) = frames
     assert isinstance(frame, memoryview) and frame == payload
-    assert max(reads) <= READ_CHUNK_BYTES
+    # The first read lands in the scratch buffer (a reader alone: the largest one); the
+    # frame then has a buffer of its own, read in chunks.
+    assert reads[0] == MAX_SCRATCH_BYTES
+    assert max(reads[1:]) <= READ_CHUNK_BYTES
+
+
+def test_a_reader_alone_reads_frames_a_little_over_64_kib_several_at_a_time() -> None:
+    # bench --ingest's 64 x 1 KiB batches: with 64 KiB reads every frame took two.
+    payloads = [bytes([i]) * (66 * 1024) for i in range(8)]
+    frames, reads = feed(FrameReader(FrameBuffers()), b"".join(framed(p) for p in payloads))
+    assert [bytes(f) for f in frames] == payloads
+    assert len(reads) <= 3
+
+
+def test_scratch_buffers_shrink_while_many_connections_read() -> None:
+    buffers = FrameBuffers()
+    assert buffers.scratch_bytes == MAX_SCRATCH_BYTES
+    readers = [FrameReader(buffers) for _ in range(READ_PASS_BUDGET_BYTES // SCRATCH_BYTES)]
+    sizes = []
+    for reader in readers:
+        sizes.append(len(reader.buffer(whole=False)))
+        assert reader.filled(3, 1024) == []  # part of a length prefix: the scratch is kept
+    assert sizes[0] == MAX_SCRATCH_BYTES and sizes[-1] == SCRATCH_BYTES
+    assert sizes == sorted(sizes, reverse=True)
+    assert buffers.scratch_out == len(readers)
+    for reader in readers:
+        reader.clear()
+    assert buffers.scratch_out == 0 and buffers.scratch_bytes == MAX_SCRATCH_BYTES
 
 
 def test_reads_shrink_while_many_connections_are_inside_large_frames_and_grow_back() -> None:
@@ -106,7 +135,7 @@ def test_read_ahead_keeps_a_large_frame_in_the_scratch_buffer_until_it_is_read_w
     assert reader.filled(1000, 10 * 1024 * 1024) == []
     assert reader.next_length() == len(payload) and reader.partial_bytes == 1000
     # No buffer of the frame's size yet: the length prefix alone costs nothing.
-    assert len(reader.buffer(whole=False)) < 64 * 1024
+    assert len(reader.buffer(whole=False)) < MAX_SCRATCH_BYTES
     assert len(reader.buffer(whole=True)) == READ_CHUNK_BYTES
     assert reader.partial_bytes == 1000
 
@@ -123,7 +152,7 @@ def test_a_length_over_the_limit_is_refused_before_anything_is_allocated() -> No
 def test_a_buffer_is_used_again_only_once_no_view_of_it_is_left() -> None:
     buffers = FrameBuffers()
     reader = FrameReader(buffers)
-    payload = bytes(range(256)) * 400
+    payload = bytes(range(256)) * 1200  # over MAX_SCRATCH_BYTES: a buffer of its own
     (frame,) = feed(reader, framed(payload))[0]
     kept = Reader(frame).buf[10:20]  # a decoded request keeps slices of its frame
     buffers.give_back(frame)
@@ -147,6 +176,10 @@ def test_a_connection_holds_a_scratch_buffer_only_while_part_of_a_frame_is_in_it
     reader = FrameReader(buffers)
     frames, _ = feed(reader, framed(b"hello") + framed(b"world"))
     assert frames == [b"hello", b"world"]
-    assert reader.partial_bytes == 0 and len(buffers._scratch) == 1
+    assert reader.partial_bytes == 0 and _idle_scratch(buffers) == 1
     feed(reader, framed(b"partial")[:5])
-    assert reader.partial_bytes == 5 and len(buffers._scratch) == 0
+    assert reader.partial_bytes == 5 and _idle_scratch(buffers) == 0
+
+
+def _idle_scratch(buffers: FrameBuffers) -> int:
+    return sum(len(free) for free in buffers._scratch.values())
