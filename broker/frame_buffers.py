@@ -31,6 +31,7 @@ SIZE_STEP = 64 * 1024
 MAX_POOLED_BYTES = 8 * 1024 * 1024
 MAX_IDLE_BYTES = 32 * 1024 * 1024
 MAX_IDLE_SCRATCH = 64
+MAX_SEEN_SCRATCH = 8
 # Reads into large frames (broker.frame_reader): at most READ_CHUNK_BYTES each, shrinking to
 # MIN_READ_CHUNK_BYTES while many connections read large frames at once.
 READ_CHUNK_BYTES = 64 * 1024
@@ -48,6 +49,8 @@ class FrameBuffers:
         self.idle_bytes = 0
         self._idle: dict[int, list[bytearray]] = {}
         self._scratch: dict[int, list[bytearray]] = {}
+        # Given back while still seen (take_scratch reuses them once they are not).
+        self._scratch_seen: list[bytearray] = []
         # Scratch buffers held by connections (they have part of a frame in one).
         self.scratch_out = 0
         # Connections in the middle of reading a large frame (broker.frame_reader), and the
@@ -83,15 +86,33 @@ class FrameBuffers:
         size = self.scratch_bytes
         self.scratch_out += 1
         free = self._scratch.get(size)
-        return free.pop() if free else bytearray(size)
+        if free:
+            return free.pop()
+        # A buffer given back while a view of it was still alive (the transport's slice of
+        # it, while the read that emptied it is reported): reused once nobody sees it.
+        # Three references then: the list, ``buffer`` and getrefcount's argument.
+        seen = self._scratch_seen
+        for i in range(len(seen)):  # not enumerate: its cached tuple would hold a reference
+            buffer = seen[i]
+            if len(buffer) == size and sys.getrefcount(buffer) <= 3:
+                del seen[i]
+                return buffer
+        return bytearray(size)
 
     def give_scratch(self, buffer: bytearray) -> None:
         self.scratch_out -= 1
         # The reader released its own view first: three references (the reader's local,
-        # ``buffer`` and getrefcount's argument); a view left anywhere adds one.
-        free = self._scratch.setdefault(len(buffer), [])
-        if len(free) < MAX_IDLE_SCRATCH and sys.getrefcount(buffer) <= 3:
-            free.append(buffer)
+        # ``buffer`` and getrefcount's argument); a view left anywhere adds one. The
+        # transport's slice of the buffer it read into is one while the read that emptied
+        # the buffer is reported (buffer_updated), which is when a connection in a request-
+        # answer exchange gives its scratch buffer back: a fresh 256 KiB buffer per request
+        # cost more than the rest of reading it (an mmap, zeroed pages faulted in).
+        if sys.getrefcount(buffer) <= 3:
+            free = self._scratch.setdefault(len(buffer), [])
+            if len(free) < MAX_IDLE_SCRATCH:
+                free.append(buffer)
+        elif len(self._scratch_seen) < MAX_SEEN_SCRATCH:
+            self._scratch_seen.append(buffer)
 
     def take(self, length: int) -> memoryview:
         """A writable buffer of exactly ``length`` bytes (contents undefined)."""

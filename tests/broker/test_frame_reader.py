@@ -183,3 +183,33 @@ def test_a_connection_holds_a_scratch_buffer_only_while_part_of_a_frame_is_in_it
 
 def _idle_scratch(buffers: FrameBuffers) -> int:
     return sum(len(free) for free in buffers._scratch.values())
+
+
+def test_a_scratch_buffer_given_back_while_still_seen_is_reused_once_it_is_not() -> None:
+    # The transport's slice of the buffer it read into is alive while the read that emptied
+    # the buffer is reported: the buffer must not be handed out while that view exists.
+    buffers = FrameBuffers()
+    scratch = buffers.take_scratch()
+    ident = id(scratch)
+    view = memoryview(scratch)[10:]
+    buffers.give_scratch(scratch)
+    del scratch  # the pool's reference is left, and the view's
+    assert id(buffers.take_scratch()) != ident
+    del view
+    assert id(buffers.take_scratch()) == ident
+
+
+def test_a_reader_in_a_request_answer_exchange_reads_every_frame_into_one_buffer() -> None:
+    buffers = FrameBuffers()
+    reader = FrameReader(buffers)
+    for i in range(5):
+        buffer = reader.buffer(whole=True)
+        # A mark at the end of the scratch buffer, where no frame reaches: a new buffer
+        # would be all zeroes there.
+        assert buffer[-1] == (0 if i == 0 else 0x5A)
+        buffer[-1] = 0x5A
+        data = framed(b"request %d" % i)
+        buffer[: len(data)] = data
+        assert reader.filled(len(data), 1024) == [b"request %d" % i]
+        del buffer  # the transport's slice goes after the report
+    assert buffers.scratch_out == 0
