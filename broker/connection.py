@@ -140,6 +140,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._worker: asyncio.Task[None] | None = None
         self._idle_timer: asyncio.TimerHandle | None = None
         self._last_active = 0.0
+        # The connection's event loop (connection_made): asyncio.get_running_loop() makes a
+        # getpid() system call each time on Python 3.11.
+        self._loop: asyncio.AbstractEventLoop | None = None
         self.idle = asyncio.Event()
         self.idle.set()
 
@@ -153,7 +156,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.peer = f"{peername[0]}:{peername[1]}" if peername else "?"
         self.state.connections.add(self)
         log.debug("connection from %s on listener %s", self.peer, self.listener.name)
-        loop = asyncio.get_running_loop()
+        loop = self._loop = asyncio.get_running_loop()
         # asyncio's selector loop reads a ready socket once per pass (one buffer, at most
         # READ_CHUNK_BYTES of a large frame); uvloop (libuv) reads it up to 32 times while
         # buffers come back full, so one connection could take megabytes of a single pass.
@@ -175,7 +178,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
     def buffer_updated(self, nbytes: int) -> None:
         if self._closing:
             return
-        self._last_active = asyncio.get_running_loop().time()
+        assert self._loop is not None
+        self._last_active = self._loop.time()
         max_bytes = self.state.config.socket_request_max_bytes
         if self.sasl is not None and not self.sasl.authenticated:
             # SaslServerAuthenticator reads with sasl.server.max.receive.size until done.
@@ -607,7 +611,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 transport.write(part.read())
             if not self._can_write.is_set():
                 await self._can_write.wait()
-        self._last_active = asyncio.get_running_loop().time()
+        assert self._loop is not None
+        self._last_active = self._loop.time()
 
     async def _handle(self, frame: Frame) -> list[bytes | bytearray | Deferred] | None:
         if self.sasl is not None and self.sasl.intercepts(frame):

@@ -80,7 +80,6 @@ import asyncio
 import contextlib
 import logging
 import time
-import weakref
 
 from broker import offload
 from broker.dispatch import CloseConnection, RequestContext
@@ -260,7 +259,9 @@ async def _validate_and_append(
             tp: _partition(tp[1], ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED) for tp in order
         }
         early = {}
-    elif len({h.producer_id for h in _transactional(entries)}) > 1:
+    elif request.transactional_id is not None and (
+        len({h.producer_id for h in _transactional(entries)}) > 1
+    ):
         # ReplicaManager: one request carries one transactional producer.
         results = {tp: _partition(tp[1], ErrorCode.INVALID_PRODUCER_ID_MAPPING) for tp in entries}
     else:
@@ -319,9 +320,9 @@ class _Turns:
     """
 
     def __init__(self) -> None:
-        self._last: weakref.WeakKeyDictionary[PartitionLog, asyncio.Future[None]] = (
-            weakref.WeakKeyDictionary()
-        )
+        # A plain dict, not weak: every turn taken is released (handle's finally), and the
+        # last one removes the entry (a WeakKeyDictionary cost a few us per request).
+        self._last: dict[PartitionLog, asyncio.Future[None]] = {}
 
     def take(self, plog: PartitionLog) -> tuple[asyncio.Future[None] | None, asyncio.Future[None]]:
         previous = self._last.get(plog)
@@ -388,17 +389,19 @@ def _claimed(jobs: list[BatchJob]) -> tuple[int, int, bool]:
     return total, records, compressed
 
 
-def _heavy(jobs: list[BatchJob]) -> bool:
+def _heavy(jobs: list[BatchJob], claimed: tuple[int, int, bool] | None = None) -> bool:
     """Whether checking ``jobs`` may hold the loop for long (then a worker thread does it
-    when no worker process is ready)."""
-    total, records, compressed = _claimed(jobs)
+    when no worker process is ready). ``claimed``: _claimed(jobs), when already known."""
+    total, records, compressed = claimed or _claimed(jobs)
     return compressed or total >= OFFLOAD_BYTES or records >= OFFLOAD_UNIFORM_RECORDS
 
 
-def _for_worker_process(jobs: list[BatchJob], min_records: int) -> bool:
+def _for_worker_process(
+    jobs: list[BatchJob], min_records: int, claimed: tuple[int, int, bool] | None = None
+) -> bool:
     """Whether ``jobs`` pay for the trip to a worker process (minikafka.validation.worker.
     min.records; compressed and mebibyte requests always do)."""
-    total, records, compressed = _claimed(jobs)
+    total, records, compressed = claimed or _claimed(jobs)
     return compressed or total >= OFFLOAD_BYTES or records >= min_records
 
 
@@ -411,12 +414,15 @@ def _start_checks(
         return []
     state = ctx.state
     pool = state.validation_pool
-    if pool.enabled and _for_worker_process(jobs, state.config.validation_worker_min_records):
+    claimed = _claimed(jobs)
+    if pool.enabled and _for_worker_process(
+        jobs, state.config.validation_worker_min_records, claimed
+    ):
         future = pool.submit(jobs)
         if future is not None:
             ctx.offloaded = True
             return future
-    on_loop = None if _heavy(jobs) else _check_on_loop(jobs)
+    on_loop = None if _heavy(jobs, claimed) else _check_on_loop(jobs)
     if on_loop is not None:
         return on_loop
     return asyncio.ensure_future(offload.run(_check_all, jobs))
@@ -640,11 +646,24 @@ def _verification_error(error: ErrorCode, version: int) -> ErrorCode:
     return error
 
 
+# The rules last made for a partition, with the settings object they were made from
+# (BrokerState hands out the same object until the topic's configs change).
+_RULES: dict[_TopicPartition, tuple[TopicSettings, TopicRules]] = {}
+_MAX_RULES = 10_000
+
+
 def _rules(tp: _TopicPartition, settings: TopicSettings) -> TopicRules:
-    return TopicRules(
+    known = _RULES.get(tp)
+    if known is not None and known[0] is settings:
+        return known[1]
+    rules = TopicRules(
         topic_partition=f"{tp[0]}-{tp[1]}",
         compact=settings.compact,
         log_append_time=settings.log_append_time,
         timestamp_before_max_ms=settings.timestamp_before_max_ms,
         timestamp_after_max_ms=settings.timestamp_after_max_ms,
     )
+    if len(_RULES) >= _MAX_RULES:
+        _RULES.clear()  # deleted topics' entries go too
+    _RULES[tp] = (settings, rules)
+    return rules
