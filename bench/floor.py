@@ -1,0 +1,164 @@
+"""`python -m bench.floor`: what any asyncio broker in Python could take on this machine.
+
+The floor server frames the ingest workload's Produce requests, writes each one to a file
+(pwrite, as a segment append does) and answers a fixed Produce response (correlation id
+and base offset patched in): no decoding, no checks, no index, no producer state. Its
+MB/s is the ceiling for `bench --ingest` here: whatever minikafka does per request on top
+of that is the price of being a broker. Same client, same frames as bench.ingest (built
+against a real minikafka broker, so the idempotent producer id is real).
+Writes bench/results/ingest-floor.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench import ingest
+from bench.process import BenchBroker, free_port, wait_accepting
+from protocol import codec
+from protocol.header import encode_response_header
+from protocol.messages.produce import PRODUCE
+from protocol.schema import Message
+
+RESULTS = Path(__file__).parent / "results"
+VERSION = ingest.PRODUCE_VERSION
+
+
+def _answer(base_offset: int) -> bytes:
+    head = bytearray(4)
+    encode_response_header(head, 0, PRODUCE.response_header_version(VERSION))
+    part = Message(
+        index=0,
+        error_code=0,
+        base_offset=base_offset,
+        log_append_time_ms=-1,
+        log_start_offset=0,
+        record_errors=[],
+        error_message=None,
+    )
+    body = codec.encode_response(
+        PRODUCE,
+        VERSION,
+        Message(responses=[Message(name="t", partition_responses=[part])], throttle_time_ms=0),
+    )
+    frame = bytearray(head + bytes(body))
+    struct.pack_into(">i", frame, 0, len(frame) - 4)
+    return bytes(frame)
+
+
+class _Floor(asyncio.BufferedProtocol):
+    def __init__(self, fd: int, template: bytes, offset_at: int) -> None:
+        self.fd = fd
+        self.template = template
+        self.offset_at = offset_at
+        self.buf = bytearray(1 << 20)
+        self.view = memoryview(self.buf)
+        self.start = self.end = 0
+        self.position = 0
+        self.next_offset = 0
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport: asyncio.Transport = transport  # type: ignore[assignment]
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        if self.end == len(self.buf):
+            rest = self.end - self.start
+            self.buf[:rest] = self.buf[self.start : self.end]
+            self.start, self.end = 0, rest
+        return self.view[self.end :]
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self.end += nbytes
+        answers = []
+        while self.end - self.start >= 4:
+            (size,) = struct.unpack_from(">i", self.buf, self.start)
+            if self.end - self.start - 4 < size:
+                break
+            frame = self.view[self.start + 4 : self.start + 4 + size]
+            os.pwrite(self.fd, frame, self.position)
+            self.position += size
+            answer = bytearray(self.template)
+            answer[4:8] = frame[4:8]  # the request's correlation id
+            struct.pack_into(">q", answer, self.offset_at, self.next_offset)
+            self.next_offset += ingest.RECORDS_PER_BATCH
+            answers.append(answer)
+            self.start += 4 + size
+        if self.start == self.end:
+            self.start = self.end = 0
+        if answers:
+            self.transport.write(b"".join(answers))
+
+
+async def _serve(port: int, path: str) -> None:
+    template = _answer(0)
+    # Where base_offset sits: the first byte that differs from an answer with offset 1.
+    other = _answer(1)
+    offset_at = next(i for i in range(len(template)) if template[i] != other[i]) - 7
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+    server = await asyncio.get_running_loop().create_server(
+        lambda: _Floor(fd, template, offset_at), "127.0.0.1", port
+    )
+    async with server:
+        await server.serve_forever()
+
+
+def measure(runs: int, requests: int) -> list[tuple[float, float]]:
+    """(MB/s, server CPU us per request) of each run against a fresh floor server."""
+    with BenchBroker(overrides={"log.level": "WARNING"}) as broker:
+        ingest.create_topic(broker.port, "floor")
+        frames, batch_bytes = ingest.build_requests(broker.port, "floor", requests)
+    port = free_port()
+    with tempfile.TemporaryDirectory(prefix="minikafka-floor-") as tmp:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "bench.floor", "--serve", str(port), f"{tmp}/log"]
+        )
+        try:
+            wait_accepting(port, time.perf_counter() + 30)
+            figures = []
+            for _ in range(runs):
+                cpu_before = ingest.cpu_seconds(server.pid)
+                elapsed, responses = ingest.send_pipelined(port, frames, 5)
+                cpu = ingest.cpu_seconds(server.pid) - cpu_before
+                ingest.check_responses(responses, 1)
+                figures.append((batch_bytes / elapsed / 1e6, cpu / requests * 1e6))
+            return figures
+        finally:
+            server.kill()
+            server.wait()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.floor")
+    parser.add_argument("--serve", nargs=2, metavar=("PORT", "FILE"), help="(the server)")
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--requests", type=int, default=3000)
+    args = parser.parse_args(argv)
+    if args.serve:
+        asyncio.run(_serve(int(args.serve[0]), args.serve[1]))
+        return 0
+    figures = sorted(measure(args.runs, args.requests))
+    median = figures[len(figures) // 2]
+    text = (
+        f"Measured {time.strftime('%Y-%m-%d %H:%M')}: the floor server (bench/floor.py) under "
+        f"bench --ingest's client, {args.runs} runs of {args.requests} requests of "
+        f"{ingest.RECORDS_PER_BATCH} x {ingest.RECORD_SIZE} B.\n\n"
+        f"| figure | median | min-max |\n|---|---|---|\n"
+        f"| ingest | {median[0]:.0f} MB/s | {figures[0][0]:.0f}-{figures[-1][0]:.0f} MB/s |\n"
+        f"| server CPU per request | {median[1]:.0f} us | "
+        f"{min(f[1] for f in figures):.0f}-{max(f[1] for f in figures):.0f} us |\n"
+    )
+    (RESULTS / "ingest-floor.md").write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
