@@ -54,15 +54,26 @@ def _answer(base_offset: int) -> bytes:
     return bytes(frame)
 
 
+class _Log:
+    """The one file every connection appends to (a segment: new pages, never rewritten)."""
+
+    def __init__(self, path: str) -> None:
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+        self.size = 0
+
+    def append(self, frame: memoryview) -> None:
+        os.pwrite(self.fd, frame, self.size)
+        self.size += len(frame)
+
+
 class _Floor(asyncio.BufferedProtocol):
-    def __init__(self, fd: int, template: bytes, offset_at: int) -> None:
-        self.fd = fd
+    def __init__(self, log: _Log, template: bytes, offset_at: int) -> None:
+        self.log = log
         self.template = template
         self.offset_at = offset_at
         self.buf = bytearray(1 << 20)
         self.view = memoryview(self.buf)
         self.start = self.end = 0
-        self.position = 0
         self.next_offset = 0
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -83,8 +94,7 @@ class _Floor(asyncio.BufferedProtocol):
             if self.end - self.start - 4 < size:
                 break
             frame = self.view[self.start + 4 : self.start + 4 + size]
-            os.pwrite(self.fd, frame, self.position)
-            self.position += size
+            self.log.append(frame)
             answer = bytearray(self.template)
             answer[4:8] = frame[4:8]  # the request's correlation id
             struct.pack_into(">q", answer, self.offset_at, self.next_offset)
@@ -102,23 +112,29 @@ async def _serve(port: int, path: str) -> None:
     # Where base_offset sits: the first byte that differs from an answer with offset 1.
     other = _answer(1)
     offset_at = next(i for i in range(len(template)) if template[i] != other[i]) - 7
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+    log = _Log(path)
     server = await asyncio.get_running_loop().create_server(
-        lambda: _Floor(fd, template, offset_at), "127.0.0.1", port
+        lambda: _Floor(log, template, offset_at), "127.0.0.1", port
     )
     async with server:
         await server.serve_forever()
 
 
-def measure(runs: int, requests: int) -> list[tuple[float, float]]:
-    """(MB/s, server CPU us per request) of each run against a fresh floor server."""
+def measure(
+    runs: int, requests: int, log_dir: Path | None = None
+) -> tuple[list[tuple[float, float]], int]:
+    """(MB/s, server CPU us per request) of each run against one floor server, and the
+    bytes of request frames (without their length prefixes) it received per run. The
+    server writes them to ``log_dir``/log (a temporary directory when not given)."""
     with BenchBroker(overrides={"log.level": "WARNING"}) as broker:
         ingest.create_topic(broker.port, "floor")
         frames, batch_bytes = ingest.build_requests(broker.port, "floor", requests)
+    frame_bytes = sum(len(frame) - 4 for frame in frames)
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="minikafka-floor-") as tmp:
+        path = (log_dir or Path(tmp)) / "log"
         server = subprocess.Popen(
-            [sys.executable, "-m", "bench.floor", "--serve", str(port), f"{tmp}/log"]
+            [sys.executable, "-m", "bench.floor", "--serve", str(port), str(path)]
         )
         try:
             wait_accepting(port, time.perf_counter() + 30)
@@ -129,7 +145,7 @@ def measure(runs: int, requests: int) -> list[tuple[float, float]]:
                 cpu = ingest.cpu_seconds(server.pid) - cpu_before
                 ingest.check_responses(responses, 1)
                 figures.append((batch_bytes / elapsed / 1e6, cpu / requests * 1e6))
-            return figures
+            return figures, frame_bytes
         finally:
             server.kill()
             server.wait()
@@ -144,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.serve:
         asyncio.run(_serve(int(args.serve[0]), args.serve[1]))
         return 0
-    figures = sorted(measure(args.runs, args.requests))
+    figures = sorted(measure(args.runs, args.requests)[0])
     median = figures[len(figures) // 2]
     text = (
         f"Measured {time.strftime('%Y-%m-%d %H:%M')}: the floor server (bench/floor.py) under "

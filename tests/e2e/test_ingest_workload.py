@@ -6,9 +6,11 @@ these check what the workload stored and that its own response check catches a r
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from bench import ingest
+from bench import floor, ingest
 from tests.support.broker_process import BrokerProcess
 from tests.support.produce import stored
 
@@ -37,3 +39,17 @@ def test_ingest_check_refuses_a_run_the_broker_answered_with_errors(
     with pytest.raises(AssertionError, match="request 0 answered error 3"):
         ingest.check_responses(responses, 1)
     assert stored(broker.data_dir, "never-created") == []
+
+
+@pytest.mark.e2e
+def test_the_floor_server_answers_what_the_ingest_check_accepts_and_writes_every_frame(
+    tmp_path: Path,
+) -> None:
+    # bench.floor's figure is only a floor if its server does the same I/O for the same
+    # client: every frame written, every request answered in order (measure runs
+    # ingest.check_responses on each run's answers).
+    figures, frame_bytes = floor.measure(runs=2, requests=40, log_dir=tmp_path)
+    assert len(figures) == 2 and all(mb_s > 0 for mb_s, _ in figures)
+    # One file, appended to as a segment is: the second run's frames follow the first's
+    # (rewriting cached pages would cost the floor far less than the broker's appends).
+    assert (tmp_path / "log").stat().st_size == 2 * frame_bytes
