@@ -8,15 +8,14 @@ for ClientId).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from protocol.primitives import INT16, INT32, DecodeError, Reader, write_uvarint
+from protocol.value_type import value_type
 
 # Kafka fixes the first 8 bytes of every request header, whatever the version.
 FIXED_HEADER = 8
 
 
-@dataclass(frozen=True, slots=True)
+@value_type(frozen=True, slots=True)
 class RequestHeader:
     api_key: int
     api_version: int

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 import crc32c
 
 from protocol import compression
+from protocol.value_type import value_type
 
 HEADER_SIZE = 61
 LOG_OVERHEAD = 12  # base_offset + batch_length
@@ -67,7 +68,7 @@ class HeaderBudgetExceeded(LoopBudgetExceeded):
     """scan_records met more record headers than its ``max_headers``."""
 
 
-@dataclass(frozen=True, slots=True)
+@value_type(frozen=True, slots=True)
 class BatchHeader:
     base_offset: int
     batch_length: int
@@ -221,7 +222,7 @@ def iter_batches(
 _DEFAULT_MAX_UNCOMPRESSED = 64 * 1024 * 1024
 
 
-@dataclass(frozen=True, slots=True)
+@value_type(frozen=True, slots=True)
 class Record:
     offset_delta: int
     timestamp_delta: int
@@ -314,7 +315,7 @@ def parse_records(data: bytes, count: int) -> list[Record]:
     return _walk_records(data, count, True)[0]
 
 
-@dataclass(frozen=True, slots=True)
+@value_type(frozen=True, slots=True)
 class RecordsScan:
     """What append validation needs from a batch's records, gathered in one walk."""
 

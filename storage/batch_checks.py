@@ -15,11 +15,12 @@ from dataclasses import dataclass
 
 from protocol.errors import ErrorCode
 from protocol.records import BatchHeader
+from protocol.value_type import value_type
 from storage.record_rules import RecordsVerdict, TopicRules, check_records, rewrite_batch
 from storage.validation import Validation, validate_batch
 
 
-@dataclass(frozen=True, slots=True)
+@value_type(frozen=True, slots=True)
 class BatchJob:
     """One partition's batch before validation, with the settings that judge it."""
 

@@ -42,6 +42,7 @@ from protocol.records import (
     set_base_offset,
     set_partition_leader_epoch,
 )
+from protocol.value_type import value_type
 
 from . import snapshot as snapshots
 from . import txn_index
@@ -105,7 +106,7 @@ class OffsetOutOfRangeError(ValueError):
     error_code = ErrorCode.OFFSET_OUT_OF_RANGE
 
 
-@dataclass(frozen=True, slots=True)
+@value_type(frozen=True, slots=True)
 class AppendResult:
     error: ErrorCode
     base_offset: int

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from protocol.errors import ErrorCode
+from protocol.value_type import value_type
 
 # Kafka keeps metadata of the last 5 batches per producer: the most a producer may have in
 # flight (max.in.flight.requests.per.connection <= 5 with idempotence).
@@ -25,7 +26,7 @@ NUM_BATCHES_TO_RETAIN = 5
 MAX_SEQUENCE = 0x7FFFFFFF
 
 
-@dataclass(frozen=True, slots=True)
+@value_type(frozen=True, slots=True)
 class BatchMetadata:
     first_seq: int
     last_seq: int

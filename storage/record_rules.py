@@ -47,6 +47,7 @@ from protocol.records import (
     scan_records,
     set_timestamp_type_and_max,
 )
+from protocol.value_type import value_type
 
 NO_TIMESTAMP = -1
 _LONG = 1 << 64
@@ -70,7 +71,7 @@ class TopicRules:
     timestamp_after_max_ms: int
 
 
-@dataclass(frozen=True, slots=True)
+@value_type(frozen=True, slots=True)
 class RecordsVerdict:
     error: ErrorCode
     # Kafka's error_message for record errors; the reason for the log otherwise.

@@ -39,7 +39,6 @@ Deviations, each towards a specific non-retriable answer:
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 
 from protocol import compression
 from protocol.errors import ErrorCode
@@ -57,6 +56,7 @@ from protocol.records import (
     scan_records,
 )
 from protocol.uniform_records import scan_uniform
+from protocol.value_type import value_type
 
 DEPTHS = ("header", "records")
 
@@ -66,7 +66,7 @@ _LENGTH = struct.Struct(">i")
 _ATTRIBUTES_OFFSET = 21
 
 
-@dataclass(frozen=True, slots=True)
+@value_type(frozen=True, slots=True)
 class Validation:
     error: ErrorCode
     # Why, for the broker's log: Kafka sends no error_message for any of these checks.

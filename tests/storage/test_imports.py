@@ -23,8 +23,10 @@ PROTOCOL_FORBIDDEN = (
 LOGGING_SETUP_CALLS = {"basicConfig", "dictConfig", "fileConfig"}
 STORAGE_FORBIDDEN = ("asyncio", "broker")
 # protocol.uniform_records is part of the record view (the record walk of uniform batches).
+# protocol.value_type is dataclass for the values made per request (no I/O, no state).
 STORAGE_ALLOWED_PROTOCOL = {
     "protocol.records",
+    "protocol.value_type",
     "protocol.uniform_records",
     "protocol.errors",
     "protocol.compression",
