@@ -9,6 +9,7 @@ need per-version branches just to read a field.
 from __future__ import annotations
 
 import functools
+import struct
 from collections.abc import Callable
 from typing import Any
 
@@ -339,79 +340,202 @@ def _plan(fields: tuple[Field, ...], version: int, flexible: bool) -> tuple[Enco
             regular.append((fl, enc, dec))
     tagged.sort(key=lambda t: t[0].tag or 0)
     by_tag = {fl.tag: (fl, dec) for fl, _, dec in tagged}
-    defaults = [(fl.name, fl) for fl in absent]
 
-    regular_names = [(fl.name, fl, enc) for fl, enc, _ in regular]
+    def encode_tagged(out: bytearray, get: Callable[[str, Any], Any]) -> None:
+        present: list[tuple[int, bytes]] = []
+        for fl, enc, _ in tagged:
+            v = get(fl.name, _MISSING)
+            # Kafka writes a tagged field only when it differs from its default.
+            if v is _MISSING or v == fl.default_value():
+                continue
+            buf = bytearray()
+            enc(buf, v)
+            present.append((fl.tag or 0, bytes(buf)))
+        unknown = get("_unknown_tagged_fields", _MISSING)
+        if unknown is not _MISSING and unknown:
+            present.extend(unknown)
+            present.sort(key=lambda t: t[0])
+        write_uvarint(out, len(present))
+        for tag, data in present:
+            write_uvarint(out, tag)
+            write_uvarint(out, len(data))
+            out += data
 
-    def encode(out: bytearray, value: Any) -> None:
-        # A Message's fields are its __dict__ (read directly: getattr on a missing one
-        # goes through Message.__getattr__ and an exception); dicts as they are.
-        kind = type(value)
-        get = (
-            value.get
-            if kind is dict
-            else value.__dict__.get
-            if kind is Message
-            else functools.partial(_get_or, value)
-        )
-        for name, fl, enc in regular_names:
-            v = get(name, _MISSING)
-            enc(out, fl.default_value() if v is _MISSING else v)
-        if flexible:
-            present: list[tuple[int, bytes]] = []
-            for fl, enc, _ in tagged:
-                v = get(fl.name, _MISSING)
-                # Kafka writes a tagged field only when it differs from its default.
-                if v is _MISSING or v == fl.default_value():
-                    continue
-                buf = bytearray()
-                enc(buf, v)
-                present.append((fl.tag or 0, bytes(buf)))
-            unknown = get("_unknown_tagged_fields", _MISSING)
-            if unknown is not _MISSING and unknown:
-                present.extend(unknown)
-                present.sort(key=lambda t: t[0])
-            write_uvarint(out, len(present))
-            for tag, data in present:
-                write_uvarint(out, tag)
-                write_uvarint(out, len(data))
-                out += data
-
-    def decode(r: Reader) -> Any:
-        values: dict[str, Any] = {}
-        for fl, _, dec in regular:
+    def decode_tagged(r: Reader, values: dict[str, Any]) -> None:
+        for fl, _, _ in tagged:
+            values[fl.name] = fl.default_value()
+        count = r.uvarint()
+        # Each tagged field costs a Python step like an array element does, and is
+        # bounded by the same budget (Reader.max_elements).
+        if count:
+            r.spend_elements(count, "tagged fields")
+        unknown: list[tuple[int, bytes]] = []
+        # As Kafka's generated readers: tags in any order (a repeated one overwrites),
+        # unknown tags skipped by their size (kept here for re-encoding), and a known
+        # tag read from the stream itself, its size not checked against what it took.
+        for _ in range(count):
+            tag = r.uvarint()
+            size = r.uvarint()
+            known = by_tag.get(tag)
+            if known is None:
+                unknown.append((tag, bytes(r.take(size))))
+                continue
+            fl, dec = known
             values[fl.name] = dec(r)
-        for name, fl in defaults:
-            values[name] = fl.default_value()
-        if flexible:
-            for fl, _, _ in tagged:
-                values[fl.name] = fl.default_value()
-            count = r.uvarint()
-            # Each tagged field costs a Python step like an array element does, and is
-            # bounded by the same budget (Reader.max_elements).
-            if count:
-                r.spend_elements(count, "tagged fields")
-            unknown: list[tuple[int, bytes]] = []
-            # As Kafka's generated readers: tags in any order (a repeated one overwrites),
-            # unknown tags skipped by their size (kept here for re-encoding), and a known
-            # tag read from the stream itself, its size not checked against what it took.
-            for _ in range(count):
-                tag = r.uvarint()
-                size = r.uvarint()
-                known = by_tag.get(tag)
-                if known is None:
-                    unknown.append((tag, bytes(r.take(size))))
-                    continue
-                fl, dec = known
-                values[fl.name] = dec(r)
-            if unknown:
-                values["_unknown_tagged_fields"] = unknown
-        message = Message.__new__(Message)
-        message.__dict__ = values  # what Message(**values) does, without the keywords
-        return message
+        if unknown:
+            values["_unknown_tagged_fields"] = unknown
 
-    _PLANS[key] = (encode, decode)
-    return encode, decode
+    plan = _compile(
+        regular,
+        absent,
+        [fl for fl, _, _ in tagged],
+        encode_tagged if flexible else None,
+        decode_tagged,
+    )
+    _PLANS[key] = plan
+    return plan
+
+
+# Fixed-size primitives next to each other are read and written with one struct call.
+_FIXED_FORMATS = {
+    id(BOOL): "?",
+    id(INT8): "b",
+    id(INT16): "h",
+    id(UINT16): "H",
+    id(INT32): "i",
+    id(UINT32): "I",
+    id(INT64): "q",
+    id(FLOAT64): "d",
+}
+_CONSTANT_TYPES = (int, float, str, bytes, bool, type(None))
+
+
+def _compile(
+    regular: list[tuple[Field, Encoder, Decoder]],
+    absent: list[Field],
+    tagged: list[Field],
+    encode_tagged: Callable[[bytearray, Callable[[str, Any], Any]], None] | None,
+    decode_tagged: Callable[[Reader, dict[str, Any]], None],
+) -> tuple[Encoder, Decoder]:
+    """A struct's encoder and decoder as straight-line Python, compiled once per plan.
+
+    The same steps as a loop over the fields would take (issue 19: the loop, its tuple
+    unpacking and a call per fixed-size field were a quarter of a 1-record Produce's decode
+    and encode), with runs of fixed-size fields packed and unpacked by one struct each. Only
+    names made here reach the source: field names go in as string literals (repr).
+    """
+    env: dict[str, Any] = {
+        "_MISSING": _MISSING,
+        "_get_or": _get_or,
+        "_partial": functools.partial,
+        "Message": Message,
+        "_new": Message.__new__,
+        "DecodeError": DecodeError,
+        "_encode_tagged": encode_tagged,
+        "_decode_tagged": decode_tagged,
+    }
+    # Runs: ("one", field, enc, dec) or ("fixed", [fields]).
+    runs: list[tuple[str, Any]] = []
+    for fl, enc, dec in regular:
+        fixed = isinstance(fl.type, Primitive) and id(fl.type) in _FIXED_FORMATS
+        if fixed and runs and runs[-1][0] == "fixed":
+            runs[-1][1].append(fl)
+        elif fixed:
+            runs.append(("fixed", [fl]))
+        else:
+            runs.append(("one", (fl, enc, dec)))
+
+    def default_expr(fl: Field, n: int, prefix: str) -> str:
+        value = fl.default_value()
+        if type(value) in _CONSTANT_TYPES:
+            env[f"{prefix}{n}"] = value
+            return f"{prefix}{n}"
+        env[f"{prefix}f{n}"] = fl.default_value
+        return f"{prefix}f{n}()"
+
+    dec_lines = ["def decode(r):"]
+    enc_lines = [
+        "def encode(out, value):",
+        # A Message's fields are its __dict__ (read directly: getattr on a missing one goes
+        # through Message.__getattr__ and an exception); dicts as they are.
+        "    kind = type(value)",
+        "    if kind is Message:",
+        "        get = value.__dict__.get",
+        "    elif kind is dict:",
+        "        get = value.get",
+        "    else:",
+        "        get = _partial(_get_or, value)",
+    ]
+    names: list[tuple[str, str]] = []  # (field name, local holding its value)
+    n = 0
+    for kind, item in runs:
+        if kind == "one":
+            fl, enc, dec = item
+            env[f"d{n}"], env[f"e{n}"] = dec, enc
+            dec_lines.append(f"    v{n} = d{n}(r)")
+            names.append((fl.name, f"v{n}"))
+            dflt = default_expr(fl, n, "k")
+            enc_lines.append(f"    x = get({fl.name!r}, _MISSING)")
+            enc_lines.append(f"    e{n}(out, {dflt} if x is _MISSING else x)")
+            n += 1
+            continue
+        group: list[Field] = item
+        st = struct.Struct(">" + "".join(_FIXED_FORMATS[id(fl.type)] for fl in group))
+        env[f"s{n}"] = st
+        first = n
+        locals_ = []
+        for fl in group:
+            names.append((fl.name, f"v{n}"))
+            locals_.append(f"v{n}")
+            n += 1
+        targets = ", ".join(locals_) + ("," if len(locals_) == 1 else "")
+        dec_lines += [
+            "    pos = r.pos",
+            f"    if r.end - pos < {st.size}:",
+            f'        raise DecodeError(f"need {st.size} bytes at {{pos}}, have {{r.end - pos}}")',
+            f"    {targets} = s{first}.unpack_from(r.buf, pos)",
+            f"    r.pos = pos + {st.size}",
+        ]
+        packed = []
+        for i, fl in enumerate(group):
+            dflt = default_expr(fl, first + i, "k")
+            enc_lines.append(f"    x{i} = get({fl.name!r}, _MISSING)")
+            packed.append(f"{dflt} if x{i} is _MISSING else x{i}")
+        enc_lines.append(f"    out += s{first}.pack({', '.join(packed)})")
+    entries = [f"{name!r}: {local}" for name, local in names]
+    for i, fl in enumerate(absent):
+        entries.append(f"{fl.name!r}: {default_expr(fl, i, 'a')}")
+    for i, fl in enumerate(tagged):
+        entries.append(f"{fl.name!r}: {default_expr(fl, i, 't')}")
+    dec_lines.append("    values = {" + ", ".join(entries) + "}")
+    if encode_tagged is not None:
+        # Nearly every tag buffer is empty (one zero byte): read and written here.
+        dec_lines += [
+            "    pos = r.pos",
+            "    if pos < r.end and r.buf[pos] == 0:",
+            "        r.pos = pos + 1",
+            "    else:",
+            "        _decode_tagged(r, values)",
+        ]
+        if tagged:
+            enc_lines.append("    _encode_tagged(out, get)")
+        else:
+            enc_lines += [
+                "    if get('_unknown_tagged_fields', None):",
+                "        _encode_tagged(out, get)",
+                "    else:",
+                "        out.append(0)",
+            ]
+    dec_lines += [
+        "    message = _new(Message)",
+        "    message.__dict__ = values  # what Message(**values) does, without the keywords",
+        "    return message",
+    ]
+    exec(
+        compile("\n".join(dec_lines) + "\n" + "\n".join(enc_lines) + "\n", "<codec plan>", "exec"),
+        env,
+    )
+    return env["encode"], env["decode"]
 
 
 # --- public API ------------------------------------------------------------------------
