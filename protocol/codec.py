@@ -1,9 +1,11 @@
 """One generic codec for every described message.
 
 ``encode(api.request, version, flexible, value)`` / ``decode(...)`` build, once per
-(description, version, flexible) and then cache, a flat plan of closures; each step reads or
-writes one field. Fields absent at a version decode to their defaults, so handlers never
-need per-version branches just to read a field.
+(description, version, flexible) and then cache, a plan: per struct, an encoder and a
+decoder compiled to straight-line Python (``_compile``) that call the fields' own codecs
+(closures) in order, with runs of fixed-size fields packed by one struct each. Fields
+absent at a version decode to their defaults, so handlers never need per-version branches
+just to read a field.
 """
 
 from __future__ import annotations
