@@ -276,8 +276,15 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if isinstance(response, list) and not self._closing:
             transport = self.transport
             assert transport is not None and self._loop is not None
-            for part in response:
-                transport.write(part)  # type: ignore[arg-type]  # _plain: bytes only
+            try:
+                for part in response:
+                    transport.write(part)  # type: ignore[arg-type]  # _plain: bytes only
+            except (OSError, RuntimeError) as exc:
+                # As _answer does for the worker task's writes.
+                log.warning(
+                    "closing connection to %s: sending a response failed: %s", self.peer, exc
+                )
+                self.close()
             self._last_active = self._loop.time()
         self._busy = False
         self.idle.set()
