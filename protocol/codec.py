@@ -180,9 +180,9 @@ class Deferred:
 class _Parts(bytearray):
     """Encoder output that remembers where deferred records go."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.deferred: list[tuple[int, Deferred]] = []
+    # One is made per answer: no __init__ of its own (bytearray's is C); the list comes
+    # with the first deferred part.
+    deferred: list[tuple[int, Deferred]] | None = None
 
 
 def _records(flexible: bool, name: str) -> tuple[Encoder, Decoder]:
@@ -195,6 +195,8 @@ def _records(flexible: bool, name: str) -> tuple[Encoder, Decoder]:
             return
         wlen(out, len(v))
         if isinstance(out, _Parts):
+            if out.deferred is None:
+                out.deferred = []
             out.deferred.append((len(out), v))
         else:
             out += v.read()

@@ -8,11 +8,16 @@ for ClientId).
 
 from __future__ import annotations
 
+import struct
+
 from protocol.primitives import INT16, INT32, DecodeError, Reader, write_uvarint
 from protocol.value_type import value_type
 
 # Kafka fixes the first 8 bytes of every request header, whatever the version.
 FIXED_HEADER = 8
+_FIXED = struct.Struct(">hhi")
+# ... and v1 and v2 go on with the client id's int16 length.
+_FIXED_V1 = struct.Struct(">hhih")
 
 
 @value_type(frozen=True, slots=True)
@@ -27,23 +32,26 @@ def peek_header(frame: bytes | memoryview) -> tuple[int, int, int]:
     """api_key, api_version, correlation_id: readable for any request, even one we refuse."""
     if len(frame) < FIXED_HEADER:
         raise DecodeError(f"request of {len(frame)} bytes is shorter than a header")
-    return (
-        INT16.unpack_from(frame, 0)[0],
-        INT16.unpack_from(frame, 2)[0],
-        INT32.unpack_from(frame, 4)[0],
-    )
+    fixed: tuple[int, int, int] = _FIXED.unpack_from(frame, 0)
+    return fixed
 
 
 def decode_request_header(reader: Reader, header_version: int) -> RequestHeader:
-    api_key = reader.int16()
-    api_version = reader.int16()
-    correlation_id = reader.int32()
     client_id: str | None = None
-    if header_version >= 1:
-        n = reader.int16()
-        # Any negative length is a null client id, as in Kafka's RequestHeaderData.
-        if n >= 0:
-            client_id = reader.string_of(n)
+    pos = reader.pos
+    if header_version >= 1 and reader.end - pos >= _FIXED_V1.size:
+        # The fixed part and the client id's length in one read (every request but a v0).
+        api_key, api_version, correlation_id, n = _FIXED_V1.unpack_from(reader.buf, pos)
+        reader.pos = pos + _FIXED_V1.size
+    else:
+        api_key = reader.int16()
+        api_version = reader.int16()
+        correlation_id = reader.int32()
+        n = reader.int16() if header_version >= 1 else -1
+    if n >= 0:
+        # Any negative length is a null client id, as in Kafka's RequestHeaderData (and v0
+        # has none).
+        client_id = reader.string_of(n)
     if header_version >= 2:
         # Tagged fields of the header: none are defined that a broker must read; skip them.
         for _ in range(reader.uvarint()):
