@@ -36,9 +36,13 @@ PARALLEL = 3
 # skip as they do against Apache Kafka 4.0.
 KAFKA_VERSION = "4.0.0"
 RUN_TIMEOUT_S = 12 * 60
-# Must-pass tests that failed and are run once more alone (results.merge_retry); more
+# Must-pass tests that failed and are run again alone (results.merge_retry); more
 # failures than this in one run fail at once.
 MAX_RETRIED = 3
+# How many times they are: 0110_batch_size against 2.0.2 failed alone in 1 of 5 runs here,
+# against this broker and the one before it alike (the client's own race, see
+# results.merge_retry), so one run alone was not enough.
+RETRY_RUNS = 3
 
 BROKER_OVERRIDES = {
     # tests/scenarios/default.json: "auto_create_topics": "true", "num_partitions": 4.
@@ -86,15 +90,21 @@ def main(argv: list[str] | None = None) -> int:
     verdict = results.judge(found, must_pass, excluded, selected)
     flaky: list[str] = []
     if verdict.must_pass_failed and len(verdict.must_pass_failed) <= MAX_RETRIED:
-        # A must-pass test that failed gets one more run alone (see results.merge_retry);
-        # many failures at once are a regression, not timing, and are not retried.
-        names = verdict.must_pass_failed
-        say(f"librdkafka {source.version}: running alone again: {', '.join(names)}")
-        retry_dir = run_dir / "retry"
-        retry_dir.mkdir()
-        retried = _run_suite(tests_dir, retry_dir, ",".join(sorted({n[:4] for n in names})), 1)
-        found, flaky = results.merge_retry(found, results.parse_summary(retried), names)
-        verdict = results.judge(found, must_pass, excluded, selected)
+        # A must-pass test that failed is run again alone, up to RETRY_RUNS times (see
+        # results.merge_retry); many failures at once are a regression, not timing, and are
+        # not retried. A test that fails every time still fails the verdict.
+        for attempt in range(1, RETRY_RUNS + 1):
+            names = verdict.must_pass_failed
+            say(f"librdkafka {source.version}: running alone again: {', '.join(names)}")
+            retry_dir = run_dir / ("retry" if attempt == 1 else f"retry-{attempt}")
+            retry_dir.mkdir()
+            tests = ",".join(sorted({n[:4] for n in names}))
+            retried = _run_suite(tests_dir, retry_dir, tests, 1)
+            found, passed = results.merge_retry(found, results.parse_summary(retried), names)
+            flaky += passed
+            verdict = results.judge(found, must_pass, excluded, selected)
+            if not verdict.must_pass_failed:
+                break
     _report(source.version, found, verdict, excluded, run_dir)
     for name in flaky:
         print(f"FLAKY (failed in the run, passed alone): {name}")

@@ -131,7 +131,11 @@ def merge_retry(
     The suite's tests wait on rebalances, linger and batching with fixed timeouts, and a few
     of them (0110_batch_size's average batch size, 0118_commit_rebalance's rebalance order)
     miss them now and then on a loaded 2-core machine; a test failing again alone still
-    fails the verdict.
+    fails the verdict. 0110_batch_size's misses are librdkafka's own race (2.0.2, debug log):
+    its 1,000 messages wait for the auto-created topic; when the metadata that makes the
+    partition known arrives, the main thread moves them into the partition's queue one by one
+    while the broker thread, flushing, already sends what it finds there: a dozen 1-message
+    batches before any answer from the broker, and the average falls below the test's bound.
     """
     merged = dict(results)
     flaky = []
