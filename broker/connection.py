@@ -280,11 +280,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 for part in response:
                     transport.write(part)  # type: ignore[arg-type]  # _plain: bytes only
             except (OSError, RuntimeError) as exc:
-                # As _answer does for the worker task's writes.
-                log.warning(
-                    "closing connection to %s: sending a response failed: %s", self.peer, exc
-                )
-                self.close()
+                self._send_failed(exc)
             self._last_active = self._loop.time()
         self._busy = False
         self.idle.set()
@@ -571,9 +567,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
                         response = await handling
                     finally:
                         if current is not None:
-                            self.state.frame_buffers.give_back(current)
+                            self._served(current, reserved)
                         del current
-                        budget.release(reserved)
                     if produce and self._hold(response):
                         continue
                     if not await self._answer(self._with_held(response)):
@@ -696,10 +691,13 @@ class KafkaConnection(asyncio.BufferedProtocol):
         try:
             await self._write(response)
         except (OSError, RuntimeError) as exc:
-            log.warning("closing connection to %s: sending a response failed: %s", self.peer, exc)
-            self.close()
+            self._send_failed(exc)
             return False
         return True
+
+    def _send_failed(self, exc: Exception) -> None:
+        log.warning("closing connection to %s: sending a response failed: %s", self.peer, exc)
+        self.close()
 
     async def _write(self, parts: list[bytes | bytearray | Deferred]) -> None:
         transport = self.transport

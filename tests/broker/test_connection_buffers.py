@@ -8,11 +8,10 @@ from __future__ import annotations
 import asyncio
 import socket
 import struct
-import time
-from collections.abc import Callable
 
 import minikafka
 from broker.frame_buffers import MAX_SCRATCH_BYTES
+from tests.support.polling import until
 
 
 def _open_inside_frames(port: int, connections: int) -> list[socket.socket]:
@@ -33,13 +32,6 @@ def _reset(socks: list[socket.socket]) -> None:
         sock.close()
 
 
-async def _until(check: Callable[[], bool]) -> bool:
-    deadline = time.monotonic() + 10
-    while not check() and time.monotonic() < deadline:
-        await asyncio.sleep(0.01)
-    return check()
-
-
 def test_connections_reset_inside_frames_leave_no_reader_counted() -> None:
     async def scenario() -> tuple[bool, bool, int]:
         async with minikafka.Broker() as broker:
@@ -50,9 +42,9 @@ def test_connections_reset_inside_frames_leave_no_reader_counted() -> None:
             socks = await asyncio.to_thread(_open_inside_frames, broker.port, 12)
             # Each holds either a scratch buffer or a frame buffer of its own (when more of
             # its frame arrived after the length prefix).
-            reading = await _until(lambda: buffers.large_readers + buffers.scratch_out == 12)
+            reading = await until(lambda: buffers.large_readers + buffers.scratch_out == 12)
             _reset(socks)
-            released = await _until(
+            released = await until(
                 lambda: (
                     not state.connections and not buffers.large_readers and not buffers.scratch_out
                 )

@@ -16,7 +16,6 @@ import asyncio
 import socket
 import struct
 import time
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -32,6 +31,7 @@ from protocol.messages.produce import PRODUCE
 from protocol.primitives import Reader
 from protocol.records import build_batch
 from protocol.schema import Message
+from tests.support.polling import until
 from tests.support.produce import (
     batch,
     create_topic,
@@ -76,13 +76,6 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     return counts
 
 
-async def _until(check: Callable[[], bool]) -> bool:
-    deadline = time.monotonic() + 10
-    while not check() and time.monotonic() < deadline:
-        await asyncio.sleep(0.01)
-    return check()
-
-
 def _state(broker: minikafka.Broker) -> Any:
     assert broker._host is not None and broker._host.broker is not None
     return broker._host.broker.state
@@ -106,7 +99,7 @@ def test_requests_one_at_a_time_are_handled_where_they_are_read(counted: dict[st
             answers = await asyncio.to_thread(produce_one_by_one, broker.port)
             eager = counted["eager"] - before
             state = _state(broker)
-            await _until(lambda: not state.connections)
+            await until(lambda: not state.connections)
             return (
                 answers,
                 eager,
@@ -239,7 +232,7 @@ def test_a_connection_reset_while_its_request_waits_leaves_nothing_behind(
         async with minikafka.Broker() as broker:
             state = _state(broker)
             await asyncio.to_thread(open_and_reset, broker.port)
-            gone = await _until(
+            gone = await until(
                 lambda: not state.connections and not state.fetch_purgatory.watched()
             )
             return gone, state.request_budget.queued_requests, state.frame_buffers.scratch_out
