@@ -173,6 +173,28 @@ async def handle(ctx: RequestContext, request: Message) -> Message | None:
         # KIP-896: Kafka 4.0 closes the connection (kafka-oracle/raw_produce_old_versions).
         raise CloseConnection(f"Produce v{ctx.version} is not served (KIP-896: v3 and later)")
     now_ms = int(time.time() * 1000)
+    topics = request.topic_data
+    if (
+        len(topics) == 1
+        and len(topics[0].partition_data) == 1
+        and request.transactional_id is None
+        and (acks == -1 or acks == 1)
+        and (ctx.after is None or ctx.after.done())
+    ):
+        alone = _alone(ctx, topics[0].name, topics[0].partition_data[0], now_ms)
+        if alone is not None:
+            answer, appended = alone
+            if appended:
+                due = _notify(ctx, appended)
+                if due:
+                    tp = (topics[0].name, answer.index)
+                    results = {tp: answer}
+                    await _flush(ctx, due, {tp: appended[0]}, results)
+                    answer = results[tp]
+            return Message(
+                responses=[Message(name=topics[0].name, partition_responses=[answer])],
+                throttle_time_ms=0,
+            )
     order: list[_TopicPartition] = []
     # Every (topic, partition) named, in request order, with its early answer or its work.
     named: list[tuple[_TopicPartition, Message | BatchJob]] = []
@@ -280,19 +302,9 @@ async def _validate_and_append(
         for tp, (_, mine) in turns.items():
             _TURNS.release(logs[tp], mine)
         if appended:
-            ctx.state.notify_appended(appended)
-            # Flush policy (flush.messages / flush.ms): answer only once the data is fsynced,
-            # as Kafka does when it flushes in the append path; rounds are shared.
-            flush_ms = int(time.time() * 1000)
-            due = [plog for plog in appended if plog.needs_flush(flush_ms)]
+            due = _notify(ctx, appended)
             if due:
-                # The partitions whose fsync failed went offline: answered below.
-                with contextlib.suppress(OSError):
-                    await ctx.state.flusher.flush(due)
-                for tp, plog in logs.items():
-                    if plog in due and plog.offline is not None and tp in results:
-                        # The fsync failed: Kafka answers KafkaStorageException.
-                        results[tp] = _failed(tp, ErrorCode.KAFKA_STORAGE_ERROR, plog)
+                await _flush(ctx, due, logs, results)
 
     # Kafka's merge: responseStatus ++ nonExistingTopicResponses ++ invalidRequestResponses.
     answers = {tp: early[tp] if tp in early else results[tp] for tp in order}
@@ -312,6 +324,77 @@ async def _validate_and_append(
     return Message(responses=responses, throttle_time_ms=0)
 
 
+def _alone(
+    ctx: RequestContext, name: str, part: Message, now_ms: int
+) -> tuple[Message, list[PartitionLog]] | None:
+    """The answer to a request naming one partition, and the log it appended to (if any),
+    or None when the request needs handle's general path (issue 19: about a fifth of a
+    1-record Produce's handling went to the maps, turns and merges of that path).
+
+    The caller checked the rest: no transactional id, acks -1 or 1, no earlier request of
+    the connection still running. Here the batch must also be checked on the loop, with no
+    earlier request's turn open on the partition, and not be transactional (the general
+    path answers that). Checks and append then run with no await in between, so no turn is
+    needed: nothing else can append to the partition in the meantime. Answers are the ones
+    the general path gives (the single-partition case of the same helpers); a request sent
+    back to it is checked again there (the checks are pure).
+    """
+    tp = (name, part.index)
+    logs: dict[_TopicPartition, PartitionLog] = {}
+    item = _locate(ctx, tp, part.records, now_ms, logs)
+    if isinstance(item, Message):
+        return item, []
+    plog = logs[tp]
+    if _TURNS.taken(plog):
+        return None
+    jobs = [item]
+    claimed = _claimed(jobs)
+    state = ctx.state
+    if _heavy(jobs, claimed) or (
+        state.validation_pool.enabled
+        and _for_worker_process(jobs, state.config.validation_worker_min_records, claimed)
+    ):
+        return None
+    checked = _check_on_loop(jobs)
+    if checked is None:
+        return None
+    entry = checked[0]
+    if entry.checked.request_level:
+        _log_refused(ctx, tp, entry.checked.error, entry.checked.message)
+        return _partition(tp[1], entry.checked.error), []
+    header = entry.checked.header
+    if header is not None and header.is_transactional:
+        return None
+    appended: list[PartitionLog] = []
+    answer = _append(ctx, tp, plog, entry, now_ms, appended, None)
+    state.validation_pool.release(checked)
+    return answer, appended
+
+
+def _notify(ctx: RequestContext, appended: list[PartitionLog]) -> list[PartitionLog]:
+    """Wake the fetches waiting on these partitions; the ones the flush policy
+    (flush.messages / flush.ms) wants fsynced before the answer."""
+    ctx.state.notify_appended(appended)
+    flush_ms = int(time.time() * 1000)
+    return [plog for plog in appended if plog.needs_flush(flush_ms)]
+
+
+async def _flush(
+    ctx: RequestContext,
+    due: list[PartitionLog],
+    logs: dict[_TopicPartition, PartitionLog],
+    results: dict[_TopicPartition, Message],
+) -> None:
+    """Answer only once the data is fsynced, as Kafka does when it flushes in the append
+    path; rounds are shared. A partition whose fsync failed went offline: its answer in
+    ``results`` becomes KafkaStorageException's."""
+    with contextlib.suppress(OSError):
+        await ctx.state.flusher.flush(due)
+    for tp, plog in logs.items():
+        if plog in due and plog.offline is not None and tp in results:
+            results[tp] = _failed(tp, ErrorCode.KAFKA_STORAGE_ERROR, plog)
+
+
 class _Turns:
     """Per partition, the turn of the latest request that will append to it.
 
@@ -329,6 +412,10 @@ class _Turns:
         mine: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._last[plog] = mine
         return previous, mine
+
+    def taken(self, plog: PartitionLog) -> bool:
+        """Whether a request holds a turn on ``plog`` (it has yet to append, or give up)."""
+        return plog in self._last
 
     def release(self, plog: PartitionLog, mine: asyncio.Future[None]) -> None:
         if not mine.done():
