@@ -794,7 +794,12 @@ class KafkaConnection(asyncio.BufferedProtocol):
         ctx = RequestContext(header, self.listener, self.peer, self.state, self.principal, after)
         body = reader.buf[reader.pos :]
         try:
-            payload = await self.dispatcher.call(handler, ctx, body)
+            payload = await self.dispatcher.call(
+                handler,
+                ctx,
+                body,
+                _response_head(correlation_id, api.response_header_version(api_version)),
+            )
         except DecodeError as exc:
             log.warning(
                 "closing connection: malformed %s v%d request (%s) from %s",
@@ -814,7 +819,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._produce_offloaded = ctx.offloaded
         if payload is None:
             return None
-        return _frame_response(correlation_id, api.response_header_version(api_version), payload)
+        # The first part starts with the frame's length (written now) and the header.
+        INT32.pack_into(payload[0], 0, sum(len(p) for p in payload) - 4)  # type: ignore[arg-type]
+        return payload
 
     def _refuse(self, pipelined: bool) -> _Close | None:
         if pipelined:
@@ -899,6 +906,13 @@ def api_version_entries(dispatcher: Dispatcher) -> list[Message]:
     return [
         Message(api_key=k, min_version=lo, max_version=hi) for k, lo, hi in dispatcher.advertised()
     ]
+
+
+def _response_head(correlation_id: int, header_version: int) -> bytes:
+    """A response frame's first bytes: room for its length, then the response header."""
+    head = bytearray(4)
+    encode_response_header(head, correlation_id, header_version)
+    return bytes(head)
 
 
 def _frame_response(

@@ -145,10 +145,11 @@ class Dispatcher:
         return [(k, h.advertised_min, h.max_version) for k, h in sorted(self.handlers.items())]
 
     async def call(
-        self, handler: Handler, ctx: RequestContext, body: memoryview
+        self, handler: Handler, ctx: RequestContext, body: memoryview, head: bytes = b""
     ) -> list[bytes | bytearray | Deferred] | None:
         """Decode, run the handler, encode. Returns the response body as parts (records the
-        connection sends itself stay Deferred), or None (no response)."""
+        connection sends itself stay Deferred), the first starting with ``head``, or None
+        (no response)."""
         api = handler.api
         flexible = api.is_flexible(ctx.version)
         decoded = None
@@ -187,7 +188,7 @@ class Dispatcher:
                 result = await result
         if result is None:
             return None
-        return codec.encode_parts(api.response, ctx.version, flexible, result)
+        return codec.encode_parts(api.response, ctx.version, flexible, result, head)
 
 
 def _decode(api: Api, version: int, flexible: bool, reader: Reader) -> Message:

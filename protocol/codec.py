@@ -552,10 +552,12 @@ def encode(fields: tuple[Field, ...], version: int, flexible: bool, value: Any) 
 
 
 def encode_parts(
-    fields: tuple[Field, ...], version: int, flexible: bool, value: Any
+    fields: tuple[Field, ...], version: int, flexible: bool, value: Any, head: bytes = b""
 ) -> list[bytes | bytearray | Deferred]:
-    """The encoded message as parts: byte strings, and Deferred records in their places."""
-    out = _Parts()
+    """The encoded message as parts: byte strings, and Deferred records in their places.
+    ``head``: bytes the first part starts with (a frame's length and response header, so
+    the answer is not copied once more behind them)."""
+    out = _Parts(head)
     _plan(fields, version, flexible)[0](out, value)
     if not out.deferred:
         return [out]

@@ -59,6 +59,13 @@ to one partition with the log's lock); a Produce pipelined on its connection
 append itself (PartitionLog.append: idempotence check, offsets, write) stays one
 synchronous step on the loop.
 
+A request naming one partition, with no transactional id, acks -1 or 1, checked on the
+loop and with no earlier request's turn open on the partition, takes a short path
+(``_alone``, issue 19): the same helpers (_locate, the checks, _append, the flush) without
+the maps, turns and merges, which cost about a fifth of a 1-record Produce's handling. Its
+checks and append run with no await in between, so it needs no turn; anything else it
+meets goes to the general path, which checks the batch again (the checks are pure).
+
 Storage errors: once a write or fsync of a partition failed, it is offline (PartitionLog.
 go_offline, Kafka's LogDirFailureChannel): every produce to it answers KAFKA_STORAGE_ERROR
 until a restart, which recovers its log as after a crash (Kafka also needs a restart to
