@@ -486,19 +486,11 @@ class PartitionLog:
             )
         pid = header.producer_id
         if pid >= 0:
-            entry = self._producers.get(pid)
-            duplicate = (
-                entry.find_duplicate(
-                    header.producer_epoch, header.base_sequence, header.last_sequence
-                )
-                if entry is not None
-                else None
-            )
             if (
-                duplicate is None
-                and header.is_transactional
+                header.is_transactional
                 and not verified
                 and not self._producers.has_ongoing_txn(pid, header.producer_epoch)
+                and not self._is_duplicate(pid, header)
             ):
                 # UnifiedLog.analyzeAndValidateProducerState: after the duplicate check,
                 # before the epoch and sequence checks.
@@ -554,6 +546,16 @@ class PartitionLog:
                 transactional=header.is_transactional,
             )
         return AppendResult(ErrorCode.NONE, base_offset, NO_TIMESTAMP, self._log_start_offset)
+
+    def _is_duplicate(self, producer_id: int, header: BatchHeader) -> bool:
+        entry = self._producers.get(producer_id)
+        return (
+            entry is not None
+            and entry.find_duplicate(
+                header.producer_epoch, header.base_sequence, header.last_sequence
+            )
+            is not None
+        )
 
     def append_marker(
         self,

@@ -86,6 +86,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import struct
 import time
 
 from broker import offload
@@ -152,7 +153,8 @@ OFFLOAD_UNIFORM_RECORDS = 4096
 # finds them, so one over the budget stops it and the request goes to a worker.
 INLINE_MAX_HEADERS = 512
 _ATTRIBUTES_LOW_BYTE = 22
-_RECORDS_COUNT = slice(57, 61)
+_RECORDS_COUNT_AT = 57
+_INT32 = struct.Struct(">i")
 
 
 def _partition(
@@ -476,10 +478,10 @@ def _claimed(jobs: list[BatchJob]) -> tuple[int, int, bool]:
         data = job.records
         size = len(data)
         total += size
-        if size > _RECORDS_COUNT.stop:
+        if size > _RECORDS_COUNT_AT + 4:
             if data[_ATTRIBUTES_LOW_BYTE] & 0x07 and size >= OFFLOAD_COMPRESSED_BYTES:
                 compressed = True
-            records += max(0, int.from_bytes(data[_RECORDS_COUNT], "big", signed=True))
+            records += max(0, _INT32.unpack_from(data, _RECORDS_COUNT_AT)[0])
     return total, records, compressed
 
 
