@@ -62,7 +62,7 @@ import functools
 import logging
 import ssl
 from collections.abc import Awaitable, Coroutine, Generator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from broker.dispatch import CloseConnection, Dispatcher, Handler, RequestContext
 from broker.frame_reader import Frame, FrameReader
@@ -726,12 +726,15 @@ class KafkaConnection(asyncio.BufferedProtocol):
         assert self._loop is not None
         self._last_active = self._loop.time()
 
-    async def _handle(self, frame: Frame) -> list[bytes | bytearray | Deferred] | None:
+    def _handle(self, frame: Frame) -> Coroutine[Any, Any, _Response]:
+        """The coroutine that handles ``frame``: _dispatch's own, not one wrapped around
+        it (each layer of coroutines costs every request its creation and a resume)."""
         if self.sasl is not None and self.sasl.intercepts(frame):
             # Tokens are bytes to the mechanisms; frames here are small (a SASL listener
             # reads at most sasl.server.max.receive.size until authenticated).
-            return await self.sasl.handle(self, bytes(frame))
-        return await self.dispatch_frame(frame)
+            return self.sasl.handle(self, bytes(frame))
+        # Not pipelined: _dispatch closes the connection itself, never returns a _Close.
+        return cast("Coroutine[Any, Any, _Response]", self._dispatch(frame))
 
     async def dispatch_frame(self, frame: Frame) -> list[bytes | bytearray | Deferred] | None:
         response = await self._dispatch(frame)
@@ -899,7 +902,12 @@ def _is_produce(frame: Frame) -> bool:
 
 
 def _plain(*responses: list[bytes | bytearray | Deferred]) -> bool:
-    return all(not isinstance(part, Deferred) for parts in responses for part in parts)
+    # Loops, not all() over a generator: this runs for every answer.
+    for parts in responses:
+        for part in parts:
+            if isinstance(part, Deferred):
+                return False
+    return True
 
 
 def api_version_entries(dispatcher: Dispatcher) -> list[Message]:

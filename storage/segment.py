@@ -618,10 +618,12 @@ class Segment:
             # Index entries hold int32 relative offsets and positions.
             raise ValueError("batch does not fit this segment; roll first")
         pos = self.size
-        view = memoryview(batch)
-        written = 0
-        while written < n:
-            written += os.pwrite(self._fd, view[written:], pos + written)
+        written = os.pwrite(self._fd, batch, pos)
+        if written < n:
+            # A short write (a full disk, a signal): the rest, from where it stopped.
+            view = memoryview(batch)
+            while written < n:
+                written += os.pwrite(self._fd, view[written:], pos + written)
         self._write_gen += 1
         if max_timestamp > self._max_timestamp:
             self._max_timestamp, self._offset_of_max = max_timestamp, last_offset

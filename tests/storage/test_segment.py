@@ -125,6 +125,29 @@ def test_log_file_holds_appended_bytes_exactly(tmp_path: Path) -> None:
     )
 
 
+def test_short_writes_are_continued_where_they_stopped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pwrite may write less than asked (a signal, a nearly full disk): the append goes on
+    from there until the whole batch is in the file."""
+    real_pwrite = os.pwrite
+    calls: list[int] = []
+
+    def seven_bytes_at_a_time(fd: int, data: bytes, offset: int) -> int:
+        calls.append(offset)
+        return real_pwrite(fd, bytes(memoryview(data)[:7]), offset)
+
+    seg = Segment.create(tmp_path, 0)
+    monkeypatch.setattr(os, "pwrite", seven_bytes_at_a_time)
+    batches = fill_segment(seg, [1, 3])
+    monkeypatch.undo()
+    seg.close()
+    data = (tmp_path / file_name(0, ".log")).read_bytes()
+    assert data == b"".join(batches)
+    assert len(calls) == sum(-(-len(b) // 7) for b in batches)
+    assert [h.base_offset for _, h in iter_batches(data)] == [0, 1]
+
+
 def test_reopen_recovers_size_and_next_offset(tmp_path: Path) -> None:
     seg = Segment.create(tmp_path, 10)
     batches = fill_segment(seg, [2, 5])
