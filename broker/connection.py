@@ -822,9 +822,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._produce_offloaded = ctx.offloaded
         if payload is None:
             return None
-        # The first part starts with the frame's length (written now) and the header.
-        INT32.pack_into(payload[0], 0, sum(len(p) for p in payload) - 4)  # type: ignore[arg-type]
-        return payload
+        return _framed(payload)
 
     def _refuse(self, pipelined: bool) -> _Close | None:
         if pipelined:
@@ -850,7 +848,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 ],
             ),
         )
-        return _frame_response(correlation_id, 0, [body])
+        frame = bytearray(_response_head(correlation_id, 0))
+        frame += body
+        return _framed([frame])
 
 
 _Response = list[bytes | bytearray | Deferred] | None
@@ -923,14 +923,8 @@ def _response_head(correlation_id: int, header_version: int) -> bytes:
     return bytes(head)
 
 
-def _frame_response(
-    correlation_id: int, header_version: int, parts: list[bytes | bytearray | Deferred]
-) -> list[bytes | bytearray | Deferred]:
-    head = bytearray(4)
-    encode_response_header(head, correlation_id, header_version)
-    INT32.pack_into(head, 0, len(head) - 4 + sum(len(p) for p in parts))
-    first = parts[0]
-    if isinstance(first, Deferred):
-        return [head, *parts]
-    head += first
-    return [head, *parts[1:]]
+def _framed(parts: list[bytes | bytearray | Deferred]) -> list[bytes | bytearray | Deferred]:
+    """``parts`` of an answer whose first part starts with _response_head: its length is
+    written there now."""
+    INT32.pack_into(parts[0], 0, sum(len(p) for p in parts) - 4)  # type: ignore[arg-type]
+    return parts

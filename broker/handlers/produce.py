@@ -88,6 +88,7 @@ import contextlib
 import logging
 import struct
 import time
+from typing import TYPE_CHECKING
 
 from broker import offload
 from broker.dispatch import CloseConnection, RequestContext
@@ -101,6 +102,9 @@ from protocol.schema import Message
 from storage.batch_checks import BatchJob, CheckedBatch, check_batch
 from storage.partition_log import PartitionLog
 from storage.record_rules import TopicRules
+
+if TYPE_CHECKING:
+    from broker.state import BrokerState
 
 API = PRODUCE
 MIN_VERSION = 3
@@ -359,10 +363,7 @@ def _alone(
     jobs = [item]
     claimed = _claimed(jobs)
     state = ctx.state
-    if _heavy(jobs, claimed) or (
-        state.validation_pool.enabled
-        and _for_worker_process(jobs, state.config.validation_worker_min_records, claimed)
-    ):
+    if _heavy(jobs, claimed) or _for_pool(state, jobs, claimed):
         return None
     checked = _check_on_loop(jobs)
     if checked is None:
@@ -501,6 +502,13 @@ def _for_worker_process(
     return compressed or total >= OFFLOAD_BYTES or records >= min_records
 
 
+def _for_pool(state: BrokerState, jobs: list[BatchJob], claimed: tuple[int, int, bool]) -> bool:
+    """Whether ``jobs`` go to a validation worker process when one is ready."""
+    return state.validation_pool.enabled and _for_worker_process(
+        jobs, state.config.validation_worker_min_records, claimed
+    )
+
+
 def _start_checks(
     ctx: RequestContext, jobs: list[BatchJob]
 ) -> list[CheckedBatch] | asyncio.Future[list[CheckedBatch]]:
@@ -511,9 +519,7 @@ def _start_checks(
     state = ctx.state
     pool = state.validation_pool
     claimed = _claimed(jobs)
-    if pool.enabled and _for_worker_process(
-        jobs, state.config.validation_worker_min_records, claimed
-    ):
+    if _for_pool(state, jobs, claimed):
         future = pool.submit(jobs)
         if future is not None:
             ctx.offloaded = True

@@ -26,6 +26,7 @@ from protocol.messages.create_topics import CREATE_TOPICS
 from protocol.messages.produce import PRODUCE
 from protocol.records import build_batch
 from protocol.schema import Message
+from tests.support.polling import until_sync
 from tests.support.produce import create_topics_request, init_producer, stored
 from tests.support.raw_client import RawClient
 
@@ -213,14 +214,14 @@ def test_a_lone_request_appends_after_an_earlier_one_still_being_checked(
     def clients(port: int, loop: asyncio.AbstractEventLoop) -> tuple[Any, Any]:
         with RawClient(port) as first, RawClient(port) as second:
             request = create_topics_request("ordered", 1)
-            assert client_request(first, request).topics[0].error_code == 0
+            assert first.request(CREATE_TOPICS, 7, request).topics[0].error_code == 0
             noise = random.Random(19)
             # gzip, still 1 KiB or more once compressed: checked on a worker thread.
             big = build_batch([(b"k", noise.randbytes(2048)) for _ in range(4)], codec=1)
             first.send(PRODUCE, 9, _request([("ordered", big, 0)]))
-            until_sync(lambda: len(alone_calls) == 1)  # being checked on the (held) thread
+            assert until_sync(lambda: len(alone_calls) == 1)  # being checked on the (held) thread
             second.send(PRODUCE, 9, _request([("ordered", build_batch([(b"k", b"v")]), 0)]))
-            until_sync(lambda: len(alone_calls) == 2)
+            assert until_sync(lambda: len(alone_calls) == 2)
             loop.call_soon_threadsafe(gate["open"].set)
             return first.receive()[1], second.receive()[1]
 
@@ -239,14 +240,3 @@ def test_a_lone_request_appends_after_an_earlier_one_still_being_checked(
         (0, 4, 1),
         (4, 1, 0),
     ]
-
-
-def client_request(client: RawClient, request: Message) -> Any:
-    return client.request(CREATE_TOPICS, 7, request)
-
-
-def until_sync(condition: Any, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.001)

@@ -14,3 +14,11 @@ async def until(check: Callable[[], bool], timeout: float = 10.0) -> bool:
     while not check() and time.monotonic() < deadline:
         await asyncio.sleep(0.01)
     return check()
+
+
+def until_sync(check: Callable[[], bool], timeout: float = 10.0) -> bool:
+    """``until`` for a thread outside the loop (a client thread): polls every millisecond."""
+    deadline = time.monotonic() + timeout
+    while not check() and time.monotonic() < deadline:
+        time.sleep(0.001)
+    return check()
