@@ -121,7 +121,7 @@ def test_held_answers_still_leave_before_a_malformed_request_closes_the_connecti
     assert answers == [(20, 0, 0), (21, 0, 3), (22, 0, 6)]
     batches = stored(broker.data_dir, "held-bad")
     assert [h.base_sequence for h, _ in batches] == [0, 3, 6]
-    assert "malformed Produce v9 request" in broker.log_text()
+    broker.wait_for_log("malformed Produce v9 request")
 
 
 def test_an_acks_0_produce_and_other_requests_between_keep_the_order(

@@ -159,8 +159,8 @@ def test_corrupt_batch_checked_in_a_worker_gets_kafkas_error_and_nothing_is_stor
         # Nothing of those reached the log or the producer state: sequence 0 is next.
         assert (produce(client, "bad", good).error_code, 0) == (0, 0)
     assert [h.base_sequence for h, _ in stored(broker.data_dir, "bad")] == [0]
-    assert "rejected batch for bad-0: CORRUPT_MESSAGE" in broker.log_text()
-    assert "rejected batch for bad-0: INVALID_RECORD" in broker.log_text()
+    broker.wait_for_log("rejected batch for bad-0: CORRUPT_MESSAGE")
+    broker.wait_for_log("rejected batch for bad-0: INVALID_RECORD")
 
 
 def test_killed_worker_is_replaced_and_no_request_is_lost_or_doubled(
@@ -216,7 +216,7 @@ def test_pipelined_produce_appends_and_answers_in_order_and_a_bad_request_stops_
     assert answers == [(100, 0, 0), (101, 0, 300), (102, 0, 600)]
     batches = stored(broker.data_dir, "pipe")
     assert [h.base_sequence for h, _ in batches] == [0, 300, 600]
-    assert "malformed Produce v9 request" in broker.log_text()
+    broker.wait_for_log("malformed Produce v9 request")
 
 
 def test_workers_exit_with_the_broker(broker: BrokerProcess) -> None:
