@@ -49,7 +49,7 @@ def test_the_floor_server_answers_what_the_ingest_check_accepts_and_writes_every
     # client: every frame written, every request answered in order (measure runs
     # ingest.check_responses on each run's answers).
     figures, frame_bytes = floor.measure(runs=2, requests=40, log_dir=tmp_path)
-    assert len(figures) == 2 and all(mb_s > 0 for mb_s, _ in figures)
+    assert len(figures) == 2 and all(mb_s > 0 and client > 0 for mb_s, _, client in figures)
     # One file, appended to as a segment is: the second run's frames follow the first's
     # (rewriting cached pages would cost the floor far less than the broker's appends).
     assert (tmp_path / "log").stat().st_size == 2 * frame_bytes
