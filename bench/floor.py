@@ -7,6 +7,12 @@ MB/s is the ceiling for `bench --ingest` here: whatever minikafka does per reque
 of that is the price of being a broker. Same client, same frames as bench.ingest (built
 against a real minikafka broker, so the idempotent producer id is real).
 Writes bench/results/ingest-floor.md.
+
+With ``--check`` the server also runs the checks Kafka requires of every batch
+(storage.batch_checks.check_batch: CRC, the record walk, LogValidator's rules and
+rewrites, the same function the broker calls) and writes the checked batch instead of the
+frame: the ceiling of any Python broker that validates records on its event loop here.
+Writes bench/results/ingest-floor-check.md.
 """
 
 from __future__ import annotations
@@ -25,9 +31,13 @@ from pathlib import Path
 from bench import ingest
 from bench.process import BenchBroker, free_port, wait_accepting
 from protocol import codec
-from protocol.header import encode_response_header
+from protocol.errors import ErrorCode
+from protocol.header import decode_request_header, encode_response_header
 from protocol.messages.produce import PRODUCE
+from protocol.primitives import Reader
 from protocol.schema import Message
+from storage.batch_checks import BatchJob, check_batch
+from storage.record_rules import TopicRules
 
 RESULTS = Path(__file__).parent / "results"
 VERSION = ingest.PRODUCE_VERSION
@@ -67,8 +77,25 @@ class _Log:
         self.size += len(frame)
 
 
+def _records_place(frame: memoryview) -> tuple[int, int]:
+    """Where the first frame's record batch sits (every frame of the workload has the same
+    shape: one client id, one topic, one partition, batches of one size)."""
+    reader = Reader(frame)
+    header = decode_request_header(reader, PRODUCE.request_header_version(VERSION))
+    assert (header.api_key, header.api_version) == (PRODUCE.key, VERSION), header
+    body = codec.decode(PRODUCE.request, VERSION, True, reader)
+    records = bytes(body.topic_data[0].partition_data[0].records)
+    start = bytes(frame).index(records)
+    return start, start + len(records)
+
+
+_RULES = TopicRules("floor-0", False, False, 2**62, 2**62)
+
+
 class _Floor(asyncio.BufferedProtocol):
-    def __init__(self, log: _Log, template: bytes, offset_at: int) -> None:
+    def __init__(self, log: _Log, template: bytes, offset_at: int, check: bool) -> None:
+        self.check = check
+        self.place: tuple[int, int] | None = None
         self.log = log
         self.template = template
         self.offset_at = offset_at
@@ -95,7 +122,10 @@ class _Floor(asyncio.BufferedProtocol):
             if self.end - self.start - 4 < size:
                 break
             frame = self.view[self.start + 4 : self.start + 4 + size]
-            self.log.append(frame)
+            if self.check:
+                self.log.append(self._checked(frame))
+            else:
+                self.log.append(frame)
             answer = bytearray(self.template)
             answer[4:8] = frame[4:8]  # the request's correlation id
             struct.pack_into(">q", answer, self.offset_at, self.next_offset)
@@ -107,22 +137,33 @@ class _Floor(asyncio.BufferedProtocol):
         if answers:
             self.transport.write(b"".join(answers))
 
+    def _checked(self, frame: memoryview) -> memoryview:
+        if self.place is None:
+            self.place = _records_place(frame)
+        start, end = self.place
+        job = BatchJob(frame[start:end], 1048588, True, "records", _RULES, int(time.time() * 1000))
+        checked = check_batch(job)
+        verdict = checked.verdict
+        if checked.batch is None or verdict is None or verdict.error != ErrorCode.NONE:
+            raise RuntimeError(f"the floor refused a batch: {checked}")
+        return memoryview(checked.batch)
 
-async def _serve(port: int, path: str) -> None:
+
+async def _serve(port: int, path: str, check: bool) -> None:
     template = _answer(0)
     # Where base_offset sits: the first byte that differs from an answer with offset 1.
     other = _answer(1)
     offset_at = next(i for i in range(len(template)) if template[i] != other[i]) - 7
     log = _Log(path)
     server = await asyncio.get_running_loop().create_server(
-        lambda: _Floor(log, template, offset_at), "127.0.0.1", port
+        lambda: _Floor(log, template, offset_at, check), "127.0.0.1", port
     )
     async with server:
         await server.serve_forever()
 
 
 def measure(
-    runs: int, requests: int, log_dir: Path | None = None
+    runs: int, requests: int, log_dir: Path | None = None, check: bool = False
 ) -> tuple[list[tuple[float, float, float]], int]:
     """(MB/s, server CPU us per request, client CPU us per request) of each run against one
     floor server, and the bytes of request frames (without their length prefixes) it
@@ -138,6 +179,7 @@ def measure(
         path = (log_dir or Path(tmp)) / "log"
         server = subprocess.Popen(
             [sys.executable, "-m", "bench.floor", "--serve", str(port), str(path)]
+            + (["--check"] if check else [])
         )
         try:
             wait_accepting(port, time.perf_counter() + 30)
@@ -161,16 +203,18 @@ def measure(
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.floor")
     parser.add_argument("--serve", nargs=2, metavar=("PORT", "FILE"), help="(the server)")
+    parser.add_argument("--check", action="store_true", help="check every batch as Kafka does")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--requests", type=int, default=3000)
     args = parser.parse_args(argv)
     if args.serve:
-        asyncio.run(_serve(int(args.serve[0]), args.serve[1]))
+        asyncio.run(_serve(int(args.serve[0]), args.serve[1], args.check))
         return 0
-    figures = sorted(measure(args.runs, args.requests)[0])
+    figures = sorted(measure(args.runs, args.requests, check=args.check)[0])
     median = figures[len(figures) // 2]
     text = (
-        f"Measured {time.strftime('%Y-%m-%d %H:%M')}: the floor server (bench/floor.py) under "
+        f"Measured {time.strftime('%Y-%m-%d %H:%M')}: the floor server (bench/floor.py"
+        f"{' --check: every batch checked as the broker checks it' if args.check else ''}) under "
         f"bench --ingest's client, {args.runs} runs of {args.requests} requests of "
         f"{ingest.RECORDS_PER_BATCH} x {ingest.RECORD_SIZE} B.\n\n"
         f"| figure | median | min-max |\n|---|---|---|\n"
@@ -180,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
         f"| client CPU per request | {statistics.median(f[2] for f in figures):.0f} us | "
         f"{min(f[2] for f in figures):.0f}-{max(f[2] for f in figures):.0f} us |\n"
     )
-    (RESULTS / "ingest-floor.md").write_text(text)
+    (RESULTS / ("ingest-floor-check.md" if args.check else "ingest-floor.md")).write_text(text)
     print(text)
     return 0
 

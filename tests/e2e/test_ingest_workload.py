@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from bench import floor, ingest
+from protocol.records import iter_batches
 from tests.support.broker_process import BrokerProcess
 from tests.support.produce import stored
 
@@ -53,3 +54,18 @@ def test_the_floor_server_answers_what_the_ingest_check_accepts_and_writes_every
     # One file, appended to as a segment is: the second run's frames follow the first's
     # (rewriting cached pages would cost the floor far less than the broker's appends).
     assert (tmp_path / "log").stat().st_size == 2 * frame_bytes
+
+
+@pytest.mark.e2e
+def test_the_checking_floor_server_checks_every_batch_and_writes_the_batches(
+    tmp_path: Path,
+) -> None:
+    # bench.floor --check is the ceiling of a broker that checks batches as Kafka does: it
+    # must run the broker's checks on every batch and write the batches the checks return.
+    figures, _ = floor.measure(runs=2, requests=40, log_dir=tmp_path, check=True)
+    assert len(figures) == 2 and all(mb_s > 0 for mb_s, _, _ in figures)
+    log = (tmp_path / "log").read_bytes()
+    headers = [header for _, header in iter_batches(log)]
+    assert len(headers) == 2 * 40
+    assert all(h.records_count == ingest.RECORDS_PER_BATCH for h in headers)
+    assert sum(h.size for h in headers) == len(log)  # batches only, no request framing
