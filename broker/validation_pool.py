@@ -97,7 +97,7 @@ class _Worker(asyncio.Protocol):
             del buf[:start]
 
     def _on_frame(self, body: memoryview) -> None:
-        job_id, count = wire.BODY_HEAD.unpack_from(body, 0)
+        job_id, count, walked = wire.RESULT_BODY_HEAD.unpack_from(body, 0)
         if job_id == wire.READY_JOB:
             self.ready = True
             self.pool._ready_changed.set()
@@ -107,7 +107,7 @@ class _Worker(asyncio.Protocol):
         if item is None:
             return
         future, jobs, slots, _ = item
-        pos = wire.BODY_HEAD.size
+        pos = wire.RESULT_BODY_HEAD.size
         results = []
         pool = self.pool
         for job, slot in zip(jobs[:count], slots, strict=False):
@@ -121,6 +121,7 @@ class _Worker(asyncio.Protocol):
             pool._free(slot)
             results.append(_result(kind, payload, job))
         pool.completed += 1
+        pool.walked_in_workers += walked
         if future.done():
             pool.release(results)  # its request is gone (connection closed)
         else:
@@ -174,6 +175,10 @@ class ValidationPool:
         self.completed = 0
         self.lost = 0
         self.started = 0
+        # Records the record walk covered, as the workers report it and in the broker
+        # process (the loop or a thread: no worker ready, one lost, or a small request).
+        self.walked_in_workers = 0
+        self.walked_here = 0
 
     @property
     def enabled(self) -> bool:
@@ -400,8 +405,22 @@ class ValidationPool:
         if busy and not self._closed:
             self._arm_watchdog()
 
+    def count_walked_here(self, results: list[CheckedBatch]) -> list[CheckedBatch]:
+        """Count the records of ``results``, checked in the broker process."""
+        for result in results:
+            checked = result.checked
+            if checked.scan is not None and checked.header is not None:
+                self.walked_here += checked.header.records_count
+        return results
+
     def close(self) -> None:
         """Stop every worker (at shutdown, or a crash of an in-process broker)."""
+        if self.count > 0 and not self._closed:
+            log.info(
+                "validation: %d records walked in worker processes, %d in the broker",
+                self.walked_in_workers,
+                self.walked_here,
+            )
         self._closed = True
         if self._watchdog is not None:
             self._watchdog.cancel()

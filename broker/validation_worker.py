@@ -11,7 +11,9 @@ Frames (native byte order, both processes are on one machine), each ``<I length>
   timestamp before max><q timestamp after max><B flags><H name length>`` topic-partition
   name, ``<i slot><I length>`` and, with slot -1, the records bytes (else they are in that
   slot of the shared area);
-- result: ``<I job id><H batches>``, per batch ``<B kind><I length>`` payload: PATCHED
+- result: ``<I job id><H batches><Q records walked>`` (the records the worker's record walk
+  covered for this job: what tests and the shutdown line count), per batch ``<B kind><I
+  length>`` payload: PATCHED
   (``<I size>`` + the rewritten 61-byte header: the records section is the client's, as
   sent), REBUILT (the whole new batch), or REFUSED (a pickle of the Validation and the
   verdict: failures are rare and carry messages).
@@ -46,6 +48,8 @@ from storage.record_rules import TopicRules
 LENGTH = struct.Struct("<I")
 FRAME_HEAD = struct.Struct("<IIH")  # length, job id, batches
 BODY_HEAD = struct.Struct("<IH")  # job id, batches
+RESULT_FRAME_HEAD = struct.Struct("<IIHQ")  # length, job id, batches, records walked
+RESULT_BODY_HEAD = struct.Struct("<IHQ")
 BATCH_HEAD = struct.Struct("<qqqqBH")
 SLOT_HEAD = struct.Struct("<iI")  # slot (-1: records follow), records length
 RESULT_HEAD = struct.Struct("<BI")
@@ -131,8 +135,19 @@ def decode_job(body: memoryview, shared: memoryview | None = None) -> tuple[int,
     return job_id, jobs
 
 
+def records_walked(results: list[CheckedBatch]) -> int:
+    """How many records the record walk covered in ``results`` (batches checked to the
+    header only, or refused before their records were read, count none)."""
+    return sum(
+        r.checked.header.records_count
+        for r in results
+        if r.checked.scan is not None and r.checked.header is not None
+    )
+
+
 def encode_result(job_id: int, results: list[CheckedBatch]) -> bytes:
-    out = bytearray(FRAME_HEAD.size)
+    walked = records_walked(results)
+    out = bytearray(RESULT_FRAME_HEAD.size)
     for result in results:
         batch = result.batch
         if batch is not None and not result.rebuilt:
@@ -147,7 +162,7 @@ def encode_result(job_id: int, results: list[CheckedBatch]) -> bytes:
             payload, kind = pickle.dumps((replace(result.checked, scan=None), verdict)), REFUSED
         out += RESULT_HEAD.pack(kind, len(payload))
         out += payload
-    FRAME_HEAD.pack_into(out, 0, len(out) - LENGTH.size, job_id, len(results))
+    RESULT_FRAME_HEAD.pack_into(out, 0, len(out) - LENGTH.size, job_id, len(results), walked)
     return bytes(out)
 
 

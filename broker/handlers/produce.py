@@ -94,7 +94,7 @@ from broker import offload
 from broker.dispatch import CloseConnection, RequestContext
 from broker.security.acl import TOPIC, TRANSACTIONAL_ID, WRITE
 from broker.topic_configs import TopicSettings
-from broker.validation_pool import WorkerLost
+from broker.validation_pool import ValidationPool, WorkerLost
 from protocol.errors import ErrorCode
 from protocol.messages.produce import PRODUCE
 from protocol.records import BatchHeader, LoopBudgetExceeded
@@ -255,7 +255,7 @@ async def _validate_and_append(
     jobs: list[BatchJob],
     checking: list[CheckedBatch] | asyncio.Future[list[CheckedBatch]],
 ) -> Message | None:
-    prepared = iter(await _finish_checks(jobs, checking))
+    prepared = iter(await _finish_checks(ctx.state.validation_pool, jobs, checking))
     # KafkaApis' maps: a later batch for a partition replaces an earlier one, and an early
     # answer (unknown partition, request-level error) wins over the append's result.
     early: dict[_TopicPartition, Message] = {}
@@ -365,7 +365,7 @@ def _alone(
     state = ctx.state
     if _heavy(jobs, claimed) or _for_pool(state, jobs, claimed):
         return None
-    checked = _check_on_loop(jobs)
+    checked = _check_on_loop(state.validation_pool, jobs)
     if checked is None:
         return None
     entry = checked[0]
@@ -524,14 +524,21 @@ def _start_checks(
         if future is not None:
             ctx.offloaded = True
             return future
-    on_loop = None if _heavy(jobs, claimed) else _check_on_loop(jobs)
+    on_loop = None if _heavy(jobs, claimed) else _check_on_loop(pool, jobs)
     if on_loop is not None:
         return on_loop
-    return asyncio.ensure_future(offload.run(_check_all, jobs))
+    return asyncio.ensure_future(_check_off_loop(pool, jobs))
+
+
+async def _check_off_loop(pool: ValidationPool, jobs: list[BatchJob]) -> list[CheckedBatch]:
+    """_check_all on a worker thread of the broker process."""
+    return pool.count_walked_here(await offload.run(_check_all, jobs))
 
 
 async def _finish_checks(
-    jobs: list[BatchJob], checking: list[CheckedBatch] | asyncio.Future[list[CheckedBatch]]
+    pool: ValidationPool,
+    jobs: list[BatchJob],
+    checking: list[CheckedBatch] | asyncio.Future[list[CheckedBatch]],
 ) -> list[CheckedBatch]:
     if isinstance(checking, list):
         return checking
@@ -540,7 +547,7 @@ async def _finish_checks(
     except WorkerLost:
         # The checks are pure: run them again here (broker.validation_pool replaces the
         # worker), so the client gets the answer it would have had.
-        return await offload.run(_check_all, jobs)
+        return await _check_off_loop(pool, jobs)
 
 
 def _release(
@@ -564,14 +571,14 @@ def _check_all(jobs: list[BatchJob]) -> list[CheckedBatch]:
     return [check_batch(job) for job in jobs]
 
 
-def _check_on_loop(jobs: list[BatchJob]) -> list[CheckedBatch] | None:
+def _check_on_loop(pool: ValidationPool, jobs: list[BatchJob]) -> list[CheckedBatch] | None:
     """_check_all within INLINE_MAX_HEADERS record headers and fewer than OFFLOAD_RECORDS
     records walked one by one; None beyond (then the whole request is checked again on a
     worker: check_batch is pure, so nothing is left over)."""
     budget = [INLINE_MAX_HEADERS]
     walk = [OFFLOAD_RECORDS - 1]
     try:
-        return [check_batch(job, budget, walk) for job in jobs]
+        return pool.count_walked_here([check_batch(job, budget, walk) for job in jobs])
     except LoopBudgetExceeded:
         return None
 

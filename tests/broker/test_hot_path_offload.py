@@ -16,6 +16,7 @@ import pytest
 from bench.stall import describe_configs_frame
 from broker.dispatch import decode_on_loop
 from broker.handlers.produce import _check_on_loop, _for_worker_process, _heavy
+from broker.validation_pool import ValidationPool
 from protocol import codec, uniform_records
 from protocol.compression import GZIP
 from protocol.messages.api_versions import API_VERSIONS
@@ -27,6 +28,7 @@ from storage.batch_checks import BatchJob
 from storage.record_rules import TopicRules
 from tests.support.produce import produce_request
 
+POOL = ValidationPool(0)  # none: only its count of records walked in the broker
 RULES = TopicRules(
     topic_partition="t-0",
     compact=False,
@@ -50,8 +52,10 @@ def _idempotent(
 def test_a_produce_of_64_one_kib_records_is_validated_on_the_loop() -> None:
     jobs = [_work(_idempotent([(None, b"x" * 1024)] * 64))]
     assert not _heavy(jobs)
-    entries = _check_on_loop(jobs)
+    before = POOL.walked_here
+    entries = _check_on_loop(POOL, jobs)
     assert entries is not None and entries[0].checked.ok and entries[0].batch is not None
+    assert POOL.walked_here - before == 64
 
 
 def test_a_batch_of_thousands_of_tiny_records_of_varied_shapes_is_validated_on_a_worker() -> None:
@@ -59,8 +63,8 @@ def test_a_batch_of_thousands_of_tiny_records_of_varied_shapes_is_validated_on_a
     records = [(None, b"x" * (i % 7)) for i in range(2000)]
     jobs = [_work(_idempotent(records))]
     assert not _heavy(jobs)  # the header cannot tell; the walk's budget stops it
-    assert _check_on_loop(jobs) is None
-    assert _check_on_loop(jobs) is None
+    assert _check_on_loop(POOL, jobs) is None
+    assert _check_on_loop(POOL, jobs) is None
 
 
 def test_thousands_of_tiny_records_of_one_shape_are_validated_on_the_loop() -> None:
@@ -70,8 +74,8 @@ def test_thousands_of_tiny_records_of_one_shape_are_validated_on_the_loop() -> N
     uniform_records._last_shape[0] = None
     jobs = [_work(_idempotent([(None, b"x")] * 2000))]
     assert not _heavy(jobs)
-    assert _check_on_loop(jobs) is None
-    entries = _check_on_loop(jobs)
+    assert _check_on_loop(POOL, jobs) is None
+    entries = _check_on_loop(POOL, jobs)
     assert entries is not None and entries[0].checked.ok and entries[0].batch is not None
     assert entries[0].checked.scan is not None and entries[0].checked.scan.uniform
 
@@ -94,7 +98,7 @@ def test_a_batch_whose_records_carry_many_headers_falls_back_to_a_worker() -> No
     headers = tuple((f"h{i}", b"") for i in range(5000))
     jobs = [_work(_idempotent([Record(0, 0, None, b"v", headers)]))]
     assert not _heavy(jobs)  # one record: only the walk itself finds the headers
-    assert _check_on_loop(jobs) is None
+    assert _check_on_loop(POOL, jobs) is None
 
 
 def _frame_body(frame: bytes) -> memoryview:
