@@ -10,7 +10,10 @@ GROUP_ID_NOT_FOUND "Group X is not a consumer group." (recorded from Kafka 4.0.0
 kafka-oracle/admin_groups_confluent); COORDINATOR_NOT_AVAILABLE while shutting down. With
 include_authorized_operations, the operations Kafka allows on a group with no authorizer.
 Authorization (with an authorizer): DESCRIBE on each group, else GROUP_AUTHORIZATION_FAILED;
-authorized operations are the caller's.
+authorized operations are the caller's. A group whose members' current or target assignment
+names a topic the caller may not DESCRIBE is answered TOPIC_AUTHORIZATION_FAILED with no
+members, as Kafka 4.0's KafkaApis.handleConsumerGroupDescribe (topic names, ids and
+partition counts stay hidden).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from broker.authorized_operations import NOT_REQUESTED, of
 from broker.dispatch import RequestContext
 from broker.groups.consumer import ConsumerGroup, TopicPartitions
 from broker.handlers._groups import coordinator
-from broker.security.acl import DESCRIBE, GROUP
+from broker.security.acl import DESCRIBE, GROUP, TOPIC
 from protocol.errors import ErrorCode
 from protocol.messages.consumer_group_describe import CONSUMER_GROUP_DESCRIBE
 from protocol.schema import Message
@@ -92,6 +95,31 @@ def _error(group_id: str, code: int, message: str | None) -> Message:
     )
 
 
+TOPICS_HIDDEN = "The group has described topic(s) that the client is not authorized to describe."
+
+
+def _assigned_topics(described: Message) -> set[str]:
+    return {
+        tp.topic_name
+        for member in described.members
+        for assignment in (member.assignment, member.target_assignment)
+        for tp in assignment.topic_partitions
+    }
+
+
+def _hide_unauthorized_topics(ctx: RequestContext, groups: list[Message]) -> list[Message]:
+    """Kafka checks every topic the answer names once (filterByAuthorized, denials logged)
+    and replaces each group naming a denied one by TOPIC_AUTHORIZATION_FAILED."""
+    names = set().union(*(_assigned_topics(g) for g in groups))
+    denied = {name for name in sorted(names) if not ctx.authorized(DESCRIBE, TOPIC, name)}
+    return [
+        _error(g.group_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED, TOPICS_HIDDEN)
+        if _assigned_topics(g) & denied
+        else g
+        for g in groups
+    ]
+
+
 def handle(ctx: RequestContext, request: Message) -> Message:
     groups = coordinator(ctx)
     out = []
@@ -108,4 +136,6 @@ def handle(ctx: RequestContext, request: Message) -> Message:
                 out.append(_error(group_id, ErrorCode.GROUP_ID_NOT_FOUND, found))
             else:
                 out.append(_describe(ctx, found, request.include_authorized_operations))
+    if ctx.state.authorizer is not None:
+        out = _hide_unauthorized_topics(ctx, out)
     return Message(throttle_time_ms=0, groups=out)

@@ -6,14 +6,16 @@ name as Kafka spells it (Empty, Ongoing, PrepareCommit, ...), timeout, start tim
 the first transaction; kept after it ends, as Kafka's txnStartTimestamp), producer id and
 epoch and the partitions of the transaction (group offsets included as
 __consumer_offsets-<n>; none once it completed), grouped by topic in the order added.
-No deviations (authorization is not implemented anywhere in minikafka).
+Authorization (with an authorizer), as KafkaApis.handleDescribeTransactionsRequest: DESCRIBE
+on each transactional id, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED; topics the caller may
+not DESCRIBE are left out of the partitions listed.
 """
 
 from __future__ import annotations
 
 from broker.dispatch import RequestContext
 from broker.handlers._txn import coordinator
-from broker.security.acl import DESCRIBE, TRANSACTIONAL_ID
+from broker.security.acl import DESCRIBE, TOPIC, TRANSACTIONAL_ID
 from protocol.errors import ErrorCode
 from protocol.messages.describe_transactions import DESCRIBE_TRANSACTIONS
 from protocol.schema import Message
@@ -57,7 +59,11 @@ def _describe(ctx: RequestContext, txn_id: str) -> Message:
         transaction_start_time_ms=meta.start_ms,
         producer_id=meta.producer_id,
         producer_epoch=meta.producer_epoch,
-        topics=[Message(topic=t, partitions=p) for t, p in by_topic.items()],
+        topics=[
+            Message(topic=t, partitions=p)
+            for t, p in by_topic.items()
+            if ctx.authorized(DESCRIBE, TOPIC, t)
+        ],
     )
 
 

@@ -5,7 +5,8 @@ committed offsets (protocol type ""). v4 filters by state, v5 by type (case-inse
 Kafka): "classic" groups, and KIP-848 "consumer" groups (protocol type "consumer", states
 Empty/Assigning/Reconciling/Stable, as Kafka's ConsumerGroup.asListedGroup).
 Authorization (with an authorizer): DESCRIBE on the cluster lists every group, else only
-the groups the caller may DESCRIBE.
+the groups the caller may DESCRIBE, of every type (Kafka filters the coordinator's whole
+answer, classic and consumer groups alike).
 """
 
 from __future__ import annotations
@@ -31,14 +32,16 @@ def handle(ctx: RequestContext, request: Message) -> Message:
     # KafkaApis.handleListGroupsRequest: DESCRIBE on the cluster lists every group, else
     # only the groups the caller may DESCRIBE.
     everything = ctx.authorized(DESCRIBE, CLUSTER, CLUSTER_NAME, log_denied=False)
+
+    def visible(group_id: str) -> bool:
+        return everything or ctx.authorized(DESCRIBE, GROUP, group_id, log_denied=False)
+
     listed = []
     if not types or GROUP_TYPE in types:
         for group in coordinator(ctx).list_groups():
             if states and group.state.value.lower() not in states:
                 continue
-            if not everything and not ctx.authorized(
-                DESCRIBE, GROUP, group.group_id, log_denied=False
-            ):
+            if not visible(group.group_id):
                 continue
             listed.append(
                 Message(
@@ -52,6 +55,8 @@ def handle(ctx: RequestContext, request: Message) -> Message:
         for consumer_group in coordinator(ctx).consumer.groups.values():
             state = consumer_group.state.value
             if states and state.lower() not in states:
+                continue
+            if not visible(consumer_group.group_id):
                 continue
             listed.append(
                 Message(
