@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from broker import offload
+from broker.security.client_address import java_host_address
 from broker.security.principal import ANONYMOUS, KafkaPrincipal
 from protocol import codec
 from protocol.codec import Deferred
@@ -76,8 +77,9 @@ class RequestContext:
 
     @property
     def host(self) -> str:
-        """The client's address without the port, as ACLs name hosts."""
-        return self.peer.rsplit(":", 1)[0]
+        """The client's address without the port, spelled as Java does (ACL hosts are
+        compared with that text)."""
+        return java_host_address(self.peer.rsplit(":", 1)[0])
 
     @property
     def version(self) -> int:

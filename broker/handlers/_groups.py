@@ -12,9 +12,8 @@ def coordinator(ctx: RequestContext) -> GroupCoordinator:
 
 
 def client_host(ctx: RequestContext) -> str:
-    # Kafka shows InetAddress.toString(): "/127.0.0.1".
-    host = ctx.peer.rsplit(":", 1)[0] if ":" in ctx.peer else ctx.peer
-    return f"/{host}"
+    # Kafka shows InetAddress.toString(): "/127.0.0.1", "/0:0:0:0:0:0:0:1".
+    return f"/{ctx.host}"
 
 
 def offset_commit_answer(request: Message, errors: dict[tuple[str, int], int]) -> Message:
