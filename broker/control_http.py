@@ -5,6 +5,16 @@ Opt-in (``minikafka.control.listener=127.0.0.1:9644``) and loopback-only unless
 connection from a non-loopback peer is answered 403 (a second line of defence for wildcard
 binds). One request per connection (``Connection: close``).
 
+A web page in the user's browser can reach a loopback port too (a form POST, or a GET after
+DNS rebinding), so every request must also carry:
+
+- a ``Host`` naming the listener (``host:port`` as bound, ``localhost:port`` on loopback; on
+  a wildcard bind an IP literal or ``localhost``), else 403: a rebound DNS name is refused;
+- no ``Origin``, or the listener's own, else 403;
+- ``Authorization: Bearer <token>``, else 401: the token is made at start-up, logged, and
+  written to ``<log.dirs>/control.token`` (mode 0600), where ``minikafka fault`` reads it;
+- on a POST, ``Content-Type: application/json``, else 415 (what a form cannot send).
+
     GET  /v1/status                     faults set, partitions offline, broker address
     GET  /v1/requests?api=&client_id=   the request log (after POST /v1/log-requests)
     POST /v1/<operation>                a JSON object of arguments (broker.faults.OPERATIONS)
@@ -16,8 +26,13 @@ Bad requests get a 4xx with ``{"error": "..."}``; nothing a client sends stops t
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import hmac
+import ipaddress
 import json
 import logging
+import os
+import secrets
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -29,18 +44,21 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+TOKEN_FILE = "control.token"
 MAX_BODY_BYTES = 64 * 1024
 MAX_HEADERS = 64
 READ_TIMEOUT_S = 10.0
 _REASONS = {
     200: "OK",
     400: "Bad Request",
+    401: "Unauthorized",
     403: "Forbidden",
     404: "Not Found",
     405: "Method Not Allowed",
     408: "Request Timeout",
     411: "Length Required",
     413: "Content Too Large",
+    415: "Unsupported Media Type",
     500: "Internal Server Error",
 }
 
@@ -52,11 +70,18 @@ class HttpError(Exception):
         self.message = message
 
 
+class Refused(HttpError):
+    """A request that is not from one of the control plane's own clients (logged)."""
+
+
 class ControlServer:
     def __init__(self, host: BrokerHost) -> None:
         self.host = host
         self.server: asyncio.Server | None = None
         self.port = 0
+        self.bind = ""
+        self.token = secrets.token_urlsafe(32)
+        self.token_path: str | None = None
 
     @classmethod
     async def start(cls, host: BrokerHost, bind: str, port: int) -> ControlServer:
@@ -64,25 +89,53 @@ class ControlServer:
         control.server = await asyncio.start_server(
             control._serve, host=bind, port=port, reuse_address=True, limit=MAX_BODY_BYTES
         )
+        control.bind = bind
         control.port = control.server.sockets[0].getsockname()[1]
-        log.info("minikafka control plane on http://%s:%d/v1/", bind, control.port)
+        control.token_path = write_token(host.config.log_dir, control.token)
+        log.info(
+            "minikafka control plane on %s/v1/ (send Authorization: Bearer %s; the token is "
+            "also in %s)",
+            control.url,
+            control.token,
+            control.token_path,
+        )
         return control
+
+    @property
+    def url(self) -> str:
+        return f"http://{_host_port(self.bind, self.port)}"
 
     async def close(self) -> None:
         if self.server is not None:
             self.server.close()
             await self.server.wait_closed()
+        if self.token_path is not None:
+            # A stale token would only mislead: the next start makes a new one.
+            with contextlib.suppress(OSError):
+                os.unlink(self.token_path)
+            self.token_path = None
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername")
+        extra: dict[str, str] = {}
+        method = target = "-"
         try:
             if not self.host.config.control_allow_remote and not (
                 peer and is_loopback(str(peer[0]))
             ):
                 log.warning("control plane: refused a request from non-loopback %s", peer)
                 raise HttpError(403, "the control plane answers loopback clients only")
-            method, target, body = await asyncio.wait_for(_read_request(reader), READ_TIMEOUT_S)
+            method, target, headers = await asyncio.wait_for(_read_head(reader), READ_TIMEOUT_S)
+            self._check_caller(method, headers)
+            body = await asyncio.wait_for(_read_body(reader, headers), READ_TIMEOUT_S)
             status, payload = 200, await self._route(method, target, body)
+        except Refused as exc:
+            log.warning(
+                "control plane: refused %s %s from %s: %s", method, target[:200], peer, exc.message
+            )
+            status, payload = exc.status, {"error": exc.message}
+            if exc.status == 401:
+                extra["WWW-Authenticate"] = "Bearer"
         except HttpError as exc:
             status, payload = exc.status, {"error": exc.message}
         except TimeoutError:
@@ -93,12 +146,52 @@ class ControlServer:
             log.exception("control plane: request from %s failed", peer)
             status, payload = 500, {"error": "internal error (see the broker log)"}
         try:
-            writer.write(_response(status, payload))
+            writer.write(_response(status, payload, extra))
             await writer.drain()
         except OSError:
             pass
         finally:
             writer.close()
+
+    def _check_caller(self, method: str, headers: dict[str, str]) -> None:
+        """Refuse what a browser could send on a web page's behalf (see the module doc)."""
+        host = headers.get("host", "").strip().lower()
+        if not host or not self._host_allowed(host):
+            raise Refused(403, f"Host {host[:100]!r} is not this control plane's address")
+        origin = headers.get("origin")
+        if origin is not None and origin.strip().lower() != f"http://{host}":
+            raise Refused(403, f"cross-origin request (Origin {origin[:100]!r}) refused")
+        scheme, _, credential = headers.get("authorization", "").strip().partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(
+            credential.strip().encode(), self.token.encode()
+        ):
+            raise Refused(
+                401,
+                f"send Authorization: Bearer <token> (in {TOKEN_FILE} in the broker's log.dirs)",
+            )
+        if method == "POST":
+            media = headers.get("content-type", "").partition(";")[0].strip().lower()
+            if media != "application/json":
+                raise Refused(415, "a POST body must be Content-Type: application/json")
+
+    def _host_allowed(self, host: str) -> bool:
+        name, sep, port = host.rpartition(":")
+        if not sep or not port.isdigit() or name.endswith(":"):
+            return False
+        name = name.strip("[]")
+        bind = self.bind.lower()
+        if bind in ("0.0.0.0", "::", ""):
+            # Any interface, maybe behind a published port: any port, but only names no DNS
+            # can rebind (an attacker's page can only send its own name).
+            return name == "localhost" or _is_ip(name)
+        if int(port) != self.port:
+            return False
+        if name == bind:
+            return True
+        # On loopback, localhost and the loopback literals are one listener.
+        if bind == "localhost":
+            return name in ("127.0.0.1", "::1")
+        return name == "localhost" and is_loopback(bind)
 
     async def _route(self, method: str, target: str, body: bytes) -> Any:
         url = urlsplit(target)
@@ -130,7 +223,36 @@ class ControlServer:
         return {"ok": True} if result is None else {"ok": True, "result": result}
 
 
-async def _read_request(reader: asyncio.StreamReader) -> tuple[str, str, bytes]:
+def write_token(log_dir: str, token: str) -> str:
+    """Write the token where only this user can read it; returns the file's path."""
+    path = os.path.join(log_dir, TOKEN_FILE)
+    os.makedirs(log_dir, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    try:
+        os.fchmod(fd, 0o600)  # a file left by an earlier run may have other modes
+        os.write(fd, token.encode() + b"\n")
+    finally:
+        os.close(fd)
+    return path
+
+
+def _is_ip(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
+
+
+def _host_port(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+# Headers whose repetition would make the checks above ambiguous.
+_SINGLE = ("host", "origin", "authorization", "content-type", "content-length")
+
+
+async def _read_head(reader: asyncio.StreamReader) -> tuple[str, str, dict[str, str]]:
     try:
         line = await reader.readline()
     except (asyncio.LimitOverrunError, ValueError):
@@ -139,7 +261,7 @@ async def _read_request(reader: asyncio.StreamReader) -> tuple[str, str, bytes]:
     if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
         raise HttpError(400, "not an HTTP/1.x request line")
     method, target, _version = parts
-    length: int | None = None
+    headers: dict[str, str] = {}
     for _ in range(MAX_HEADERS + 1):
         try:
             header = await reader.readline()
@@ -150,23 +272,30 @@ async def _read_request(reader: asyncio.StreamReader) -> tuple[str, str, bytes]:
         key, sep, value = header.decode("latin-1").partition(":")
         if not sep:
             raise HttpError(400, f"malformed header line {header[:80]!r}")
-        if key.strip().lower() == "content-length":
-            if not value.strip().isdigit():
-                raise HttpError(400, "Content-Length is not a number")
-            length = int(value.strip())
-        elif key.strip().lower() == "transfer-encoding":
-            raise HttpError(411, "send a Content-Length (chunked bodies are not accepted)")
+        key = key.strip().lower()
+        if key in headers and key in _SINGLE:
+            raise HttpError(400, f"header {key} given twice")
+        headers[key] = value.strip()
     else:
         raise HttpError(400, f"more than {MAX_HEADERS} headers")
-    if length is None:
-        return method, target, b""
+    return method, target, headers
+
+
+async def _read_body(reader: asyncio.StreamReader, headers: dict[str, str]) -> bytes:
+    if "transfer-encoding" in headers:
+        raise HttpError(411, "send a Content-Length (chunked bodies are not accepted)")
+    length_text = headers.get("content-length")
+    if length_text is None:
+        return b""
+    if not length_text.isdigit():
+        raise HttpError(400, "Content-Length is not a number")
+    length = int(length_text)
     if length > MAX_BODY_BYTES:
         raise HttpError(413, f"body above {MAX_BODY_BYTES} bytes")
     try:
-        body = await reader.readexactly(length)
+        return await reader.readexactly(length)
     except asyncio.IncompleteReadError:
         raise HttpError(400, "body shorter than its Content-Length") from None
-    return method, target, body
 
 
 def _json_object(body: bytes) -> dict[str, Any]:
@@ -181,12 +310,13 @@ def _json_object(body: bytes) -> dict[str, Any]:
     return value
 
 
-def _response(status: int, payload: Any) -> bytes:
+def _response(status: int, payload: Any, extra: dict[str, str] | None = None) -> bytes:
     body = json.dumps(payload, default=str).encode() + b"\n"
     head = (
         f"HTTP/1.1 {status} {_REASONS.get(status, 'Error')}\r\n"
         "Content-Type: application/json\r\n"
-        f"Content-Length: {len(body)}\r\n"
+        + "".join(f"{k}: {v}\r\n" for k, v in (extra or {}).items())
+        + f"Content-Length: {len(body)}\r\n"
         "Connection: close\r\n\r\n"
     )
     return head.encode("latin-1") + body

@@ -132,9 +132,13 @@ class Broker:
     def control_url(self) -> str | None:
         """The HTTP control plane (``control=True``), e.g. for ``minikafka fault --url``."""
         control = self.host.control
-        if control is None:
-            return None
-        return f"http://{self.host.config.control_host}:{control.port}"
+        return None if control is None else control.url
+
+    @property
+    def control_token(self) -> str | None:
+        """What the control plane requires as ``Authorization: Bearer <token>``."""
+        control = self.host.control
+        return None if control is None else control.token
 
     def create_topic(self, name: str, partitions: int | None = None) -> None:
         """Create a topic directly (no admin client needed); an existing one is kept."""
@@ -252,6 +256,10 @@ class ThreadedBroker:
     @property
     def control_url(self) -> str | None:
         return self._broker.control_url
+
+    @property
+    def control_token(self) -> str | None:
+        return self._broker.control_token
 
     def create_topic(self, name: str, partitions: int | None = None) -> None:
         self._call(_run(functools.partial(self._broker.create_topic, name, partitions)))

@@ -10,6 +10,10 @@ values are read as JSON when they parse (``3``, ``0.5``, ``true``) and as text o
     minikafka fault crash-restart --down-s 0.5
     minikafka fault status
 
+Every request carries ``Authorization: Bearer <token>``: the token given with ``--token`` or
+``$MINIKAFKA_CONTROL_TOKEN``, else the one the broker wrote to ``control.token`` in its data
+directory (``--data-dir``, else ``$KAFKA_LOG_DIRS``, else /tmp/kafka-logs, log.dirs' default).
+
 Exit status: 0 done, 1 the broker refused the request (4xx/5xx, message printed),
 2 bad command line, 3 control plane unreachable.
 """
@@ -29,24 +33,40 @@ from broker.faults import OPERATIONS
 
 DEFAULT_URL = "http://127.0.0.1:9644"
 URL_ENV = "MINIKAFKA_CONTROL_URL"
+TOKEN_ENV = "MINIKAFKA_CONTROL_TOKEN"
+TOKEN_FILE = "control.token"
+# log.dirs as the broker reads it from the environment, and its default.
+DATA_DIR_ENV = "KAFKA_LOG_DIRS"
+DEFAULT_DATA_DIR = "/tmp/kafka-logs"
 GET_OPERATIONS = ("status", "requests")
 ALL_OPERATIONS = (*OPERATIONS, "crash-restart")
 
-USAGE = f"""usage: minikafka fault [--url URL] OPERATION [--field value]...
+USAGE = f"""usage: minikafka fault [--url URL] [--token TOKEN | --data-dir DIR] OPERATION \
+[--field value]...
 
 operations: {", ".join(ALL_OPERATIONS)}
 URL defaults to ${URL_ENV} or {DEFAULT_URL} (the broker's minikafka.control.listener).
+TOKEN defaults to ${TOKEN_ENV}, else DIR/{TOKEN_FILE}; DIR (the broker's log.dirs) to
+${DATA_DIR_ENV} or {DEFAULT_DATA_DIR}.
 See docs/TESTING_WITH_MINIKAFKA.md for each operation's fields."""
 
 
-def parse_args(argv: list[str]) -> tuple[str, str, dict[str, Any]]:
-    """(url, operation, fields); ValueError with a message for a bad command line."""
+def parse_args(argv: list[str]) -> tuple[str, str | None, str, dict[str, Any]]:
+    """(url, token, operation, fields); ValueError with a message for a bad command line."""
     url = os.environ.get(URL_ENV, DEFAULT_URL)
+    token: str | None = None
+    data_dir: str | None = None
     args = list(argv)
-    if args[:1] == ["--url"]:
+    while args[:1] in (["--url"], ["--token"], ["--data-dir"]):
         if len(args) < 2:
-            raise ValueError("--url needs a value")
-        url, args = args[1], args[2:]
+            raise ValueError(f"{args[0]} needs a value")
+        if args[0] == "--url":
+            url = args[1]
+        elif args[0] == "--token":
+            token = args[1]
+        else:
+            data_dir = args[1]
+        args = args[2:]
     if not args or args[0].startswith("-"):
         raise ValueError("an operation is required")
     operation, rest = args[0], args[1:]
@@ -60,7 +80,26 @@ def parse_args(argv: list[str]) -> tuple[str, str, dict[str, Any]]:
         if not rest:
             raise ValueError(f"{flag} needs a value")
         fields[flag[2:].replace("-", "_")] = _value(rest.pop(0))
-    return url.rstrip("/"), operation, fields
+    return url.rstrip("/"), find_token(token, data_dir), operation, fields
+
+
+def find_token(
+    token: str | None = None, data_dir: str | os.PathLike[str] | None = None
+) -> str | None:
+    """The control plane's token: given, else $MINIKAFKA_CONTROL_TOKEN, else the broker's
+    control.token (in data_dir, $KAFKA_LOG_DIRS or /tmp/kafka-logs); None when none is found
+    (the broker then answers 401, which names the file)."""
+    if token:
+        return token
+    if data_dir is None:
+        if os.environ.get(TOKEN_ENV):
+            return os.environ[TOKEN_ENV]
+        data_dir = os.environ.get(DATA_DIR_ENV) or DEFAULT_DATA_DIR
+    try:
+        with open(os.path.join(data_dir, TOKEN_FILE), encoding="utf-8") as file:
+            return file.read().strip() or None
+    except OSError:
+        return None
 
 
 def _value(text: str) -> Any:
@@ -70,16 +109,25 @@ def _value(text: str) -> Any:
         return text
 
 
-def request(url: str, operation: str, fields: dict[str, Any], timeout: float = 30.0) -> Any:
+def request(
+    url: str,
+    operation: str,
+    fields: dict[str, Any],
+    timeout: float = 30.0,
+    token: str | None = None,
+) -> Any:
     """Send one operation; returns the decoded answer or raises urllib's errors."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
     if operation in GET_OPERATIONS:
         query = urllib.parse.urlencode({k: str(v) for k, v in fields.items()})
-        req = urllib.request.Request(f"{url}/v1/{operation}" + (f"?{query}" if query else ""))
+        req = urllib.request.Request(
+            f"{url}/v1/{operation}" + (f"?{query}" if query else ""), headers=headers
+        )
     else:
         req = urllib.request.Request(
             f"{url}/v1/{operation}",
             data=json.dumps(fields).encode(),
-            headers={"Content-Type": "application/json"},
+            headers={**headers, "Content-Type": "application/json"},
             method="POST",
         )
     with urllib.request.urlopen(req, timeout=timeout) as answer:
@@ -91,12 +139,12 @@ def main(argv: list[str]) -> int:
         print(USAGE)
         return 0
     try:
-        url, operation, fields = parse_args(argv)
+        url, token, operation, fields = parse_args(argv)
     except ValueError as exc:
         print(f"minikafka fault: {exc}\n{USAGE}", file=sys.stderr)
         return 2
     try:
-        answer = request(url, operation, fields)
+        answer = request(url, operation, fields, token=token)
     except urllib.error.HTTPError as exc:
         body = exc.read().decode(errors="replace").strip()
         try:
@@ -115,15 +163,25 @@ def main(argv: list[str]) -> int:
 class FaultClient:
     """``FaultInjector``'s methods over HTTP, for a broker in another process or container:
     ``FaultClient("http://127.0.0.1:9644").error("Produce", "NOT_LEADER_OR_FOLLOWER")``.
-    Raises ``urllib.error.HTTPError`` when the broker refuses a request (4xx)."""
+    The token is ``token``, else found as ``minikafka fault`` finds it (``data_dir``: the
+    broker's log.dirs). Raises ``urllib.error.HTTPError`` when the broker refuses a request
+    (4xx)."""
 
-    def __init__(self, url: str = DEFAULT_URL, timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        url: str = DEFAULT_URL,
+        timeout: float = 30.0,
+        *,
+        token: str | None = None,
+        data_dir: str | os.PathLike[str] | None = None,
+    ) -> None:
         self.url = url.rstrip("/")
         self.timeout = timeout
+        self.token = find_token(token, data_dir)
 
     def crash_restart(self, *, down_s: float | None = None) -> Any:
         fields = {} if down_s is None else {"down_s": down_s}
-        return request(self.url, "crash-restart", fields, self.timeout)
+        return request(self.url, "crash-restart", fields, self.timeout, self.token)
 
     def __getattr__(self, name: str) -> Any:
         from broker.faults import FaultInjector
@@ -137,7 +195,7 @@ class FaultClient:
         def call(*args: Any, **kwargs: Any) -> Any:
             bound = signature.bind(None, *args, **kwargs)
             fields = {k: v for k, v in bound.arguments.items() if k != "self"}
-            answer = request(self.url, operation, fields, self.timeout)
+            answer = request(self.url, operation, fields, self.timeout, self.token)
             if isinstance(answer, dict) and answer.get("ok") is True:
                 return answer.get("result")
             return answer

@@ -14,7 +14,8 @@ Fixtures:
 Configuration, Kafka property names with ``_`` for ``.``:
   @pytest.mark.minikafka(num_partitions=3, auto_create_topics_enable=False)
   @pytest.mark.parametrize("kafka_broker", [{"num_partitions": 3}], indirect=True)
-  ``control=True`` also opens the HTTP control plane (``kafka_broker.control_url``).
+  ``control=True`` also opens the HTTP control plane (``kafka_broker.control_url``, whose
+  bearer token is ``kafka_broker.control_token``).
 
 The terminal summary reports how many brokers were started and their start-to-ready times;
 ``--minikafka-report=FILE`` writes the same figures as JSON.

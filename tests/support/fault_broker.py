@@ -26,5 +26,5 @@ class FaultBroker(BrokerProcess):
         match = re.search(CONTROL_LINE, self.wait_for_log(CONTROL_LINE))
         assert match is not None
         self.control_url = match.group(1)
-        self.faults = FaultClient(self.control_url)
+        self.faults = FaultClient(self.control_url, data_dir=self.data_dir)
         return self
