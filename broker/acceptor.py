@@ -30,13 +30,21 @@ ACCEPT_RETRY_DELAY_S = 1.0
 ProtocolFactory = Callable[[str], asyncio.BaseProtocol]
 
 
+class BindError(Exception):
+    """A listener's address cannot be bound (in use, not local): the broker does not start."""
+
+
 def bind(host: str, port: int) -> list[socket.socket]:
-    """Listening sockets for ``host`` ("" = every interface) as asyncio.create_server binds."""
-    infos = socket.getaddrinfo(
-        host or None, port, socket.AF_UNSPEC, socket.SOCK_STREAM, 0, socket.AI_PASSIVE
-    )
+    """Listening sockets for ``host`` ("" = every interface) as asyncio.create_server binds.
+
+    Raises BindError with Kafka's message (SocketServer: "Socket server failed to bind to
+    host:port: reason.").
+    """
     sockets: list[socket.socket] = []
     try:
+        infos = socket.getaddrinfo(
+            host or None, port, socket.AF_UNSPEC, socket.SOCK_STREAM, 0, socket.AI_PASSIVE
+        )
         for family, type_, proto, _, address in dict.fromkeys(infos):
             sock = socket.socket(family, type_, proto)
             sockets.append(sock)
@@ -47,10 +55,12 @@ def bind(host: str, port: int) -> list[socket.socket]:
             sock.bind(address)
             sock.listen(LISTEN_BACKLOG)
             sock.setblocking(False)
-    except OSError:
+    except OSError as exc:
         for sock in sockets:
             sock.close()
-        raise
+        reason = exc.strerror or str(exc)
+        where = f"{host or '0.0.0.0'}:{port}"
+        raise BindError(f"Socket server failed to bind to {where}: {reason}.") from exc
     return sockets
 
 

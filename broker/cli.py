@@ -4,7 +4,8 @@ Shaped like Kafka's ``kafka-server-start.sh server.properties --override k=v`` s
 same files and flags work; ``minikafka dump ...`` runs the log-inspection tool instead and
 ``minikafka health`` the container health check and ``minikafka fault ...`` talks to a
 broker's fault-injection control plane.
-Exit status 2 means the command line or the configuration was rejected.
+Exit status 2 means the command line or the configuration was rejected; 1 that the broker
+could not start (its data directory locked by another broker, a port it cannot bind).
 """
 
 from __future__ import annotations
@@ -91,8 +92,10 @@ def main(argv: list[str] | None = None) -> int:
     for warning in warnings:
         log.warning("%s", warning)
 
+    from broker.acceptor import BindError
     from broker.security.authorizer import AclFileError
     from broker.server import run
+    from storage.dir_lock import DataDirLockedError
 
     try:
         return run(config, config_source=config.source_summary)
@@ -101,3 +104,8 @@ def main(argv: list[str] | None = None) -> int:
         # does not start either.
         log.error("%s", exc)
         return 2
+    except (DataDirLockedError, BindError) as exc:
+        # Another broker has the data directory or the port: one line, as Kafka's "Fatal
+        # error during KafkaServer startup", and nothing in the directory touched.
+        log.error("%s", exc)
+        return 1

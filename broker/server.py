@@ -8,6 +8,7 @@ import functools
 import logging
 import os
 import signal
+import socket
 import ssl
 import time
 
@@ -25,6 +26,7 @@ from broker.state import BrokerState
 from broker.transactions import Settings as TransactionSettings
 from broker.transactions import TransactionCoordinator
 from storage.committed_offsets import CommittedOffsets
+from storage.dir_lock import DataDirLock
 from storage.log_config import LogConfig
 from storage.producer_ids import ProducerIdAllocator
 from storage.store import Store
@@ -46,22 +48,46 @@ class Broker:
         self.servers: list[Acceptor] = []
         self.stopped = asyncio.Event()
         self.background: Background | None = None
+        # The data directory's lock, held from start to stop (or crash).
+        self._lock: DataDirLock | None = None
 
     async def start(self) -> None:
         config = self.config
         started = time.monotonic()
-        store = Store.open(config.log_dir, node_id=config.node_id, log_config=log_config(config))
-        producer_ids = ProducerIdAllocator(config.log_dir)
-        state = BrokerState(config, store, producer_ids, build_dispatcher())
-        state.groups = _open_groups(config, state)
-        state.transactions = _open_transactions(config, state)
+        # Kafka's LogManager locks every log dir before it reads one: a second broker on this
+        # directory stops here, before it has read or written anything in it.
+        lock = DataDirLock.acquire(config.log_dir)
+        listening: list[list[socket.socket]] = []
+        store: Store | None = None
+        try:
+            # TLS material and ports before recovery: a start that is going to fail leaves
+            # the data directory as it found it (no recovery, no snapshots).
+            contexts = _tls_contexts(config)
+            for listener in config.listeners:
+                listening.append(bind(listener.host, listener.port))
+            store = Store.open(
+                config.log_dir, node_id=config.node_id, log_config=log_config(config)
+            )
+            producer_ids = ProducerIdAllocator(config.log_dir)
+            state = BrokerState(config, store, producer_ids, build_dispatcher())
+            state.groups = _open_groups(config, state)
+            state.transactions = _open_transactions(config, state)
+        except BaseException:
+            for sockets in listening:
+                for sock in sockets:
+                    sock.close()
+            if store is not None:
+                # Recovered but not serving: closed as a crash would leave it.
+                store.close_unclean()
+            lock.release()
+            raise
+        self._lock = lock
         state.transactions.on_markers = state.notify_appended
         self.state = state
         faults = self.faults
         if faults is not None:
             faults.attach(state)
         resolved: dict[str, Listener] = {}
-        contexts = _tls_contexts(config)
 
         def connection(name: str, address: str) -> asyncio.BaseProtocol:
             if faults is not None and faults.refusing():
@@ -72,11 +98,9 @@ class Broker:
                 state, state.dispatcher, resolved[name], address, contexts.get(name)
             )
 
-        for listener in config.listeners:
+        for listener, sockets in zip(config.listeners, listening, strict=True):
             server = Acceptor(
-                bind(listener.host, listener.port),
-                functools.partial(connection, listener.name),
-                state.connection_quotas,
+                sockets, functools.partial(connection, listener.name), state.connection_quotas
             )
             self.servers.append(server)
             port = server.port
@@ -140,6 +164,7 @@ class Broker:
             # Final snapshots, fsync, close files, then the clean-shutdown marker.
             state.store.close()
             log.info("store closed cleanly in %.0f ms", (time.monotonic() - started) * 1000)
+        self._release_lock()
         log.info("minikafka stopped")
         self.stopped.set()
 
@@ -164,8 +189,15 @@ class Broker:
             # A flush round in a worker thread must not find its files closed under it.
             await state.flusher.settle()
             state.store.close_unclean()
+        # A killed process's lock goes with it: the restart takes it again.
+        self._release_lock()
         log.warning("minikafka crashed on purpose (fault injection)")
         self.stopped.set()
+
+    def _release_lock(self) -> None:
+        lock, self._lock = self._lock, None
+        if lock is not None:
+            lock.release()
 
 
 def _open_transactions(config: Config, state: BrokerState) -> TransactionCoordinator:

@@ -6,9 +6,20 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 import minikafka
 from protocol.messages.api_versions import API_VERSIONS
-from tests.support.produce import batch, create_topic, init_producer, produce, stored
+from storage.dir_lock import DataDirLockedError
+from tests.support.in_process_broker import in_process_broker
+from tests.support.produce import (
+    batch,
+    create_topic,
+    init_producer,
+    produce,
+    stored,
+    stored_values,
+)
 from tests.support.raw_client import SOFTWARE, RawClient
 
 
@@ -84,3 +95,39 @@ def test_embedded_brokers_start_no_worker_processes_unless_asked() -> None:
     assert (default, ready, len(pids)) == (0, 1, 1)
     # Stopping the broker stopped and reaped its worker.
     assert not Path(f"/proc/{pids[0]}").exists()
+
+
+def test_two_in_process_brokers_on_one_data_dir_the_second_is_refused(tmp_path: Path) -> None:
+    with minikafka.ThreadedBroker(tmp_path, num_partitions=1) as first:
+        with RawClient(first.port) as client:
+            create_topic(client, "one")
+            assert produce(client, "one", batch(-1, -1, -1, tag="first")).base_offset == 0
+        with pytest.raises(DataDirLockedError, match=r"Failed to acquire lock on file \.lock"):
+            minikafka.ThreadedBroker(tmp_path).start()
+
+        async def on_a_loop() -> None:
+            await minikafka.Broker(tmp_path).start()
+
+        with pytest.raises(DataDirLockedError):
+            asyncio.run(on_a_loop())
+        with pytest.raises(DataDirLockedError), in_process_broker(tmp_path):
+            pass
+        # A crash (as SIGKILL) lets the lock go and the restart takes it again.
+        first.crash_restart()
+        with pytest.raises(DataDirLockedError):
+            minikafka.ThreadedBroker(tmp_path).start()
+        with RawClient(first.port) as client:
+            assert produce(client, "one", batch(-1, -1, -1, tag="again")).base_offset == 2
+    # Stopped: the lock is free for the next broker in this same process.
+    with in_process_broker(tmp_path), minikafka.ThreadedBroker(tmp_path / "other"):
+        pass
+    with minikafka.ThreadedBroker(tmp_path) as again, RawClient(again.port) as client:
+        assert produce(client, "one", batch(-1, -1, -1, tag="last")).base_offset == 4
+    assert stored_values(tmp_path, "one") == [
+        b"first--1",
+        b"first-0",
+        b"again--1",
+        b"again-0",
+        b"last--1",
+        b"last-0",
+    ]
