@@ -137,6 +137,8 @@ class TransactionCoordinator:
         self.txns: dict[str, TxnRecord] = dict(txn_log.records)
         # transactional id -> the state its in-flight change moves to (Kafka's pendingState).
         self.pending: dict[str, int] = {}
+        # transactional id -> set when its in-flight change is written (or failed).
+        self._settled: dict[str, asyncio.Event] = {}
         self._tasks: set[asyncio.Task[object]] = set()
         self._timer: asyncio.Task[None] | None = None
         self.closed = False
@@ -192,19 +194,24 @@ class TransactionCoordinator:
         appendTransactionToLog)."""
         txn_id = new.transactional_id
         self.pending[txn_id] = new.state
+        settled = self._settled[txn_id] = asyncio.Event()
         try:
             self._log.append(new)
             await self._flusher.flush([self._log])
         except Exception:
             log.exception("transaction log write for %r failed", txn_id)
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        finally:
-            del self.pending[txn_id]
-        if new.state == DEAD:
-            self.txns.pop(txn_id, None)
         else:
-            self.txns[txn_id] = new
-        return ErrorCode.NONE
+            if new.state == DEAD:
+                self.txns.pop(txn_id, None)
+            else:
+                self.txns[txn_id] = new
+            return ErrorCode.NONE
+        finally:
+            # Applied before the waiters (add_pending_offsets) read the record again.
+            del self.pending[txn_id]
+            del self._settled[txn_id]
+            settled.set()
 
     # --- InitProducerId --------------------------------------------------------------------
 
@@ -383,7 +390,10 @@ class TransactionCoordinator:
             return ErrorCode.INVALID_PRODUCER_ID_MAPPING
         if meta.producer_epoch != producer_epoch:
             return ErrorCode.PRODUCER_FENCED
-        if txn_id in self.pending or meta.state in (PREPARE_COMMIT, PREPARE_ABORT):
+        # Kafka: "Pending state is not checked since there is a final validation on the
+        # append to the log" (the producer state's epoch check). A Produce sent with an
+        # AddOffsetsToTxn, as aiokafka does, is appended, not refused as concurrent.
+        if meta.state in (PREPARE_COMMIT, PREPARE_ABORT):
             return ErrorCode.CONCURRENT_TRANSACTIONS
         if meta.state != ONGOING or partition not in meta.partitions:
             return ErrorCode.TRANSACTION_ABORTABLE
@@ -393,9 +403,17 @@ class TransactionCoordinator:
 
     async def add_pending_offsets(self, txn_id: str, offsets: list[PendingOffset]) -> ErrorCode:
         """Keep verified transactional offsets until the transaction's marker."""
-        meta = self.txns[txn_id]
-        if txn_id in self.pending:
-            return ErrorCode.CONCURRENT_TRANSACTIONS
+        # Kafka writes these offsets to __consumer_offsets, apart from the transaction's
+        # record, so another change of the transaction being written does not refuse them:
+        # here they wait for it, then join the record it wrote.
+        while txn_id in self.pending:
+            await self._settled[txn_id].wait()
+        meta = self.txns.get(txn_id)
+        if meta is None or meta.state != ONGOING:
+            # Ended meanwhile (EndTxn, a timeout or a fence): as if it came after.
+            return (
+                ErrorCode.INVALID_TXN_STATE if meta is None else ErrorCode.CONCURRENT_TRANSACTIONS
+            )
         replaced = {(o.group_id, o.topic, o.partition) for o in offsets}
         kept = [
             o for o in meta.pending_offsets if (o.group_id, o.topic, o.partition) not in replaced

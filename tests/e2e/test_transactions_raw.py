@@ -314,3 +314,49 @@ def test_produce_refused_by_verification_answers_no_log_start_offset(
             ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
             0,
         )
+
+
+def test_produce_sent_with_add_offsets_to_txn_is_not_refused_as_concurrent(
+    broker: BrokerProcess,
+) -> None:
+    """aiokafka sends AddOffsetsToTxn (coordinator connection) and the transaction's first
+    Produce (leader connection) in the same millisecond. Kafka's verification checks the
+    producer id, epoch, the prepare states and the partition, not the pending state ("there
+    is a final validation on the append to the log"): the Produce is appended at once,
+    never answered CONCURRENT_TRANSACTIONS (NOT_ENOUGH_REPLICAS before Produce v8)."""
+    rounds = 20
+    with RawClient(broker.port) as coordinator, RawClient(broker.port) as leader:
+        create_topic(coordinator, "raw-c")
+        answer = init(coordinator)
+        pid, epoch = answer.producer_id, answer.producer_epoch
+        answers = []
+        for i in range(rounds):
+            assert add_partition(coordinator, pid, epoch, "raw-c") == ErrorCode.NONE
+            coordinator.send(
+                ADD_OFFSETS_TO_TXN,
+                3,
+                Message(
+                    transactional_id=TXN,
+                    producer_id=pid,
+                    producer_epoch=epoch,
+                    group_id="raw-c-group",
+                ),
+            )
+            data = batch(pid, epoch, 2 * i, transactional=True)
+            leader.send(PRODUCE, 9, produce_request_for_txn("raw-c", data))
+            produced = leader.receive()[1].responses[0].partition_responses[0]
+            added = coordinator.receive()[1]
+            answers.append((produced.error_code, added.error_code))
+            assert end(coordinator, pid, epoch, commit=True) == ErrorCode.NONE
+    assert answers == [(ErrorCode.NONE, ErrorCode.NONE)] * rounds
+    data_batches = [h for h, _ in stored(broker.data_dir, "raw-c") if not h.is_control]
+    assert [h.base_sequence for h in data_batches] == [2 * i for i in range(rounds)]
+
+
+def produce_request_for_txn(topic: str, data: bytes) -> Message:
+    return Message(
+        transactional_id=TXN,
+        acks=-1,
+        timeout_ms=30000,
+        topic_data=[Message(name=topic, partition_data=[Message(index=0, records=data)])],
+    )
