@@ -17,7 +17,10 @@ Partitions: int32 topic count, then per topic 16-byte id, int32 count, int32 par
 Version 1 adds, after each member's target, its classic-protocol metadata (Kafka's
 ConsumerGroupMemberMetadataValue.ClassicMemberMetadata, set for a member that joined through
 JoinGroup): session timeout int32 (-1: the member uses the consumer protocol), then int32
-count of (protocol name, int32-length metadata bytes). Version 0 is still read.
+count of (protocol name, int32-length metadata bytes). Version 2 adds, after the members, the
+group's resolved subscription regexes (Kafka's ConsumerGroupRegularExpression records): int32
+count, then per regex the regex and its topic names (int32 count + strings), so a restart
+needs no regex matching. Versions 0 and 1 are still read (their regexes come back unresolved).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 # topic id -> partitions, sorted, as stored.
 Partitions = tuple[tuple[bytes, tuple[int, ...]], ...]
@@ -60,6 +63,8 @@ class ConsumerGroupRecord:
     group_epoch: int
     assignment_epoch: int
     members: tuple[ConsumerMemberRecord, ...] = ()
+    # regex -> the topic names it matched at its last resolution, sorted by regex.
+    resolved_regexes: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 def encode(record: ConsumerGroupRecord) -> bytes:
@@ -86,6 +91,11 @@ def encode(record: ConsumerGroupRecord) -> bytes:
         out += struct.pack(">ii", session, len(m.classic_protocols))
         for name, metadata in m.classic_protocols:
             out += _enc(name) + struct.pack(">i", len(metadata)) + metadata
+    out += struct.pack(">i", len(record.resolved_regexes))
+    for regex, topics in record.resolved_regexes:
+        out += _enc(regex) + struct.pack(">i", len(topics))
+        for name in topics:
+            out += _enc(name)
     return bytes(out)
 
 
@@ -95,7 +105,7 @@ def decode(data: bytes, pos: int) -> ConsumerGroupRecord:
     Raises ValueError or struct.error on anything malformed."""
     version, group_epoch, assignment_epoch, count = struct.unpack_from(">hiii", data, pos)
     pos += 14
-    if version not in (0, FORMAT_VERSION):
+    if version not in (0, 1, FORMAT_VERSION):
         raise ValueError(f"consumer group record version {version}")
     if count < 0 or count > len(data):
         raise ValueError("bad member count")
@@ -159,9 +169,26 @@ def decode(data: bytes, pos: int) -> ConsumerGroupRecord:
                 tuple(protocols),
             )
         )
+    resolved: list[tuple[str, tuple[str, ...]]] = []
+    if version >= 2:
+        (regex_count,) = struct.unpack_from(">i", data, pos)
+        pos += 4
+        if regex_count < 0 or regex_count > len(data):
+            raise ValueError("bad regex count")
+        for _ in range(regex_count):
+            regex, pos = _str(data, pos)
+            (name_count,) = struct.unpack_from(">i", data, pos)
+            pos += 4
+            if name_count < 0 or name_count > len(data):
+                raise ValueError("bad topic count")
+            matched = []
+            for _ in range(name_count):
+                name, pos = _str(data, pos)
+                matched.append(name)
+            resolved.append((regex, tuple(matched)))
     if pos != len(data):
         raise ValueError("trailing bytes after the consumer group record")
-    return ConsumerGroupRecord(group_epoch, assignment_epoch, tuple(members))
+    return ConsumerGroupRecord(group_epoch, assignment_epoch, tuple(members), tuple(resolved))
 
 
 def _enc(text: str | None) -> bytes:

@@ -125,6 +125,13 @@ class ConsumerGroup:
         # topic name -> (topic id, partition count) of every topic some member subscribes to,
         # as last used for the target assignment (Kafka's subscription metadata).
         self.subscription_metadata: dict[str, tuple[bytes, int]] = {}
+        # regex -> the topic names its last resolution matched (Kafka's
+        # resolvedRegularExpressions); a subscribed regex missing here is not resolved yet.
+        self.resolved_regexes: dict[str, frozenset[str]] = {}
+        # When they were last resolved (monotonic ms, None: not since the load) and the
+        # generation of the topic list that resolution saw; neither is stored.
+        self.regex_refresh_ms: int | None = None
+        self.regex_topics_generation = -1
 
     # --- views -----------------------------------------------------------------------------
 
@@ -192,6 +199,9 @@ class ConsumerGroup:
             if m.subscribed_topic_regex:
                 names.update(resolved.get(m.subscribed_topic_regex, frozenset()))
         return names
+
+    def subscribed_regexes(self) -> set[str]:
+        return {m.subscribed_topic_regex for m in self.members.values() if m.subscribed_topic_regex}
 
     # --- membership ------------------------------------------------------------------------
 
@@ -303,6 +313,7 @@ class ConsumerGroup:
     # --- persistence -----------------------------------------------------------------------
 
     def record(self) -> ConsumerGroupRecord:
+        subscribed = self.subscribed_regexes()
         return ConsumerGroupRecord(
             self.group_epoch,
             self.assignment_epoch,
@@ -327,6 +338,11 @@ class ConsumerGroup:
                     classic_protocols=m.classic_protocols,
                 )
                 for m in self.members.values()
+            ),
+            tuple(
+                (regex, tuple(sorted(names)))
+                for regex, names in sorted(self.resolved_regexes.items())
+                if regex in subscribed
             ),
         )
 
@@ -357,6 +373,9 @@ class ConsumerGroup:
                 )
             )
             group.target[r.member_id] = _thawed(r.target)
+        group.resolved_regexes = {
+            regex: frozenset(names) for regex, names in record.resolved_regexes
+        }
         return group
 
 

@@ -4,8 +4,8 @@ Follows Kafka 4.0's GroupMetadataManager.consumerGroupHeartbeat step by step:
 
 1. The request is checked (throwIfConsumerGroupHeartbeatRequestIsInvalid): INVALID_REQUEST
    with Kafka's messages, UNSUPPORTED_ASSIGNOR for an assignor not in
-   ``group.consumer.assignors``, INVALID_REGULAR_EXPRESSION (v1) for a regex that does not
-   compile.
+   ``group.consumer.assignors``, INVALID_REGULAR_EXPRESSION (v1) for a regex new to the group
+   that does not compile with RE2/J's rules (``topic_regex``).
 2. Epoch -1 leaves (the member is fenced: removed, group epoch bumped); -2 is a static
    member's temporary leave (epoch -2 kept until it rejoins or its session expires).
 3. Epoch 0 joins: the group is created if needed (an Empty classic group, e.g. one that only
@@ -31,10 +31,17 @@ answer waits for its fsync round, as Kafka answers once its records are written.
 groups come back with their members, epochs and assignments, sessions restarting from the
 load, so members carry on without rejoining.
 
-Deviations: regular expressions are Python's ``re`` (full match, as Kafka's RE2/J
-``matches()``), resolved at every heartbeat instead of Kafka's asynchronous refresh (at
-most every 10 s); partition counts are compared at every heartbeat instead of at Kafka's
-metadata refresh interval.
+Regexes (Kafka's maybeUpdateRegularExpressions / refreshRegularExpressions): a heartbeat
+never matches one. It schedules a resolution of all the group's regexes off the event loop
+(``off_loop``: a worker thread in the broker) when the group has a regex not resolved yet or
+topics were created since the last resolution, at most one at a time per group and at most
+every 10 s; when it finishes, the group's resolved regexes are updated and stored with the
+group, and a change bumps the group epoch, so the next heartbeats bring the new assignment.
+A member subscribing to a new regex therefore gets its topics a heartbeat or more later, as
+in Kafka. The resolutions are stored, so a restart matches nothing while loading.
+
+Deviations: partition counts are compared at every heartbeat instead of at Kafka's metadata
+refresh interval; ``topic_regex`` bounds a regex's size (Kafka does not).
 
 Per-group configs (IncrementalAlterConfigs on GROUP resources, broker.group_configs):
 consumer.session.timeout.ms and consumer.heartbeat.interval.ms override the broker's
@@ -45,12 +52,11 @@ change keeps its time until the member's next heartbeat, as in Kafka).
 from __future__ import annotations
 
 import logging
-import re
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from broker.groups import migration
+from broker.groups import migration, topic_regex
 from broker.groups.assignors import ASSIGNORS
 from broker.groups.consumer import (
     LEAVE_GROUP_MEMBER_EPOCH,
@@ -73,12 +79,23 @@ CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION = 1
 TopicsView = Callable[[], dict[str, tuple[bytes, int]]]
 # A group's config overrides (IncrementalAlterConfigs on GROUP resources, already checked).
 GroupConfigs = Callable[[str], Mapping[str, str]]
+# regex -> the topic names it matches.
+Resolution = dict[str, frozenset[str]]
+# Runs the work away from the event loop and calls back on the loop with its result (None if
+# it failed).
+OffLoop = Callable[[Callable[[], Resolution], Callable[[Resolution | None], None]], None]
+# Kafka 4.0's REGEX_BATCH_REFRESH_INTERVAL_MS: a group's regexes are resolved at most this often.
+REGEX_REFRESH_INTERVAL_MS = 10_000
 SESSION_TIMEOUT_CONFIG = "consumer.session.timeout.ms"
 HEARTBEAT_INTERVAL_CONFIG = "consumer.heartbeat.interval.ms"
 
 
 def _no_group_configs(_group_id: str) -> Mapping[str, str]:
     return {}
+
+
+def _inline(work: Callable[[], Resolution], done: Callable[[Resolution | None], None]) -> None:
+    done(work())
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,13 +144,20 @@ class ConsumerGroupManager:
         topics: TopicsView,
         persist: Callable[[ConsumerGroup], None],
         group_configs: GroupConfigs | None = None,
+        off_loop: OffLoop | None = None,
     ) -> None:
         self.settings = settings
         self._group_configs = group_configs or _no_group_configs
         self._topics = topics
         self._persist = persist
         self.groups: dict[str, ConsumerGroup] = {}
-        self._regexes: dict[str, re.Pattern[str]] = {}
+        self._off_loop = off_loop or _inline
+        # Groups whose regexes are being resolved.
+        self._resolving: set[str] = set()
+        # The topic names last seen, and a generation bumped whenever one appears (Kafka's
+        # lastMetadataImageWithNewTopics): a group resolved before it must resolve again.
+        self._topic_names: frozenset[str] = frozenset()
+        self._topics_generation = 0
         # Set by the coordinator: replaces the group by a classic group without the leaving
         # members (Kafka's convertToClassicGroup).
         # Called with the group, the leaving members, and whether a rebalance must follow.
@@ -208,18 +232,17 @@ class ConsumerGroupManager:
                 f"{', '.join(self.settings.assignors)}.",
             )
 
-    def _compile(self, regex: str) -> re.Pattern[str]:
-        pattern = self._regexes.get(regex)
-        if pattern is None:
-            try:
-                pattern = re.compile(regex)
-            except re.error as e:
-                raise HeartbeatError(
-                    ErrorCode.INVALID_REGULAR_EXPRESSION,
-                    f"SubscribedTopicRegex `{regex}` is not a valid regular expression: {e}.",
-                ) from None
-            self._regexes[regex] = pattern
-        return pattern
+    @staticmethod
+    def _check_regex(regex: str) -> None:
+        """Kafka's throwIfRegularExpressionIsInvalid."""
+        try:
+            topic_regex.compile_regex(regex)
+        except topic_regex.InvalidRegex as e:
+            raise HeartbeatError(
+                ErrorCode.INVALID_REGULAR_EXPRESSION,
+                f"SubscribedTopicRegex `{regex}` is not a valid regular expression: "
+                f"{e.description}.",
+            ) from None
 
     def group_or_error(self, group_id: str) -> ConsumerGroup:
         group = self.groups.get(group_id)
@@ -408,8 +431,13 @@ class ConsumerGroupManager:
             member = self._static_member(group, member_id, req.instance_id)
             _check_epoch(member, req.member_epoch, req.owned)
 
-        if req.subscribed_topic_regex:
-            self._compile(req.subscribed_topic_regex)
+        if (
+            req.subscribed_topic_regex
+            and req.subscribed_topic_regex != member.subscribed_topic_regex
+            and req.subscribed_topic_regex not in group.subscribed_regexes()
+        ):
+            # Only a regex new to the group is compiled here (maybeUpdateRegularExpressions).
+            self._check_regex(req.subscribed_topic_regex)
         old_key = None if member.member_id not in group.members else member.subscription_key()
         if req.instance_id is not None:
             member.instance_id = req.instance_id
@@ -442,6 +470,7 @@ class ConsumerGroupManager:
             log.info("group %s: member %s joins", group.group_id, member_id)
             changed = True
         group.put_member(member)
+        self._maybe_refresh_regexes(group, now)
 
         resolved = self._resolve(group)
         metadata = self._subscription_metadata(group, resolved)
@@ -535,20 +564,84 @@ class ConsumerGroupManager:
         return self.session_timeout_ms(group_id)
 
     def _resolve(self, group: ConsumerGroup) -> dict[str, frozenset[str]]:
-        regexes = {
-            m.subscribed_topic_regex for m in group.members.values() if m.subscribed_topic_regex
-        }
-        if not regexes:
-            return {}
-        names = list(self._topics())
-        out = {}
-        for regex in regexes:
-            try:
-                pattern = self._compile(regex)
-            except HeartbeatError:
-                continue
-            out[regex] = frozenset(n for n in names if pattern.fullmatch(n))
-        return out
+        """The group's regexes as last resolved (never matched here, on the request path)."""
+        return group.resolved_regexes
+
+    # --- regex resolution (Kafka's maybeUpdateRegularExpressions) ----------------------------
+
+    def _maybe_refresh_regexes(self, group: ConsumerGroup, now: int) -> None:
+        regexes = group.subscribed_regexes()
+        if not regexes or group.group_id in self._resolving:
+            return
+        last = group.regex_refresh_ms
+        if last is not None and now <= last + REGEX_REFRESH_INTERVAL_MS:
+            return
+        topics = self._topics()
+        generation = self._observe_topics(topics)
+        unresolved = any(r not in group.resolved_regexes for r in regexes)
+        if not unresolved and group.regex_topics_generation >= generation:
+            return
+        group_id = group.group_id
+        patterns = sorted(regexes)
+        names = list(topics)
+        self._resolving.add(group_id)
+        log.debug("group %s: resolving regular expressions %s", group_id, patterns)
+
+        def work() -> Resolution:
+            return topic_regex.resolve(patterns, names, f"[GroupId {group_id}] ")
+
+        def done(result: Resolution | None) -> None:
+            self._resolving.discard(group_id)
+            if result is not None:
+                self._apply_resolution(group_id, result, generation, now)
+
+        self._off_loop(work, done)
+
+    def _observe_topics(self, topics: Mapping[str, object]) -> int:
+        if not self._topic_names.issuperset(topics.keys()):
+            self._topics_generation += 1
+        if self._topic_names != topics.keys():
+            self._topic_names = frozenset(topics)
+        return self._topics_generation
+
+    def _apply_resolution(
+        self, group_id: str, result: Resolution, generation: int, started: int
+    ) -> None:
+        """Kafka's handleRegularExpressionsResult: a regex whose topics changed bumps the
+        group epoch, so the next heartbeats compute and reconcile the new target."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return
+        subscribed = group.subscribed_regexes()
+        changed = bump = False
+        for regex, names in result.items():
+            if regex not in subscribed:
+                continue  # no member subscribes to it any more
+            previous = group.resolved_regexes.get(regex)
+            if previous != names:
+                changed = True
+                bump |= (previous or frozenset()) != names
+                group.resolved_regexes[regex] = names
+        for regex in [r for r in group.resolved_regexes if r not in subscribed]:
+            del group.resolved_regexes[regex]
+        group.regex_refresh_ms = started
+        group.regex_topics_generation = generation
+        metadata = self._subscription_metadata(group, group.resolved_regexes)
+        if metadata != group.subscription_metadata:
+            group.subscription_metadata = metadata
+            bump = True
+        log.info(
+            "group %s: resolved regular expressions %s",
+            group_id,
+            {regex: sorted(names) for regex, names in result.items()},
+        )
+        if bump:
+            group.group_epoch += 1
+            log.info(
+                "group %s: group epoch %d after a regex resolution", group_id, group.group_epoch
+            )
+        if changed or bump:
+            self._persist(group)
 
     def _subscription_metadata(
         self, group: ConsumerGroup, resolved: dict[str, frozenset[str]]
@@ -585,7 +678,8 @@ class ConsumerGroupManager:
     def load(self, group: ConsumerGroup, now: int) -> None:
         for member in group.members.values():
             member.session_deadline = now + self.member_session_timeout_ms(group.group_id, member)
-        # Partition counts are compared again at the next heartbeat.
+        # Partition counts are compared again at the next heartbeat; regexes come resolved
+        # from the record (resolved again, off the loop, at the next heartbeat).
         group.subscription_metadata = self._subscription_metadata(group, self._resolve(group))
         self.groups[group.group_id] = group
 

@@ -68,6 +68,7 @@ from broker.groups.consumer_manager import (
     GroupConfigs,
     HeartbeatRequest,
     HeartbeatResult,
+    Resolution,
     TopicsView,
 )
 from broker.groups.offset_expiration import (
@@ -141,6 +142,8 @@ class GroupCoordinator:
         # (None once it started), and, per group, the round its last record waits for.
         self._next_flush: asyncio.Task[None] | None = None
         self._group_flushes: dict[str, asyncio.Task[None]] = {}
+        # Regex resolutions running on a worker thread.
+        self._resolutions: set[asyncio.Task[Resolution]] = set()
         self.closed = False
         now = monotonic_ms()
         for group_id, record in store.groups().items():
@@ -150,6 +153,7 @@ class GroupCoordinator:
             topics or dict,
             self._persist_consumer_group,
             group_configs,
+            off_loop=self._resolve_off_loop,
         )
         for group_id, consumer_record in store.consumer_groups().items():
             self.consumer.load(ConsumerGroup.restore(group_id, consumer_record), now)
@@ -167,8 +171,31 @@ class GroupCoordinator:
         for group in self.groups.values():
             group.unload(ErrorCode.NOT_COORDINATOR)
 
+    def _resolve_off_loop(
+        self, work: Callable[[], Resolution], done: Callable[[Resolution | None], None]
+    ) -> None:
+        """Regexes are matched on a worker thread (Kafka resolves them on the coordinator's
+        executor), so no request waits for them; ``done`` runs back on the loop."""
+        task = asyncio.get_running_loop().create_task(offload.run(work))
+        self._resolutions.add(task)
+
+        def finished(task: asyncio.Task[Resolution]) -> None:
+            self._resolutions.discard(task)
+            if task.cancelled() or self.closed:
+                return
+            error = task.exception()
+            if error is not None:
+                log.error("Couldn't update regular expressions due to: %s", error)
+                done(None)
+                return
+            done(task.result())
+
+        task.add_done_callback(finished)
+
     async def close(self) -> None:
         self.shutdown()
+        for resolution in set(self._resolutions):
+            resolution.cancel()
         if self._timer is not None:
             self._timer.cancel()
             await asyncio.gather(self._timer, return_exceptions=True)
@@ -183,6 +210,8 @@ class GroupCoordinator:
     async def abandon(self) -> None:
         """Stop without answering or writing anything (a crash, for fault injection)."""
         self.closed = True
+        for resolution in set(self._resolutions):
+            resolution.cancel()
         if self._timer is not None:
             self._timer.cancel()
             await asyncio.gather(self._timer, return_exceptions=True)
