@@ -12,14 +12,18 @@ Reading is bounded like Kafka's muted channel (SocketServer.Processor mutes afte
 complete receive and unmutes once the response is sent): while a request is being handled
 the connection reads ahead at most READ_AHEAD_BYTES / READ_AHEAD_REQUESTS more, then pauses
 its transport, leaving the rest in the kernel's socket buffers. Only the next request to be
-handled is read whole (up to socket.request.max.bytes). Broker-wide, queued.max.requests and
-queued.max.request.bytes (broker.request_budget) stop reading as Kafka's request queue and
-memory pool do, and connections.max.idle.ms closes a connection that read and wrote nothing
-for that long (Kafka's Selector idle expiry). Deviation: Kafka reads nothing ahead; the
-read-ahead keeps pipelined requests from paying a pause/resume each (two epoll changes and
-a pass of the loop): a producer with 5 batches of 64 KiB in flight would pause after every
-one with 64 KiB (issue 19: 1 MiB took 11-20% off the broker's CPU per such request and
-changed nothing in bench/hostile.py's 200 connections pipelining 1 MiB frames).
+handled is read whole (up to socket.request.max.bytes); small frames that came in the same
+read beyond READ_AHEAD_REQUESTS wait unparsed in the reader (broker.frame_reader, backlog).
+Broker-wide, queued.max.requests and queued.max.request.bytes (broker.request_budget) stop
+reading as Kafka's request queue and memory pool do; a connection holds one slot of
+queued.max.requests only while its next request waits to start (``_sync_charge``), as a
+muted channel has at most one request in Kafka's queue, so no client's read-ahead can stop
+the broker reading the others. connections.max.idle.ms closes a connection that read and
+wrote nothing for that long (Kafka's Selector idle expiry). Deviation: Kafka reads nothing
+ahead; the read-ahead keeps pipelined requests from paying a pause/resume each (two epoll
+changes and a pass of the loop): a producer with 5 batches of 64 KiB in flight would pause
+after every one with 64 KiB (issue 19: 1 MiB took 11-20% off the broker's CPU per such
+request and changed nothing in bench/hostile.py's 200 connections pipelining 1 MiB frames).
 
 Pipelined Produce (issue 19): once a validation worker is ready (broker.validation_pool),
 the connection's last Produce had its batches checked by one (so the producer sends batches
@@ -61,6 +65,7 @@ import collections
 import functools
 import logging
 import ssl
+import sys
 from collections.abc import Awaitable, Coroutine, Generator
 from typing import TYPE_CHECKING, Any, cast
 
@@ -134,6 +139,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         # Pool bytes taken for the partial request in _reader; -1 while waiting for them.
         self._partial_reserved = 0
         self._busy = False
+        # Whether this connection holds its slot of queued.max.requests (_sync_charge).
+        self._charged = False
         self._eof = False
         # Answers held back to leave with the next one (see _hold).
         self._held: list[bytes | bytearray] = []
@@ -197,12 +204,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
             return
         assert self._loop is not None
         self._last_active = self._loop.time()
-        max_bytes = self.state.config.socket_request_max_bytes
-        if self.sasl is not None and not self.sasl.authenticated:
-            # SaslServerAuthenticator reads with sasl.server.max.receive.size until done.
-            max_bytes = self.sasl.max_receive_size
         try:
-            frames = self._reader.filled(nbytes, max_bytes)
+            frames = self._reader.filled(
+                nbytes, self._max_frame_bytes(), READ_AHEAD_REQUESTS - len(self._frames)
+            )
         except FrameError as exc:
             # Checked before anything is allocated for the frame, as Kafka does.
             log.warning("closing connection from %s: %s", self.peer, exc)
@@ -215,12 +220,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
             # task waiting) after others that did: a client with one request in flight.
             lone = len(frames) == 1 and self._parked and not self._frames
             self._lone_streak = self._lone_streak + 1 if lone else 0
-            budget = self.state.request_budget
             for frame in frames:
                 self._frames.append((frame, max(self._partial_reserved, 0)))
                 self._partial_reserved = 0
                 self._queued_bytes += len(frame)
-                budget.request_queued()
             if (
                 self._lone_streak > LONE_BEFORE_EAGER
                 and self._eager is None
@@ -231,6 +234,26 @@ class KafkaConnection(asyncio.BufferedProtocol):
             else:
                 self._wakeup.set()
         self._update_reading()
+
+    def _max_frame_bytes(self) -> int:
+        if self.sasl is not None and not self.sasl.authenticated:
+            # SaslServerAuthenticator reads with sasl.server.max.receive.size until done.
+            return self.sasl.max_receive_size
+        return self.state.config.socket_request_max_bytes
+
+    def _take_backlog(self, limit: int) -> None:
+        """Queue up to ``limit`` more of the complete frames the reader already holds."""
+        try:
+            frames = self._reader.more(self._max_frame_bytes(), limit)
+        except FrameError as exc:
+            log.warning("closing connection from %s: %s", self.peer, exc)
+            self.close()
+            return
+        for frame in frames:
+            self._frames.append((frame, 0))
+            self._queued_bytes += len(frame)
+        if frames:
+            self._wakeup.set()
 
     def _start_eagerly(self) -> None:
         """Handle the request just read at once, here in the read callback, while the worker
@@ -249,7 +272,6 @@ class KafkaConnection(asyncio.BufferedProtocol):
         """
         frame, reserved = self._frames.popleft()
         self._queued_bytes -= len(frame)
-        self.state.request_budget.request_started()
         self.idle.clear()
         self._busy = True
         coro = self._handle(frame)
@@ -290,6 +312,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.state.request_budget.release(reserved)
 
     def eof_received(self) -> bool | None:
+        if self._reader.backlog:
+            # Requests already received still get answers (below): queue them all.
+            self._take_backlog(sys.maxsize)
         partial = self._reader.partial_bytes
         if partial:
             log.warning(
@@ -334,8 +359,27 @@ class KafkaConnection(asyncio.BufferedProtocol):
         """Pause or resume the transport as the bounds in the module docstring say."""
         if self._closing or self.transport is None:
             return
+        if self._reader.backlog and len(self._frames) < READ_AHEAD_REQUESTS:
+            self._take_backlog(READ_AHEAD_REQUESTS - len(self._frames))
+            if self._closing:
+                return
+        self._sync_charge()
         self._maybe_reserve_partial()
         self._set_reading(self._may_read())
+
+    def _sync_charge(self) -> None:
+        """Hold one slot of queued.max.requests while the next request is read and waits to
+        start, none otherwise. Kafka mutes a channel once a request is complete, so it has at
+        most one in the RequestChannel queue, and none while that request is handled or
+        parked in purgatory; what the client pipelined behind it waits in the socket,
+        uncharged (here: the read-ahead, bounded per connection by READ_AHEAD_*)."""
+        want = bool(self._frames) and not self._busy
+        if want != self._charged:
+            self._charged = want
+            if want:
+                self.state.request_budget.request_queued()
+            else:
+                self.state.request_budget.request_started()
 
     def _count_pass(self, nbytes: int) -> None:
         if self._pass_bytes == 0 and self._next_pass is None:
@@ -350,6 +394,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
     def _may_read(self) -> bool:
         if self._pass_bytes >= READ_PASS_BYTES:
             return False  # this pass's share is read: the next pass resumes (_end_pass)
+        if self._reader.backlog:
+            return False  # complete requests wait in the reader (READ_AHEAD_REQUESTS)
         if self._partial_reserved < 0:
             return False  # waiting for queued.max.request.bytes
         budget = self.state.request_budget
@@ -397,8 +443,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
     def _release_budget(self) -> None:
         budget = self.state.request_budget
         budget.forget(id(self))
-        for _, reserved in self._frames:
+        if self._charged:
+            self._charged = False
             budget.request_started()
+        for _, reserved in self._frames:
             budget.release(reserved)
         self._frames.clear()
         self._queued_bytes = 0
@@ -465,7 +513,6 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     async def _run(self) -> None:
         frames = self._frames
-        budget = self.state.request_budget
         # Produce requests being handled at once, oldest first (see _pipelinable).
         pipeline: collections.deque[
             asyncio.Task[list[bytes | bytearray | Deferred] | _Close | None]
@@ -486,7 +533,6 @@ class KafkaConnection(asyncio.BufferedProtocol):
                     self._flush_held()
                     frame, reserved = frames.popleft()
                     self._queued_bytes -= len(frame)
-                    budget.request_started()
                     self.idle.clear()
                     done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
                     task = asyncio.get_running_loop().create_task(
@@ -557,7 +603,6 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 else:
                     current, reserved = frames.popleft()
                     self._queued_bytes -= len(current)
-                    budget.request_started()
                     handling = self._handle(current)
                 self._busy = True
                 self._update_reading()

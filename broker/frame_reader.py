@@ -26,9 +26,17 @@ the middle of large frames at once, so a whole pass stays near READ_PASS_BUDGET_
 200 connections pipelining 1 MiB frames (bench/hostile.py), 16 KiB reads brought other
 connections' p99 from 34-129 ms to 31-42 ms, while one connection alone keeps 64 KiB reads
 (its throughput). The copies this module avoids were half of the loop's time.
+
+Backlog: one read may bring hundreds of small frames (a client pipelining tiny requests).
+``filled`` and ``more`` hand on at most ``limit`` of them; the rest stay unparsed in the
+scratch buffer (``backlog``) until the connection asks for more, so what a connection
+holds of requests it has not started is its scratch buffer plus a few frames, never one
+object per pipelined request (Kafka reads one NetworkReceive per channel at a time).
 """
 
 from __future__ import annotations
+
+import sys
 
 from broker.frame_buffers import (
     MAX_SCRATCH_BYTES,
@@ -59,7 +67,16 @@ _EMPTY = memoryview(b"")
 class FrameReader:
     """The bytes one connection has read and not yet handed on as complete frames."""
 
-    __slots__ = ("_buffers", "_end", "_filled", "_large", "_scratch", "_scratch_view", "_start")
+    __slots__ = (
+        "_buffers",
+        "_end",
+        "_filled",
+        "_large",
+        "_scratch",
+        "_scratch_view",
+        "_start",
+        "backlog",
+    )
 
     def __init__(self, buffers: FrameBuffers) -> None:
         self._buffers = buffers
@@ -71,6 +88,8 @@ class FrameReader:
         # The frame being read into its own buffer (its body), and how much of it arrived.
         self._large: memoryview | None = None
         self._filled = 0
+        # Whether the scratch buffer may hold complete frames not handed on yet (``limit``).
+        self.backlog = False
 
     # --- what the transport reads into ----------------------------------------------------
 
@@ -84,7 +103,7 @@ class FrameReader:
                 length = self.next_length()
                 if length is None or LENGTH_SIZE + length <= size:
                     self._compact()  # else the frame gets its own buffer, below
-            if (whole and not self._fits(size)) or self._end == size:
+            if not self.backlog and ((whole and not self._fits(size)) or self._end == size):
                 length = self.next_length()
                 if length is not None and length > LARGE_FRAME_BYTES:
                     large = self._begin_large(length)
@@ -96,8 +115,9 @@ class FrameReader:
         chunk = self._buffers.read_chunk_bytes
         return large[self._filled : min(len(large), self._filled + chunk)]
 
-    def filled(self, count: int, max_bytes: int) -> list[Frame]:
-        """``count`` bytes arrived in the last ``buffer()``: the frames now complete.
+    def filled(self, count: int, max_bytes: int, limit: int = sys.maxsize) -> list[Frame]:
+        """``count`` bytes arrived in the last ``buffer()``: the frames now complete, at most
+        ``limit`` of them (the rest wait in the scratch buffer: ``backlog``, ``more``).
 
         Raises ``FrameError`` (from ``check_length``) on a length the connection must not
         honour, before anything is allocated for it.
@@ -112,7 +132,11 @@ class FrameReader:
             self._buffers.large_reader_done()
             return [large]
         self._end += count
-        return self._parse(max_bytes)
+        return self._parse(max_bytes, limit)
+
+    def more(self, max_bytes: int, limit: int) -> list[Frame]:
+        """Up to ``limit`` more of the complete frames already read (``backlog``)."""
+        return self._parse(max_bytes, limit)
 
     # --- what the connection's bounds look at ---------------------------------------------
 
@@ -133,6 +157,7 @@ class FrameReader:
 
     def clear(self) -> None:
         self._start = self._end = 0
+        self.backlog = False
         if self._large is not None:
             self._buffers.large_reader_done()
         self._large = None
@@ -141,11 +166,15 @@ class FrameReader:
 
     # --- parsing --------------------------------------------------------------------------
 
-    def _parse(self, max_bytes: int) -> list[Frame]:
+    def _parse(self, max_bytes: int, limit: int) -> list[Frame]:
         frames: list[Frame] = []
         scratch = self._scratch_view
         start, end = self._start, self._end
+        backlog = False
         while end - start >= LENGTH_SIZE:
+            if len(frames) >= limit:
+                backlog = True
+                break
             length = read_length(scratch, start)
             check_length(length, max_bytes)
             body_start = start + LENGTH_SIZE
@@ -154,6 +183,7 @@ class FrameReader:
             frames.append(bytes(self._scratch_view[body_start : body_start + length]))
             start = body_start + length
         self._start, self._end = start, end
+        self.backlog = backlog
         if start == end:
             self._start = self._end = 0
             self._release_scratch()

@@ -2,7 +2,8 @@
 
 - ``queued.max.requests`` (default 500): Kafka's RequestChannel queue between the network
   threads and the request handlers; when it is full the network threads stop reading.
-  Here: requests read but not yet started, summed over every connection; at the limit the
+  Here: connections whose next request is read and waits to start (one slot each at most,
+  none while a request is handled or parked: broker.connection); at the limit the
   connections stop reading until one is started.
 - ``queued.max.request.bytes`` (default -1 = no limit): Kafka's MemoryPool
   (SimpleMemoryPool, not strict): a request's whole size is taken from the pool before it is

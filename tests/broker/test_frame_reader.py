@@ -213,3 +213,22 @@ def test_a_reader_in_a_request_answer_exchange_reads_every_frame_into_one_buffer
         assert reader.filled(len(data), 1024) == [b"request %d" % i]
         del buffer  # the transport's slice goes after the report
     assert buffers.scratch_out == 0
+
+
+def test_frames_beyond_the_limit_wait_unparsed_in_the_scratch_buffer() -> None:
+    # 600 tiny requests in one read: a few are handed on, the rest stay bytes in the
+    # scratch buffer (no object per request) until asked for.
+    payloads = [b"r%d" % i for i in range(600)]
+    data = b"".join(framed(p) for p in payloads)
+    reader = FrameReader(FrameBuffers())
+    buffer = reader.buffer(True)
+    buffer[: len(data)] = data
+    del buffer
+    frames = reader.filled(len(data), 1024, 8)
+    assert frames == payloads[:8] and reader.backlog
+    assert reader.partial_bytes == len(data) - sum(4 + len(p) for p in payloads[:8])
+    got = list(frames)
+    while reader.backlog:
+        got += reader.more(1024, 8)
+    assert got == payloads
+    assert reader.partial_bytes == 0 and not reader.backlog
