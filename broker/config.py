@@ -1224,6 +1224,12 @@ def load_config(
 
     raw_values = {name: value for name, (value, _) in merged.items()}
     listeners = _build_listeners(values, raw_values)
+    warnings.extend(
+        security_settings.unsecured_oauthbearer_warning(listener.name)
+        for listener in listeners
+        if listener.security.sasl is not None
+        and security_settings.OAUTHBEARER in listener.security.sasl.mechanisms
+    )
     try:
         security_settings.check_unsupported(raw_values)
         authorizer = security_settings.authorizer(raw_values)

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .atomic_file import TMP_SUFFIX, write_atomic
+from .atomic_file import TMP_SUFFIX, keep_private, write_atomic
 from .sealed_file import BodyReader, BodyWriter, CorruptFileError, seal, unseal
 
 FILE_NAME = "acls.dat"
@@ -85,6 +85,7 @@ class AclStore:
         if tmp.exists():
             tmp.unlink()  # a write that never reached its rename
         if store.path.exists():
+            keep_private(store.path)
             try:
                 store._acls = frozenset(decode(store.path.read_bytes()))
             except (OSError, CorruptFileError) as exc:
@@ -96,5 +97,5 @@ class AclStore:
 
     def replace(self, acls: Iterable[StoredAcl]) -> None:
         new = frozenset(acls)
-        write_atomic(self.path, encode(new))
+        write_atomic(self.path, encode(new), private=True)
         self._acls = new

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from .atomic_file import TMP_SUFFIX, write_atomic
+from .atomic_file import TMP_SUFFIX, keep_private, write_atomic
 from .sealed_file import BodyReader, BodyWriter, CorruptFileError, load_sealed, seal, unseal
 
 FILE_NAME = "scram-credentials.dat"
@@ -78,6 +78,7 @@ class ScramCredentialStore:
     @classmethod
     def open(cls, data_dir: str | os.PathLike[str]) -> ScramCredentialStore:
         store = cls(data_dir)
+        keep_private(store.path)
         loaded, store.problem = load_sealed(store.path, decode, TMP_SUFFIX)
         if loaded is not None:
             store._credentials = loaded
@@ -90,5 +91,5 @@ class ScramCredentialStore:
         return dict(self._credentials)
 
     def replace(self, credentials: Mapping[CredentialKey, ScramCredential]) -> None:
-        write_atomic(self.path, encode(credentials))
+        write_atomic(self.path, encode(credentials), private=True)
         self._credentials = dict(credentials)

@@ -9,14 +9,24 @@ enabled. error_message as Kafka's KafkaApis.handleFindCoordinatorRequest: v1-3 c
 Errors.message() ("NONE" on success, the error's text otherwise); v4+ leave each
 coordinator's at its default, "". An unknown key type fails the whole request with
 INVALID_REQUEST and its message for every key (CoordinatorType.forId throws).
-With an authorizer a group key needs DESCRIBE on the group, else GROUP_AUTHORIZATION_FAILED
-(per key from v4, the whole answer before).
+With an authorizer (KafkaApis.getCoordinator): a group key needs DESCRIBE on the group, else
+GROUP_AUTHORIZATION_FAILED; a transaction key DESCRIBE on the transactional id, else
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED (per key from v4, with Kafka's empty message; the
+whole answer, with Errors.message(), before); a share key from v6 CLUSTER_ACTION on the
+cluster, else CLUSTER_AUTHORIZATION_FAILED for the whole request.
 """
 
 from __future__ import annotations
 
 from broker.dispatch import RequestContext
-from broker.security.acl import DESCRIBE, GROUP
+from broker.security.acl import (
+    CLUSTER,
+    CLUSTER_ACTION,
+    CLUSTER_NAME,
+    DESCRIBE,
+    GROUP,
+    TRANSACTIONAL_ID,
+)
 from protocol.errors import ErrorCode
 from protocol.messages.find_coordinator import FIND_COORDINATOR
 from protocol.schema import Message
@@ -35,35 +45,56 @@ MESSAGES = {
         "details."
     ),
     ErrorCode.GROUP_AUTHORIZATION_FAILED: "Group authorization failed.",
+    ErrorCode.CLUSTER_AUTHORIZATION_FAILED: "Cluster authorization failed.",
+    ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: "Transactional Id authorization failed.",
 }
+
+
+class _WholeRequestError(Exception):
+    def __init__(self, error: ErrorCode) -> None:
+        self.error = error
+
+
+def _key_error(ctx: RequestContext, key_type: int, key: str) -> ErrorCode:
+    """KafkaApis.getCoordinator's checks, in its order, for one key."""
+    if key_type == GROUP_KEY and not ctx.authorized(DESCRIBE, GROUP, key):
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED
+    if key_type == TRANSACTION_KEY and not ctx.authorized(DESCRIBE, TRANSACTIONAL_ID, key):
+        return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    if key_type == SHARE_KEY:
+        # Kafka checks CLUSTER_ACTION (v6+; a denial fails the whole request) before it
+        # finds share groups disabled.
+        if ctx.version >= 6 and not ctx.authorized(CLUSTER_ACTION, CLUSTER, CLUSTER_NAME):
+            raise _WholeRequestError(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+        return ErrorCode.INVALID_REQUEST
+    return ErrorCode.NONE
 
 
 def handle(ctx: RequestContext, request: Message) -> Message:
     key_type = request.key_type
     if key_type not in (GROUP_KEY, TRANSACTION_KEY, SHARE_KEY):
         return _whole_request_error(ctx, request, ErrorCode.INVALID_REQUEST)
-    if key_type == GROUP_KEY and not all(
-        ctx.authorized(DESCRIBE, GROUP, key) for key in _keys(ctx, request)
-    ):
-        # Kafka answers per key from v4; a single denied key fails the older request.
-        if ctx.version < 4:
-            return _whole_request_error(ctx, request, ErrorCode.GROUP_AUTHORIZATION_FAILED)
-        return _per_key(ctx, request)
+    try:
+        errors = [_key_error(ctx, key_type, key) for key in _keys(ctx, request)]
+    except _WholeRequestError as failed:
+        return _whole_request_error(ctx, request, failed.error)
     listener = ctx.listener
-    error = ErrorCode.NONE if key_type != SHARE_KEY else ErrorCode.INVALID_REQUEST
-    node, host, port = (ctx.state.node_id, listener.advertised_host, listener.advertised_port)
-    if error:
-        node, host, port = -1, "", -1  # Kafka's Node.noNode()
+    here = (ctx.state.node_id, listener.advertised_host, listener.advertised_port)
+    no_node = (-1, "", -1)  # Kafka's Node.noNode()
     if ctx.version >= 4:
-        return Message(
-            throttle_time_ms=0,
-            coordinators=[
+        coordinators = []
+        for key, error in zip(request.coordinator_keys, errors, strict=True):
+            node, host, port = no_node if error else here
+            coordinators.append(
                 Message(
                     key=key, node_id=node, host=host, port=port, error_code=error, error_message=""
                 )
-                for key in request.coordinator_keys
-            ],
-        )
+            )
+        return Message(throttle_time_ms=0, coordinators=coordinators)
+    [error] = errors
+    if error:
+        return _whole_request_error(ctx, request, error)
+    node, host, port = here
     return Message(
         throttle_time_ms=0,
         error_code=error,
@@ -103,34 +134,3 @@ def _whole_request_error(ctx: RequestContext, request: Message, error: ErrorCode
 
 def _keys(ctx: RequestContext, request: Message) -> list[str]:
     return list(request.coordinator_keys) if ctx.version >= 4 else [request.key]
-
-
-def _per_key(ctx: RequestContext, request: Message) -> Message:
-    """v4+ with an authorizer: each group key this broker or GROUP_AUTHORIZATION_FAILED."""
-    listener = ctx.listener
-    out = []
-    for key in request.coordinator_keys:
-        if ctx.authorized(DESCRIBE, GROUP, key, log_denied=False):
-            out.append(
-                Message(
-                    key=key,
-                    node_id=ctx.state.node_id,
-                    host=listener.advertised_host,
-                    port=listener.advertised_port,
-                    error_code=ErrorCode.NONE,
-                    error_message="",
-                )
-            )
-        else:
-            error = ErrorCode.GROUP_AUTHORIZATION_FAILED
-            out.append(
-                Message(
-                    key=key,
-                    node_id=-1,
-                    host="",
-                    port=-1,
-                    error_code=error,
-                    error_message=MESSAGES[error],
-                )
-            )
-    return Message(throttle_time_ms=0, coordinators=out)

@@ -207,6 +207,17 @@ def _sasl(raw: Mapping[str, str], listener: str) -> SaslSettings:
     )
 
 
+def unsecured_oauthbearer_warning(listener: str) -> str:
+    """Start-up warning for a listener that takes OAUTHBEARER: its tokens are validated as
+    Kafka's OAuthBearerUnsecuredValidatorCallbackHandler does, which Kafka documents as not
+    for production (the tokens are unsigned: any client can name any principal)."""
+    return (
+        f"listener {listener} enables OAUTHBEARER with unsecured (unsigned, alg=none) tokens, "
+        "as Kafka's OAuthBearerUnsecuredValidatorCallbackHandler: anyone can be anyone; "
+        "use it only outside production"
+    )
+
+
 def listener_security(name: str, protocol: str, raw: Mapping[str, str]) -> ListenerSecurity:
     """Raises SettingError naming the property at fault."""
     tls = _tls(raw, name) if protocol in ("SSL", "SASL_SSL") else None
