@@ -13,7 +13,9 @@ Kafka's. The answer waits for the group's record to be fsynced when it changed.
 A join (epoch 0) to a non-empty classic group upgrades it to a consumer group when
 group.consumer.migration.policy allows (Kafka's default bidirectional; else GROUP_ID_NOT_FOUND
 "Cannot upgrade classic group X to consumer group because ..."), see broker.groups.migration.
-Authorization (with an authorizer): READ on the group, else GROUP_AUTHORIZATION_FAILED.
+Authorization (with an authorizer), as KafkaApis.handleConsumerGroupHeartbeat: READ on the
+group, else GROUP_AUTHORIZATION_FAILED; DESCRIBE on every subscribed topic name, else
+TOPIC_AUTHORIZATION_FAILED (nothing changes in the group).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from __future__ import annotations
 from broker.dispatch import RequestContext
 from broker.groups.consumer_manager import HeartbeatRequest
 from broker.handlers._groups import client_host, coordinator
-from broker.security.acl import GROUP, READ
+from broker.security.acl import DESCRIBE, GROUP, READ, TOPIC
 from protocol.errors import ErrorCode
 from protocol.messages.consumer_group_heartbeat import CONSUMER_GROUP_HEARTBEAT
 from protocol.schema import Message
@@ -31,18 +33,27 @@ MIN_VERSION = 0
 MAX_VERSION = 1
 
 
+def _refused(error: ErrorCode) -> Message:
+    return Message(
+        throttle_time_ms=0,
+        error_code=error,
+        error_message=None,
+        member_id=None,
+        member_epoch=0,
+        heartbeat_interval_ms=0,
+        assignment=None,
+    )
+
+
 async def handle(ctx: RequestContext, request: Message) -> Message:
     if not ctx.authorized(READ, GROUP, request.group_id):
         # KafkaApis.handleConsumerGroupHeartbeat: READ on the group.
-        return Message(
-            throttle_time_ms=0,
-            error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED,
-            error_message=None,
-            member_id=None,
-            member_epoch=0,
-            heartbeat_interval_ms=0,
-            assignment=None,
-        )
+        return _refused(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    # Kafka: a client may not subscribe by name to a topic it may not DESCRIBE (each name
+    # checked once, denials logged).
+    names = request.subscribed_topic_names
+    if names and not all([ctx.authorized(DESCRIBE, TOPIC, n) for n in dict.fromkeys(names)]):
+        return _refused(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
     owned = (
         None
         if request.topic_partitions is None

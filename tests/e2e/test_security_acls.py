@@ -513,6 +513,23 @@ def test_kip848_consumer_group_calls_need_the_group_acls(acl_broker: BrokerProce
     with login(acl_broker, "admin") as admin:
         assert create(admin, creation(GROUP, "new-style", "User:alice", READ)) == [(0, None)]
     with login(acl_broker, "alice") as alice:
+        # Kafka 4.0 also needs DESCRIBE on every topic subscribed by name; the group is
+        # left untouched.
+        refused = alice.request(CONSUMER_GROUP_HEARTBEAT, 0, join)
+        assert (refused.error_code, refused.member_id, refused.member_epoch) == (
+            ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+            None,
+            0,
+        )
+        described = alice.request(
+            CONSUMER_GROUP_DESCRIBE,
+            0,
+            Message(group_ids=["new-style"], include_authorized_operations=False),
+        )
+        assert described.groups[0].error_code == ErrorCode.GROUP_ID_NOT_FOUND
+    with login(acl_broker, "admin") as admin:
+        assert create(admin, creation(TOPIC, "t", "User:alice", DESCRIBE)) == [(0, None)]
+    with login(acl_broker, "alice") as alice:
         assert alice.request(CONSUMER_GROUP_HEARTBEAT, 0, join).error_code == 0
 
 
