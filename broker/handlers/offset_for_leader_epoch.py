@@ -11,14 +11,16 @@ current_leader_epoch is checked as in Fetch and ListOffsets (Partition.checkCurr
 -1 means "not given", above 0 UNKNOWN_LEADER_EPOCH, below 0 FENCED_LEADER_EPOCH. An unknown
 topic or partition gets UNKNOWN_TOPIC_OR_PARTITION. replica_id is not checked: with no
 authorizer Kafka answers followers and consumers alike, and this broker has no followers.
-Authorization (with an authorizer): DESCRIBE on each topic, else TOPIC_AUTHORIZATION_FAILED.
+Authorization (with an authorizer), as KafkaApis.handleOffsetForLeaderEpochRequest:
+CLUSTER_ACTION on the cluster (a broker's own request) answers every topic; else DESCRIBE on
+each topic (KIP-320's consumers), else TOPIC_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
 
 from broker.dispatch import RequestContext
 from broker.handlers.list_offsets import LEADER_EPOCH, NO_EPOCH, check_leader_epoch
-from broker.security.acl import DESCRIBE, TOPIC
+from broker.security.acl import CLUSTER, CLUSTER_ACTION, CLUSTER_NAME, DESCRIBE, TOPIC
 from protocol.errors import ErrorCode
 from protocol.messages.offset_for_leader_epoch import OFFSET_FOR_LEADER_EPOCH
 from protocol.schema import Message
@@ -31,6 +33,7 @@ MAX_VERSION = 4
 
 def handle(ctx: RequestContext, request: Message) -> Message:
     store = ctx.state.store
+    as_broker = ctx.authorized(CLUSTER_ACTION, CLUSTER, CLUSTER_NAME, log_denied=False)
     return Message(
         throttle_time_ms=0,
         topics=[
@@ -38,7 +41,7 @@ def handle(ctx: RequestContext, request: Message) -> Message:
                 topic=topic.topic,
                 partitions=[
                     _answer(store.partition(topic.topic, part.partition), part)
-                    if ctx.authorized(DESCRIBE, TOPIC, topic.topic)
+                    if as_broker or ctx.authorized(DESCRIBE, TOPIC, topic.topic)
                     else _result(part.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
                     for part in topic.partitions
                 ],

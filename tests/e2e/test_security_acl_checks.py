@@ -20,10 +20,12 @@ from protocol.messages.alter_user_scram_credentials import ALTER_USER_SCRAM_CRED
 from protocol.messages.describe_transactions import DESCRIBE_TRANSACTIONS
 from protocol.messages.find_coordinator import FIND_COORDINATOR
 from protocol.messages.init_producer_id import INIT_PRODUCER_ID
+from protocol.messages.offset_for_leader_epoch import OFFSET_FOR_LEADER_EPOCH
 from protocol.schema import Message
 from storage.acl_store import FILE_NAME as ACL_FILE
 from storage.scram_credential_store import FILE_NAME as SCRAM_FILE
 from tests.e2e.test_security_acls import (
+    CLUSTER,
     DESCRIBE,
     TOPIC,
     TRANSACTIONAL_ID,
@@ -32,9 +34,10 @@ from tests.e2e.test_security_acls import (
     create,
     creation,
     login,
+    records,
 )
 from tests.support.broker_process import BrokerProcess
-from tests.support.produce import create_topic
+from tests.support.produce import create_topic, produce
 from tests.support.raw_client import RawClient
 
 pytestmark = [
@@ -245,3 +248,36 @@ def test_unsecured_oauthbearer_is_warned_about_at_start(tmp_path: Path) -> None:
         assert not any(UNSECURED_OAUTH in line for line in without.lines)
     finally:
         without.stop()
+
+
+def _end_offset(client: RawClient, topic: str) -> tuple[int, int]:
+    answer = client.request(
+        OFFSET_FOR_LEADER_EPOCH,
+        4,
+        Message(
+            replica_id=-1,
+            topics=[
+                Message(
+                    topic=topic,
+                    partitions=[Message(partition=0, current_leader_epoch=-1, leader_epoch=0)],
+                )
+            ],
+        ),
+    )
+    [part] = answer.topics[0].partitions
+    return part.error_code, part.end_offset
+
+
+def test_offset_for_leader_epoch_answers_a_cluster_action_principal_every_topic(
+    secured: BrokerProcess,
+) -> None:
+    with login(secured, "admin") as admin:
+        create_topic(admin, "ofle")
+        assert produce(admin, "ofle", records("e", 3)).error_code == 0
+    with login(secured, "alice") as alice:
+        assert _end_offset(alice, "ofle") == (ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1)
+    with login(secured, "admin") as admin:
+        # CLUSTER_ACTION (9): what brokers hold; KafkaApis then skips the topic checks.
+        assert create(admin, creation(CLUSTER, "kafka-cluster", "User:alice", 9)) == [(0, None)]
+    with login(secured, "alice") as alice:
+        assert _end_offset(alice, "ofle") == (0, 3)
