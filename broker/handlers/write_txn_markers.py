@@ -14,8 +14,10 @@ offsets of the groups it holds. The answer has one entry per producer id (Kafka'
 is built from a map keyed by producer id), partitions in request order. The markers are
 fsynced before the answer (Kafka appends them with acks=-1) and wake fetches parked on
 those partitions. The coordinator's state is left alone, as in Kafka.
-Deviation: the whole request's markers are answered together; authorization
-(CLUSTER_ACTION) is not implemented anywhere in minikafka.
+Deviation: the whole request's markers are answered together.
+Authorization (with an authorizer), as KafkaApis.handleWriteTxnMarkersRequest: ALTER on the
+cluster (an admin aborting a hanging transaction) or CLUSTER_ACTION (a coordinator), else
+every partition answers CLUSTER_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import logging
 
 from broker.dispatch import RequestContext
 from broker.handlers._txn import coordinator
-from broker.security.acl import CLUSTER, CLUSTER_ACTION, CLUSTER_NAME
+from broker.security.acl import ALTER, CLUSTER, CLUSTER_ACTION, CLUSTER_NAME
 from broker.transactions import GROUP_OFFSETS_TOPIC, OFFSETS_TOPIC_PARTITIONS, wall_ms
 from protocol.errors import ErrorCode
 from protocol.messages.write_txn_markers import WRITE_TXN_MARKERS
@@ -72,9 +74,11 @@ async def _write(
 async def handle(ctx: RequestContext, request: Message) -> Message:
     results: dict[int, dict[str, list[Message]]] = {}
     written: list[PartitionLog] = []
-    # KafkaApis.handleWriteTxnMarkersRequest: CLUSTER_ACTION on the cluster, else every
-    # partition answers CLUSTER_AUTHORIZATION_FAILED.
-    allowed = ctx.authorized(CLUSTER_ACTION, CLUSTER, CLUSTER_NAME)
+    # KafkaApis.handleWriteTxnMarkersRequest: ALTER (denial not logged), else CLUSTER_ACTION
+    # on the cluster; else every partition answers CLUSTER_AUTHORIZATION_FAILED.
+    allowed = ctx.authorized(ALTER, CLUSTER, CLUSTER_NAME, log_denied=False) or ctx.authorized(
+        CLUSTER_ACTION, CLUSTER, CLUSTER_NAME
+    )
     for marker in request.markers:
         topics = results.setdefault(marker.producer_id, {})
         for topic in marker.topics:

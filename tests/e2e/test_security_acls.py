@@ -567,3 +567,9 @@ def test_transaction_admin_apis_check_kafkas_acls(acl_broker: BrokerProcess) -> 
         listed = alice.request(LIST_TRANSACTIONS, 1, Message(duration_filter=-1))
     assert allowed.transaction_states[0].error_code == 0
     assert [s.transactional_id for s in listed.transaction_states] == ["txa-1"]
+    # ALTER on the cluster also lets an admin write markers (kafka-transactions.sh abort).
+    with login(acl_broker, "admin") as admin:
+        assert create(admin, creation(CLUSTER, "kafka-cluster", "User:alice", 7)) == [(0, None)]
+    with login(acl_broker, "alice") as alice:
+        written = alice.request(WRITE_TXN_MARKERS, 1, Message(markers=[marker]))
+    assert written.markers[0].topics[0].partitions[0].error_code == 0
