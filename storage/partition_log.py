@@ -60,6 +60,7 @@ from .segment import (
     parse_file_name,
 )
 from .time_index import TIME_INDEX_SUFFIX, TimestampOffset
+from .transient import out_of_descriptors
 from .txn_index import TXN_INDEX_SUFFIX, AbortedTxn
 
 # Files that belong to a segment besides its .log; removed with it.
@@ -526,6 +527,15 @@ class PartitionLog:
             )
             segment.append(batch, base_offset, last_offset, header.max_timestamp)
         except OSError as exc:
+            if out_of_descriptors(exc):
+                # Transient (storage.transient): nothing of the batch was written and the log
+                # end, indexes and producer state are as before, so the partition stays
+                # online and the producer's retry goes where this batch would have. A
+                # retriable error, as Kafka answers a produce it could not complete in time.
+                log.warning("%s: append refused for now: %s", self.name, exc)
+                return AppendResult(
+                    ErrorCode.REQUEST_TIMED_OUT, -1, NO_TIMESTAMP, self._log_start_offset
+                )
             # Kafka answers KAFKA_STORAGE_ERROR and takes the log dir offline
             # (LogDirFailureChannel.maybeAddOfflineLogDir): whatever part of the batch reached
             # the file is unacknowledged, and the index may not match it any more, so no
@@ -631,13 +641,15 @@ class PartitionLog:
         active = self._segments[-1]
         if active.size == 0:
             return active
+        # Kafka's onBecomeInactiveSegment: the time index's last entry becomes the old
+        # segment's max timestamp, which retention and ListOffsets then read from it. Done
+        # before the new segment exists: should either step fail (no file descriptor free),
+        # the old segment stays the active one, its sealing entry as valid as any other.
+        active.seal_time_index()
         segment = Segment.create(
             self.path, active.next_offset, self.config.index_interval_bytes, now_ms, sync_dir=False
         )
         self._dir_unsynced = True
-        # Kafka's onBecomeInactiveSegment: the time index's last entry becomes the old
-        # segment's max timestamp, which retention and ListOffsets then read from it.
-        active.seal_time_index()
         with self._lock:
             self._segments.append(segment)
             self._bases.append(segment.base_offset)
@@ -650,10 +662,18 @@ class PartitionLog:
         should that write never happen (a crash first), recovery starts from an older
         snapshot and replays more, as after any crash."""
         writer = self.snapshot_writer
-        if writer is None or self._snapshot_pending is not None:
-            self.take_snapshot()  # waits for one in flight: the roll's own is not skipped
+        try:
+            if writer is None or self._snapshot_pending is not None:
+                self.take_snapshot()  # waits for one in flight: the roll's own is not skipped
+                return
+            pending = self.prepare_snapshot()
+        except OSError as exc:
+            if not out_of_descriptors(exc):
+                raise
+            # The roll stands; the next periodic snapshot catches up (a crash meanwhile
+            # replays from an older one).
+            log.warning("%s: no producer-state snapshot at this roll (%s)", self.name, exc)
             return
-        pending = self.prepare_snapshot()
         if pending is not None:
             writer(pending)
 
@@ -795,8 +815,8 @@ class PartitionLog:
             return None
         offset, _, recovery_point = state
         data = snapshots.encode(offset, recovery_point, self._producers.entries())
-        dirty, self._txn_index_dirty = self._txn_index_dirty, set()
         dir_fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY)
+        dirty, self._txn_index_dirty = self._txn_index_dirty, set()
         pending = PendingSnapshot(self, dir_fd, offset, data, dirty, self._snapshot_state)
         # Optimistic: a failed write puts the previous state back (finish_snapshot), so the
         # next round tries again.
@@ -1084,6 +1104,13 @@ class PartitionLog:
             return False
         if self._recovery_point < self._segments[-1].base_offset:
             return True
+        return self.flush_policy_due(now_ms)
+
+    def flush_policy_due(self, now_ms: int) -> bool:
+        """flush.messages reached or flush.ms elapsed (Kafka's flush in the append path)."""
+        unflushed = self.unflushed_messages
+        if unflushed <= 0:
+            return False
         if unflushed >= self.config.flush_messages:
             return True
         return now_ms - self._last_flush_ms >= self.config.flush_ms
@@ -1108,6 +1135,8 @@ class PartitionLog:
                     if handles is not None:
                         work.append((seg, handles))
             except BaseException:
+                # No descriptor to duplicate, say: nothing was flushed, the next flush retries.
+                self._dir_unsynced = self._dir_unsynced or sync_dir
                 _close_handles(work)
                 raise
         try:
@@ -1122,9 +1151,11 @@ class PartitionLog:
         except OSError as exc:
             if sync_dir:
                 self._dir_unsynced = True
-            # After a failed fsync the page cache may have dropped the dirty pages: what was
-            # written is of unknown durability (Kafka: the log dir goes offline).
-            self.go_offline(f"fsync failed: {exc}")
+            if not out_of_descriptors(exc):
+                # After a failed fsync the page cache may have dropped the dirty pages: what
+                # was written is of unknown durability (Kafka: the log dir goes offline).
+                # Opening the directory for want of a descriptor fsynced nothing: retried.
+                self.go_offline(f"fsync failed: {exc}")
             raise
         finally:
             _close_handles(work)

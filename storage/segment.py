@@ -186,7 +186,13 @@ class Segment:
         if os.fstat(fd).st_size:
             os.close(fd)
             raise FileExistsError(f"segment {path} already holds data")
-        index = OffsetIndex.open(d / file_name(base_offset, INDEX_SUFFIX), base_offset)
+        try:
+            index = OffsetIndex.open(d / file_name(base_offset, INDEX_SUFFIX), base_offset)
+        except BaseException:
+            # Out of descriptors, say: no segment, and no empty file left for a later roll.
+            os.close(fd)
+            path.unlink(missing_ok=True)
+            raise
         index.replace([])
         # A leftover time index of an earlier segment at this offset would outlive the
         # entries written over its start: the new one starts without a file.
@@ -618,6 +624,11 @@ class Segment:
             # Index entries hold int32 relative offsets and positions.
             raise ValueError("batch does not fit this segment; roll first")
         pos = self.size
+        index_due = self._bytes_since_index > self.index_interval_bytes
+        if index_due and max(max_timestamp, self._max_timestamp) > self.time_index.last_timestamp:
+            # The time index's file is opened before the batch is written: a failure to open
+            # it (no descriptor free) leaves the segment as it was.
+            self.time_index.ensure_file()
         written = os.pwrite(self._fd, batch, pos)
         if written < n:
             # A short write (a full disk, a signal): the rest, from where it stopped.
@@ -630,7 +641,7 @@ class Segment:
         # Kafka's rule (LogSegment.append): index the batch once more than
         # index.interval.bytes were appended since the last entry, and at the same moment
         # record the max timestamp so far in the time index if it rose.
-        if self._bytes_since_index > self.index_interval_bytes:
+        if index_due:
             self.index.append(first_offset, pos)
             self.time_index.maybe_append(self._max_timestamp, self._offset_of_max)
             self._bytes_since_index = 0

@@ -75,7 +75,8 @@ class TimeIndex:
         index.file_consistent = len(stamps) * ENTRY_SIZE == size
         return index
 
-    def _ensure_file(self) -> None:
+    def ensure_file(self) -> None:
+        """Open (creating) the file now, before a write that will need it."""
         if self._fd < 0:
             self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
 
@@ -109,7 +110,7 @@ class TimeIndex:
         rel = offset - self.base_offset
         if rel < 0 or (self._offsets and rel < self._offsets[-1]):
             raise ValueError(f"time index entry {timestamp}@{offset} goes back in offsets")
-        self._ensure_file()
+        self.ensure_file()
         os.pwrite(self._fd, ENTRY.pack(timestamp, rel), len(self._timestamps) * ENTRY_SIZE)
         self._timestamps.append(timestamp)
         self._offsets.append(rel)
@@ -141,7 +142,7 @@ class TimeIndex:
                 return False
         elif same and os.fstat(self._fd).st_size == len(stamps) * ENTRY_SIZE:
             return False
-        self._ensure_file()
+        self.ensure_file()
         data = b"".join(ENTRY.pack(t, r) for t, r in zip(stamps, offsets, strict=True))
         os.ftruncate(self._fd, 0)
         os.pwrite(self._fd, data, 0)

@@ -70,6 +70,10 @@ Storage errors: once a write or fsync of a partition failed, it is offline (Part
 go_offline, Kafka's LogDirFailureChannel): every produce to it answers KAFKA_STORAGE_ERROR
 until a restart, which recovers its log as after a crash (Kafka also needs a restart to
 bring a failed log dir back). A failed fsync in the flush policy's wait answers the same.
+Running out of file descriptors is not such a failure (storage.transient): the append or
+roll that could not open a file answers the retriable REQUEST_TIMED_OUT with nothing
+written, the partition stays online, and the producer's retry succeeds once a descriptor
+is free (Kafka has no such case: its IOException takes the log dir offline).
 
 Deviations: an offline partition keeps serving Fetch of what it stored (Kafka answers
 KAFKA_STORAGE_ERROR there too; the bytes up to the last acknowledged batch are intact and
@@ -84,7 +88,6 @@ id needs WRITE on it, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partit
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import struct
 import time
@@ -397,12 +400,28 @@ async def _flush(
 ) -> None:
     """Answer only once the data is fsynced, as Kafka does when it flushes in the append
     path; rounds are shared. A partition whose fsync failed went offline: its answer in
-    ``results`` becomes KafkaStorageException's."""
-    with contextlib.suppress(OSError):
+    ``results`` becomes KafkaStorageException's. A flush that could not run for want of a
+    file descriptor (storage.transient) leaves the partition online: where the flush
+    policy asked for this batch on disk, its answer is the retriable REQUEST_TIMED_OUT
+    (written but not durable, as a timed-out acks=all produce); a flush only of rolled
+    segments, which Kafka does not wait for, answers as if it had not been waited for."""
+    failed = False
+    try:
         await ctx.state.flusher.flush(due)
+    except OSError:
+        failed = True
+    now_ms = int(time.time() * 1000)
     for tp, plog in logs.items():
-        if plog in due and plog.offline is not None and tp in results:
+        if plog not in due or tp not in results:
+            continue
+        if plog.offline is not None:
             results[tp] = _failed(tp, ErrorCode.KAFKA_STORAGE_ERROR, plog)
+        elif (
+            failed
+            and plog.recovery_point <= results[tp].base_offset
+            and plog.flush_policy_due(now_ms)
+        ):
+            results[tp] = _failed(tp, ErrorCode.REQUEST_TIMED_OUT, plog)
 
 
 class _Turns:
