@@ -125,6 +125,7 @@ class Config:
     snapshot_interval_ms: int
     file_delete_delay_ms: int
     group_initial_rebalance_delay_ms: int
+    group_coordinator_append_linger_ms: int
     group_min_session_timeout_ms: int
     group_max_session_timeout_ms: int
     # KIP-848 consumer groups (broker.groups.consumer_manager).
@@ -636,6 +637,15 @@ PROPERTIES: tuple[Property, ...] = (
         "How long the first rebalance of an empty group waits for more members (Kafka's "
         "default is 3000; a low default keeps tests fast).",
         attr="group_initial_rebalance_delay_ms",
+        validator=_at_least(0),
+    ),
+    Property(
+        "group.coordinator.append.linger.ms",
+        INT,
+        "5",
+        "How long the group coordinator holds its writes (offset commits, group records) "
+        "to write them together; its answers wait as long, as Kafka's. 0 = no wait.",
+        attr="group_coordinator_append_linger_ms",
         validator=_at_least(0),
     ),
     Property(

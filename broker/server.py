@@ -18,6 +18,7 @@ from broker.background import Background
 from broker.config import Config, ConfigError, Listener, consumer_assignors
 from broker.connection import KafkaConnection
 from broker.faults import FaultInjector, RefusedConnection
+from broker.flusher import Flusher
 from broker.groups import GroupCoordinator, GroupSettings
 from broker.groups.consumer_manager import ConsumerGroupSettings
 from broker.handlers import build_dispatcher
@@ -256,7 +257,8 @@ def _open_groups(config: Config, state: BrokerState) -> GroupCoordinator:
     return GroupCoordinator(
         settings,
         offsets,
-        state.flusher,
+        # Its own rounds: the coordinator's writes linger (group.coordinator.append.linger.ms).
+        Flusher(config.group_coordinator_append_linger_ms),
         consumer_settings,
         topics,
         group_configs=state.group_config_overrides,

@@ -64,3 +64,32 @@ async def test_flush_error_reaches_the_waiters() -> None:
     flusher = Flusher()
     with pytest.raises(OSError, match="disk gone"):
         await flusher.flush([Broken()])
+
+
+@pytest.mark.asyncio
+async def test_with_a_linger_writes_of_the_linger_share_one_round_started_after_it() -> None:
+    # group.coordinator.append.linger.ms: Kafka's CoordinatorRuntime holds a batch open
+    # that long after its first write, then writes it once.
+    loop = asyncio.get_running_loop()
+    logs = [FakeLog() for _ in range(3)]
+    flusher = Flusher(linger_ms=500)
+    started = loop.time()
+    first = asyncio.ensure_future(flusher.flush([logs[0]]))
+    await asyncio.sleep(0)  # the first write waits for the linger, not for a round
+    assert not first.done() and flusher.rounds == 0
+    rest = [asyncio.ensure_future(flusher.flush([log])) for log in logs[1:]]
+    await asyncio.wait_for(asyncio.gather(first, *rest), 5)
+    assert loop.time() - started >= 0.5  # the linger is a floor: the timer's, never early
+    assert flusher.rounds == 1
+    assert [log.flushes for log in logs] == [1, 1, 1]
+
+
+@pytest.mark.asyncio
+async def test_settle_ends_a_linger_at_once() -> None:
+    log = FakeLog()
+    flusher = Flusher(linger_ms=60_000)
+    waiter = asyncio.ensure_future(flusher.flush([log]))
+    await asyncio.sleep(0)
+    await asyncio.wait_for(flusher.settle(), 5)
+    await asyncio.wait_for(waiter, 5)
+    assert log.flushes == 1
