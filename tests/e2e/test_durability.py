@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import socket
-import time
 from pathlib import Path
 
 import pytest
@@ -79,11 +78,11 @@ def test_sigterm_exits_zero_quickly_and_next_start_is_clean(data: Path) -> None:
     six_batches(broker.port)
     # An idle connection and a long-polling fetch must not hold shutdown up.
     idle = RawClient(broker.port)
-    started = time.monotonic()
-    assert broker.stop(timeout=5) == 0
-    assert time.monotonic() - started < 5
+    assert broker.stop(timeout=10) == 0  # Docker's wait before it kills
     idle.close()
     broker.wait_for_log("store closed cleanly")
+    # Nothing was waited for: the shutdown grace for requests in flight never ran out.
+    assert "still in flight" not in broker.log_text()
     again = start(data)
     try:
         again.wait_for_log("clean shutdown marker found: skipping log recovery")

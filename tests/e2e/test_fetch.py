@@ -106,24 +106,22 @@ def test_long_poll_wakes_at_once_on_produce_and_other_connections_are_served(
     name = f"poll-{time.monotonic_ns()}"
     with RawClient(shared_broker.port) as waiter, RawClient(shared_broker.port) as other:
         create_topic(waiter, name)
-        waiter.send(FETCH, 12, fetch_request(name, 0, max_wait_ms=10_000))
-        answered: list[float] = []
+        # max_wait far beyond the client's 10 s socket timeout: an answer at all is a wake-up.
+        waiter.send(FETCH, 12, fetch_request(name, 0, max_wait_ms=300_000))
+        answered: list[Message] = []
 
         def wait_for_answer() -> None:
-            waiter.receive()
-            answered.append(time.perf_counter())
+            answered.append(waiter.receive()[1])
 
         reader = threading.Thread(target=wait_for_answer)
         reader.start()
         # While the first connection waits, a second one is served (Metadata + Produce).
         create_topic(other, name)
         assert not answered
-        produced_at = time.perf_counter()
         assert produce(other, name, batch(-1, -1, -1, count=1)).error_code == 0
         reader.join(10)
-        assert answered, "the long poll never returned"
-        wake = answered[0] - produced_at
-        assert wake < 1.0, f"woke {wake * 1000:.1f} ms after the produce, not at once"
+        assert answered, "the produce did not wake the long poll"
+        assert only_partition(answered[0]).high_watermark == 1
 
 
 def test_long_poll_min_bytes_accumulates_over_partitions_woken_one_at_a_time(
@@ -136,7 +134,8 @@ def test_long_poll_min_bytes_accumulates_over_partitions_woken_one_at_a_time(
         with RawClient(broker.port) as waiter, RawClient(broker.port) as other:
             create_topic(other, "acc")
             first, second = build_batch([(None, b"a" * 100)]), build_batch([(None, b"b" * 100)])
-            request = fetch_request("acc", 0, max_wait_ms=20_000, min_bytes=len(first) + 1)
+            # max_wait far beyond the 10 s allowed for the answer: it comes from the append.
+            request = fetch_request("acc", 0, max_wait_ms=300_000, min_bytes=len(first) + 1)
             request.topics[0].partitions.append(
                 Message(partition=1, fetch_offset=0, partition_max_bytes=1_000_000)
             )
@@ -146,11 +145,9 @@ def test_long_poll_min_bytes_accumulates_over_partitions_woken_one_at_a_time(
             waiter.sock.settimeout(0.3)
             with pytest.raises(TimeoutError):
                 waiter.sock.recv(1, socket.MSG_PEEK)
-            started = time.perf_counter()
             assert produce(other, "acc", second, partition=1).error_code == 0
             waiter.sock.settimeout(10)
             answer = waiter.receive()[1]
-            assert time.perf_counter() - started < 5
         got = {p.partition_index: bytes(p.records) for p in answer.responses[0].partitions}
         assert got == {
             0: stored(broker.data_dir, "acc", 0)[0][1],

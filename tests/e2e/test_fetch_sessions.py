@@ -244,11 +244,10 @@ def test_an_incremental_long_poll_answers_when_the_high_watermark_moves(
     name, _ = three
     with RawClient(shared_broker.port) as client, RawClient(shared_broker.port) as producer:
         session = client.request(FETCH, 12, fetch(0, 0, name, [(0, BATCHES)])).session_id
-        client.send(FETCH, 12, fetch(session, 1, name, [], max_wait_ms=10_000))
-        started = time.monotonic()
+        # max_wait far beyond the client's 10 s socket timeout: an answer at all is a wake-up.
+        client.send(FETCH, 12, fetch(session, 1, name, [], max_wait_ms=300_000))
         assert produce(producer, name, build_batch([(b"k", b"v")]), partition=0).error_code == 0
         _, answer = client.receive()
-        assert time.monotonic() - started < 5
         assert listed(answer) == [(0, [BATCHES])]
         assert answer.responses[0].partitions[0].high_watermark == BATCHES + 1
 

@@ -318,7 +318,8 @@ def test_three_consumers_rebalance_on_leave_and_expiry(
         wait_until(lambda: balanced(consumers[:1], 6), "the survivor owning everything")
         expelled_after = time.monotonic() - killed_at
         print(f"{client}: killed member expelled and reassigned after {expelled_after:.2f}s")
-        assert expelled_after >= 5.5, "expelled before its session timed out"
+        # Expelled by its session running out, not earlier on some other ground.
+        group_broker.wait_for_log(rf"group {group}: member \S+ removed: session timeout expired")
 
         expected |= produce(group_broker.bootstrap, topic, "end")
         seen = lambda: {v for c in consumers for _, _, v in c.records}  # noqa: E731
