@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 
 from broker import authorized_operations as ops
-from broker.dispatch import RequestContext
+from broker.dispatch import CloseConnection, RequestContext
 from broker.security.acl import CLUSTER, CLUSTER_NAME, CREATE, DESCRIBE, TOPIC
 from protocol.errors import ErrorCode
 from protocol.messages.metadata import METADATA
@@ -78,6 +78,17 @@ def led_partition(index: int, node: int) -> Message:
     )
 
 
+def _refuse_topic_ids(version: int, requested: list[Message]) -> None:
+    """v10-11 carry topic ids and nullable names but Kafka serves neither before v12
+    (KafkaApis throws InvalidRequestException); answering a null name could not even be
+    encoded, the response's name being non-nullable there."""
+    for entry in requested:
+        if entry.name is None:
+            raise CloseConnection(f"Topic name can not be null for version {version}")
+        if entry.topic_id != ZERO_UUID:
+            raise CloseConnection(f"Topic IDs are not supported in requests for version {version}")
+
+
 def handle(ctx: RequestContext, request: Message) -> Message:
     state = ctx.state
     store = state.store
@@ -126,6 +137,8 @@ def handle(ctx: RequestContext, request: Message) -> Message:
             if ctx.authorized(DESCRIBE, TOPIC, t.name, log_denied=False)
         ]
     else:
+        if ctx.version < 12:
+            _refuse_topic_ids(ctx.version, requested)
         allow_create = state.config.auto_create_topics_enable and request.allow_auto_topic_creation
         by_id = (
             {t.topic_id: t for t in store.topics()}

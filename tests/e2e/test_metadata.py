@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from protocol.errors import ErrorCode
 from protocol.messages.metadata import METADATA
 from protocol.schema import Message
@@ -172,6 +174,29 @@ def test_a_topic_asked_for_twice_gets_one_entry(shared_broker: BrokerProcess) ->
         )
     assert [t.name for t in answer.topics] == ["twice"]
     assert [t.name for t in by_id.topics] == ["twice"]
+
+
+@pytest.mark.parametrize("version", [10, 11])
+@pytest.mark.parametrize(
+    ("entry", "reason"),
+    [
+        (Message(name=None, topic_id=b"\x01" * 16), "Topic name can not be null"),
+        (Message(name="named", topic_id=b"\x01" * 16), "Topic IDs are not supported in requests"),
+    ],
+    ids=["null-name", "topic-id"],
+)
+def test_topic_ids_before_v12_close_the_connection_as_kafka(
+    shared_broker: BrokerProcess, version: int, entry: Message, reason: str
+) -> None:
+    # v10-11 carry the fields but Kafka refuses them (InvalidRequestException); answering
+    # would need a null name where v10-11 responses have none. Found by tests/fuzz.
+    with RawClient(shared_broker.port) as client:
+        client.send(METADATA, version, Message(topics=[entry], allow_auto_topic_creation=False))
+        assert client.closed_by_peer()
+    shared_broker.wait_for_log(f"closing connection: {reason} for version {version}")
+    assert "Traceback" not in shared_broker.log_text()
+    with RawClient(shared_broker.port) as client:
+        assert metadata(client, []).topics == []
 
 
 def test_invalid_topic_names_in_metadata_log_one_debug_line_per_client_per_minute(
