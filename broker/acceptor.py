@@ -4,7 +4,9 @@ Accepting is our own loop rather than asyncio's server so that it can stop, as K
 Acceptor does, while ``max.connections`` connections are open: the accepted connection
 waits unread for a slot and the ones behind it stay in the listen backlog
 (ConnectionQuotas.inc -> waitForConnectionSlot). A connection over its address's
-``max.connections.per.ip`` is closed at once. Everything else is asyncio's own transport
+``max.connections.per.ip`` is closed at once. It also stops while accepting would leave
+the log too few file descriptors (broker.fd_headroom), until a connection closes or the
+log gives some back. Everything else is asyncio's own transport
 (``connect_accepted_socket``), with asyncio's TCP_NODELAY; SO_KEEPALIVE as Kafka sets it.
 """
 
@@ -19,6 +21,7 @@ import socket
 from collections.abc import Callable
 
 from broker.connection_quotas import ConnectionQuotas, normalize
+from broker.fd_headroom import FdHeadroom
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +29,9 @@ log = logging.getLogger(__name__)
 LISTEN_BACKLOG = 100
 # After EMFILE/ENFILE, wait before accepting again (asyncio's ACCEPT_RETRY_DELAY).
 ACCEPT_RETRY_DELAY_S = 1.0
+# Stopped for want of file descriptors: how often to look again when no connection closes
+# (the log may free some: retention, deletions).
+DESCRIPTOR_POLL_S = 1.0
 
 ProtocolFactory = Callable[[str], asyncio.BaseProtocol]
 
@@ -66,11 +72,16 @@ def bind(host: str, port: int) -> list[socket.socket]:
 
 class Acceptor:
     def __init__(
-        self, sockets: list[socket.socket], factory: ProtocolFactory, quotas: ConnectionQuotas
+        self,
+        sockets: list[socket.socket],
+        factory: ProtocolFactory,
+        quotas: ConnectionQuotas,
+        headroom: FdHeadroom | None = None,
     ) -> None:
         self.sockets = sockets
         self._factory = factory
         self._quotas = quotas
+        self._headroom = headroom
         self._tasks: list[asyncio.Task[None]] = []
 
     @property
@@ -90,7 +101,10 @@ class Acceptor:
 
     async def _accept_from(self, server: socket.socket) -> None:
         loop = asyncio.get_running_loop()
+        headroom = self._headroom
         while True:
+            if headroom is not None and not headroom.room_for_a_connection():
+                await self._wait_for_descriptors(headroom)
             try:
                 conn, peer = await loop.sock_accept(server)
             except OSError as exc:
@@ -101,6 +115,8 @@ class Acceptor:
                 if exc.errno in (errno.ECONNABORTED, errno.EAGAIN):
                     continue
                 raise
+            if headroom is not None:
+                headroom.accepted()
             try:
                 await self._quotas.wait_for_slot()
             except asyncio.CancelledError:
@@ -118,3 +134,15 @@ class Acceptor:
                 self._quotas.dec(address)
                 with contextlib.suppress(OSError):
                     conn.close()
+
+    async def _wait_for_descriptors(self, headroom: FdHeadroom) -> None:
+        """Accept nothing (connections wait in the listen backlog) until accepting one
+        leaves the log its reserve of file descriptors."""
+        if not headroom.stopped:
+            headroom.stopped = True
+            log.warning("stopped accepting connections: %s", headroom.describe())
+        while not headroom.room_for_a_connection():
+            await self._quotas.wait_for_close(DESCRIPTOR_POLL_S)
+        if headroom.stopped:
+            headroom.stopped = False
+            log.info("accepting connections again: %s", headroom.describe())

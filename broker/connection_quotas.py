@@ -14,6 +14,7 @@ rate quotas (``max.connection.creation.rate``), no protected inter-broker listen
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
 import logging
 import socket
@@ -71,6 +72,12 @@ class ConnectionQuotas:
         while self.total >= self.max_connections:
             self._slot_freed.clear()
             await self._slot_freed.wait()
+
+    async def wait_for_close(self, timeout: float) -> None:
+        """Return once a connection closes, or after ``timeout`` seconds."""
+        self._slot_freed.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._slot_freed.wait(), timeout)
 
     def try_inc(self, address: str) -> bool:
         """Count a new connection from ``address``; False (not counted) over its limit."""

@@ -18,6 +18,7 @@ from broker.background import Background
 from broker.config import Config, ConfigError, Listener, consumer_assignors
 from broker.connection import KafkaConnection
 from broker.faults import FaultInjector, RefusedConnection
+from broker.fd_headroom import FdHeadroom
 from broker.flusher import Flusher
 from broker.groups import GroupCoordinator, GroupSettings
 from broker.groups.consumer_manager import ConsumerGroupSettings
@@ -99,9 +100,14 @@ class Broker:
                 state, state.dispatcher, resolved[name], address, contexts.get(name)
             )
 
+        # One count of the process's file descriptors for every listener's acceptor.
+        headroom = FdHeadroom()
         for listener, sockets in zip(config.listeners, listening, strict=True):
             server = Acceptor(
-                sockets, functools.partial(connection, listener.name), state.connection_quotas
+                sockets,
+                functools.partial(connection, listener.name),
+                state.connection_quotas,
+                headroom,
             )
             self.servers.append(server)
             port = server.port
