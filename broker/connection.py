@@ -621,6 +621,13 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 finally:
                     self._busy = False
                     self._update_reading()
+        except Exception:
+            # Handlers answer or close for every failure they know of; anything else must
+            # still close the connection, never leave it open and unanswered until
+            # connections.max.idle.ms with what it read (Kafka's Processor closes a channel
+            # whose request failed unexpectedly).
+            log.exception("closing connection from %s: handling a request failed", self.peer)
+            self.close()
         finally:
             for task in pipeline:
                 task.cancel()

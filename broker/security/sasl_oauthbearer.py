@@ -11,13 +11,22 @@ required and not past, ``iat`` not in the future (both with
 default ``scope``). A bad token is answered with the JSON error challenge
 ``{"status":"invalid_token"}``; the client acknowledges with ^A and the exchange fails with
 that JSON as message. The session lifetime ends with the token (``exp``).
+
+The token's parts are parsed as Kafka's Jackson parses them (OAuthBearerUnsecuredJws.toMap,
+Jackson's defaults): NaN and Infinity are not JSON, numbers have at most 1000 digits and
+nesting at most 1000 levels (StreamReadConstraints), else the token is "malformed JSON"
+(checked before parsing: Python's parser would recurse until RecursionError). Times in
+seconds become milliseconds as Kafka's Math.round(seconds * 1000), saturating at the
+bounds of a Java long (an ``exp`` of 1e999 never expires).
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import itertools
 import json
+import operator
 import re
 import time
 from typing import Any
@@ -29,6 +38,16 @@ _SASLNAME = r"(?:[\x01-\x2b\x2d-\x3c\x3e-\x7f]|=2C|=3D)+"
 _KVPAIRS = r"(?:[A-Za-z]+=[\x21-\x7e \t\r\n]+\x01)*"
 _INITIAL = re.compile(rf"n,(?:a=(?P<authzid>{_SASLNAME}))?,\x01(?P<kvpairs>{_KVPAIRS})\x01")
 _AUTH = re.compile(r"(?P<scheme>\w+) +(?P<token>[-_~+/.a-zA-Z0-9]+=*)")
+# Jackson's StreamReadConstraints defaults (maxNestingDepth, maxNumberLength).
+MAX_NESTING_DEPTH = 1000
+MAX_NUMBER_LENGTH = 1000
+# JSON strings (brackets inside one do not nest).
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+# Each byte's step in nesting depth, plus one (bytes cannot be negative): brackets 2 or 0,
+# anything else 1; and the bytes of JSON outside strings that are no brackets, dropped.
+_STEP = bytes(2 if b in b"[{" else 0 if b in b"]}" else 1 for b in range(256))
+_NOT_BRACKETS = b" \t\r\n,:0123456789+-.eEtruefalsn"
+_LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
 
 
 class InvalidToken(Exception):
@@ -37,12 +56,61 @@ class InvalidToken(Exception):
 
 def _b64url_json(part: str) -> dict[str, Any]:
     try:
-        value = json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
+        text = base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)).decode("utf-8")
     except (binascii.Error, ValueError) as exc:
-        raise InvalidToken(f"not base64url-encoded JSON: {exc}") from None
+        raise InvalidToken(f"not base64url-encoded UTF-8: {exc}") from None
+    if _nested_deeper_than(text, MAX_NESTING_DEPTH):
+        raise InvalidToken(f"malformed JSON: nested deeper than {MAX_NESTING_DEPTH} levels")
+    try:
+        value = json.loads(
+            text,
+            parse_constant=_not_json,
+            parse_int=_json_int,
+            parse_float=_json_float,
+        )
+    except (ValueError, RecursionError) as exc:
+        raise InvalidToken(f"malformed JSON: {exc}") from None
     if not isinstance(value, dict):
         raise InvalidToken("not a JSON object")
     return value
+
+
+def _nested_deeper_than(text: str, limit: int) -> bool:
+    if text.count("[") + text.count("{") <= limit:
+        return False  # the usual token: nothing to scan
+    # Without a loop in Python (a 512 KiB token of shallow brackets took 0.6 s that way).
+    steps = _STRING.sub("", text).encode("utf-8", "surrogatepass").translate(_STEP, _NOT_BRACKETS)
+    depths = itertools.accumulate(map(operator.sub, steps, itertools.repeat(1)))
+    return max(depths, default=0) > limit
+
+
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _json_int(digits: str) -> int:
+    if len(digits) > MAX_NUMBER_LENGTH:
+        raise ValueError(f"a number of more than {MAX_NUMBER_LENGTH} digits")
+    return int(digits)
+
+
+def _json_float(digits: str) -> float:
+    if len(digits) > MAX_NUMBER_LENGTH:
+        raise ValueError(f"a number of more than {MAX_NUMBER_LENGTH} digits")
+    return float(digits)
+
+
+def _seconds_to_ms(seconds: float) -> int:
+    """Kafka's Math.round(seconds.doubleValue() * 1000): saturates at a long's bounds."""
+    try:
+        ms = float(seconds) * 1000
+    except OverflowError:  # an int beyond a double: Java's doubleValue() is infinite
+        ms = float("inf") if seconds > 0 else float("-inf")
+    if ms >= _LONG_MAX:
+        return _LONG_MAX
+    if ms <= _LONG_MIN:
+        return _LONG_MIN
+    return int(ms + 0.5) if ms >= 0 else -int(-ms + 0.5)
 
 
 class OAuthBearerServer:
@@ -114,19 +182,23 @@ class OAuthBearerServer:
         principal = claims.get(self._principal_claim)
         if not isinstance(principal, str) or not principal:
             raise InvalidToken(f"the {self._principal_claim} claim is missing")
-        now_ms = time.time() * 1000
+        now_ms = int(time.time() * 1000)
         exp, iat = claims.get("exp"), claims.get("iat")
         if not isinstance(exp, int | float) or isinstance(exp, bool):
-            raise InvalidToken("the exp claim is missing")
-        if now_ms - self._skew_ms >= exp * 1000:
+            raise InvalidToken("the exp claim is missing or not a number")
+        exp_ms = _seconds_to_ms(exp)
+        if now_ms - self._skew_ms >= exp_ms:
             raise InvalidToken("the token has expired")
         if iat is not None:
-            if not isinstance(iat, int | float) or iat * 1000 > now_ms + self._skew_ms:
+            if not isinstance(iat, int | float) or isinstance(iat, bool):
+                raise InvalidToken("the iat claim is not a number")
+            iat_ms = _seconds_to_ms(iat)
+            if iat_ms > now_ms + self._skew_ms:
                 raise InvalidToken("the token is issued in the future")
-            if exp <= iat:
+            if exp_ms <= iat_ms:
                 raise InvalidToken("the token expires before it was issued")
         scope = claims.get(self._scope_claim, [])
         granted = set(scope.split() if isinstance(scope, str) else scope)
         if not set(self._required_scope) <= granted:
             raise InvalidToken("the token lacks a required scope")
-        return principal, int(exp * 1000)
+        return principal, exp_ms

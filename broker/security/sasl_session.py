@@ -12,7 +12,9 @@ Until authenticated, every frame of a SASL listener comes here:
   SASL_AUTHENTICATION_FAILED with Kafka's message, then close. Handshake v0: the tokens
   follow as bare size-prefixed frames (KIP-43) and a failure closes without an answer;
 - a frame above ``sasl.server.max.receive.size`` closes the connection (the connection
-  checks it before buffering).
+  checks it before buffering);
+- an unexpected error inside a mechanism fails the exchange like a SaslException: logged,
+  SASL_AUTHENTICATION_FAILED with Kafka's generic message (v1), then close.
 Once authenticated the principal is ``User:<authorization id>``. With
 ``connections.max.reauth.ms`` (or an expiring OAUTHBEARER token) the session lifetime goes
 to v1+ clients in SaslAuthenticate; a request after the session expired closes the
@@ -218,7 +220,15 @@ class SaslSession:
     def _evaluate(self, token: bytes) -> bytes:
         server = self._server
         assert server is not None
-        response = server.evaluate(token)
+        try:
+            response = server.evaluate(token)
+        except (SaslAuthenticationError, SaslError):
+            raise
+        except Exception as exc:
+            # A mechanism's bug must fail the exchange, never leave the connection
+            # unanswered; the client gets Kafka's message for a SaslException (no details).
+            log.exception("SASL %s failed unexpectedly on a client's token", self.mechanism)
+            raise SaslError(f"unexpected {type(exc).__name__} in SASL {self.mechanism}") from exc
         if server.complete:
             principal = KafkaPrincipal("User", server.authorization_id)
             reauth = self._reauth_from
