@@ -8,7 +8,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test lint typecheck unit bench compat compat-tools peer-tests spark spark-bench java-runtime clean
+.PHONY: setup run test lint typecheck unit fuzz bench compat compat-tools peer-tests spark spark-bench java-runtime clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,12 +29,18 @@ typecheck: setup
 	$(VENV)/bin/mypy
 
 unit: setup
-	$(PY) -m pytest -m "not e2e and not compat and not spark" $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not e2e and not compat and not spark and not fuzz" $(PYTEST_ARGS)
 
 # The compat tests need kcat, kafkajs and Java: `make compat` installs them and runs them;
 # the Spark tests need pyspark and Java: `make spark`.
 test: lint typecheck
-	$(PY) -m pytest -m "not compat and not spark" $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not compat and not spark and not fuzz" $(PYTEST_ARGS)
+
+# Hypothesis against one real broker process for FUZZ_SECONDS (default 60): request frames of
+# every API, mutated, cut short or with huge lengths, and SASL exchanges (tests/fuzz). What it
+# finds is kept in tests/fuzz/corpus (committed) and replayed first on the next run.
+fuzz: setup
+	$(PY) -m pytest -m fuzz tests/fuzz -s $(PYTEST_ARGS)
 
 # kcat (Debian's package; older releases name the binary kafkacat), kafkajs (pinned in
 # tests/compat/js, installed there with npm ci) and the Java client (below) against a real
