@@ -30,7 +30,8 @@ acks=0: processed normally, no response; if any partition failed the connection 
 so the client refreshes its metadata (Kafka's behaviour).
 
 Transactional batches (KafkaApis / ReplicaManager / UnifiedLog, TRANSACTIONS.md §5): with
-no transactional_id every partition gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED; batches of
+no transactional_id every partition gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED (see
+Authorization below); batches of
 two producer ids -> INVALID_PRODUCER_ID_MAPPING; a partition with no transaction open for
 the batch's producer id and epoch is verified with the transaction coordinator first
 (KIP-890 part 1, verify-only up to v11; v12 first adds the partition to the transaction,
@@ -81,8 +82,14 @@ readable, so consumers carry on); only the partition goes offline, not the whole
 (the other partitions fail on their own first failed write);
 the answer lists partitions in request order (Kafka's follows a hash map).
 Authorization (with an authorizer): WRITE on each topic, else TOPIC_AUTHORIZATION_FAILED
-before any other check of the partition (KafkaApis.handleProduceRequest); a transactional
-id needs WRITE on it, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition.
+before any other check of the partition (KafkaApis.handleProduceRequest). Before that and
+every other check, a request whose first batch of some partition is transactional
+(RequestUtils.hasTransactionalRecords; partitions denied or unknown count too) needs a
+transactional id with WRITE on it, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every
+partition (acks=0: the connection is closed); a transactional id sent with only
+non-transactional batches is not checked. A request without a transactional id pays no
+extra work for this: the checked batches' headers are read, and raw bytes only where a
+partition was answered early.
 """
 
 from __future__ import annotations
@@ -159,7 +166,11 @@ OFFLOAD_UNIFORM_RECORDS = 4096
 # The headers a request may carry in all and still be validated on the loop: only the walk
 # finds them, so one over the budget stops it and the request goes to a worker.
 INLINE_MAX_HEADERS = 512
+_LENGTH_AT = 8
+_LOG_OVERHEAD = 12
+_MAGIC_AT = 16
 _ATTRIBUTES_LOW_BYTE = 22
+_TRANSACTIONAL_BIT = 0x10
 _RECORDS_COUNT_AT = 57
 _INT32 = struct.Struct(">i")
 
@@ -278,25 +289,18 @@ async def _validate_and_append(
             await asyncio.shield(previous)
 
     results: dict[_TopicPartition, Message] = {}
-    if acks not in (-1, 0, 1):
+    txn_id = request.transactional_id
+    if _txn_refused(ctx, request, len(named), entries, txn_id):
+        # KafkaApis.handleProduceRequest, before any other check: transactional records
+        # need WRITE on the request's transactional id (none at all fails the same way),
+        # else the whole request is answered TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
+        results = {
+            tp: _partition(tp[1], ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED) for tp in order
+        }
+        early = {}
+    elif acks not in (-1, 0, 1):
         log.warning("Produce with acks=%d refused (%s)", acks, ctx.describe())
         results = {tp: _partition(tp[1], ErrorCode.INVALID_REQUIRED_ACKS) for tp in entries}
-    elif request.transactional_id is not None and not ctx.authorized(
-        WRITE, TRANSACTIONAL_ID, request.transactional_id
-    ):
-        # KafkaApis.handleProduceRequest: WRITE on the transactional id, else every
-        # partition gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
-        results = {
-            tp: _partition(tp[1], ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED) for tp in order
-        }
-        early = {}
-    elif request.transactional_id is None and _transactional(entries):
-        # KafkaApis: transactional records need an (authorised) transactional id.
-        log.warning("transactional batch without a transactional id (%s)", ctx.describe())
-        results = {
-            tp: _partition(tp[1], ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED) for tp in order
-        }
-        early = {}
     elif request.transactional_id is not None and (
         len({h.producer_id for h in _transactional(entries)}) > 1
     ):
@@ -359,7 +363,8 @@ def _alone(
     logs: dict[_TopicPartition, PartitionLog] = {}
     item = _locate(ctx, tp, part.records, now_ms, logs)
     if isinstance(item, Message):
-        return item, []
+        # A transactional batch is refused before these errors (the general path answers).
+        return None if _first_batch_transactional(part.records) else (item, [])
     plog = logs[tp]
     if _TURNS.taken(plog):
         return None
@@ -373,6 +378,8 @@ def _alone(
         return None
     entry = checked[0]
     if entry.checked.request_level:
+        if _first_batch_transactional(part.records):
+            return None
         _log_refused(ctx, tp, entry.checked.error, entry.checked.message)
         return _partition(tp[1], entry.checked.error), []
     header = entry.checked.header
@@ -751,6 +758,51 @@ async def _add_implicitly(
         ctx.describe(),
     )
     return dict.fromkeys(wanted, error)
+
+
+def _txn_refused(
+    ctx: RequestContext,
+    request: Message,
+    named: int,
+    entries: dict[_TopicPartition, _Entry],
+    txn_id: str | None,
+) -> bool:
+    """KafkaApis.handleProduceRequest's first check: a request with transactional records
+    (RequestUtils.hasTransactionalRecords) needs a transactional id with WRITE on it. A
+    transactional id without transactional records is not checked at all."""
+    if len(entries) == named:
+        # Every partition named once and checked: its one batch's header was read.
+        if not any(
+            e.checked.header is not None and e.checked.header.is_transactional
+            for e in entries.values()
+        ):
+            return False
+    elif not any(
+        _first_batch_transactional(part.records)
+        for topic in request.topic_data
+        for part in topic.partition_data
+    ):
+        # Partitions answered early (denied, unknown, invalid) count too in Kafka.
+        return False
+    if txn_id is None:
+        log.warning("transactional batch without a transactional id (%s)", ctx.describe())
+        return True
+    return not ctx.authorized(WRITE, TRANSACTIONAL_ID, txn_id)
+
+
+def _first_batch_transactional(records: memoryview | bytes | None) -> bool:
+    """Whether the first complete batch of ``records`` has the transactional bit, read as
+    Kafka's batch iterator reads it (a v2 batch; a cut batch is none). The corrupt sizes
+    and magics the iterator throws on count as not transactional: the checks refuse those
+    batches anyway."""
+    if records is None or len(records) <= _ATTRIBUTES_LOW_BYTE:
+        return False
+    size = _INT32.unpack_from(records, _LENGTH_AT)[0]
+    return (
+        records[_MAGIC_AT] == 2
+        and size + _LOG_OVERHEAD <= len(records)
+        and bool(records[_ATTRIBUTES_LOW_BYTE] & _TRANSACTIONAL_BIT)
+    )
 
 
 def _transactional(entries: dict[_TopicPartition, _Entry]) -> list[BatchHeader]:
