@@ -37,6 +37,9 @@ never matches one. It schedules a resolution of all the group's regexes off the 
 topics were created since the last resolution, at most one at a time per group and at most
 every 10 s; when it finishes, the group's resolved regexes are updated and stored with the
 group, and a change bumps the group epoch, so the next heartbeats bring the new assignment.
+With an authorizer, the topics that the member whose heartbeat started the resolution may not
+DESCRIBE (its principal, from its address) are left out of every regex of the group, as
+Kafka's filterTopicDescribeAuthorizedTopics (with that heartbeat's request context).
 A member subscribing to a new regex therefore gets its topics a heartbeat or more later, as
 in Kafka. The resolutions are stored, so a restart matches nothing while loading.
 
@@ -98,6 +101,17 @@ def _inline(work: Callable[[], Resolution], done: Callable[[Resolution | None], 
     done(work())
 
 
+def _describable(resolved: Resolution, may_describe: Callable[[str], bool]) -> Resolution:
+    """Kafka's filterTopicDescribeAuthorizedTopics: the topics the member whose heartbeat
+    started the resolution may not DESCRIBE are dropped from every regex of the group (each
+    topic checked once; denials not logged)."""
+    matched = {name for names in resolved.values() for name in names}
+    denied = {name for name in matched if not may_describe(name)}
+    if not denied:
+        return resolved
+    return {regex: names - denied for regex, names in resolved.items()}
+
+
 @dataclass(frozen=True, slots=True)
 class ConsumerGroupSettings:
     session_timeout_ms: int = 45_000
@@ -123,6 +137,9 @@ class HeartbeatRequest:
     client_id: str
     client_host: str
     version: int
+    # With an authorizer: may this member's principal, from its address, DESCRIBE the
+    # topic? Safe to call from a worker thread (regex resolutions use it there).
+    may_describe: Callable[[str], bool] | None = None
 
 
 @dataclass(slots=True)
@@ -470,7 +487,7 @@ class ConsumerGroupManager:
             log.info("group %s: member %s joins", group.group_id, member_id)
             changed = True
         group.put_member(member)
-        self._maybe_refresh_regexes(group, now)
+        self._maybe_refresh_regexes(group, now, req.may_describe)
 
         resolved = self._resolve(group)
         metadata = self._subscription_metadata(group, resolved)
@@ -569,7 +586,9 @@ class ConsumerGroupManager:
 
     # --- regex resolution (Kafka's maybeUpdateRegularExpressions) ----------------------------
 
-    def _maybe_refresh_regexes(self, group: ConsumerGroup, now: int) -> None:
+    def _maybe_refresh_regexes(
+        self, group: ConsumerGroup, now: int, may_describe: Callable[[str], bool] | None
+    ) -> None:
         regexes = group.subscribed_regexes()
         if not regexes or group.group_id in self._resolving:
             return
@@ -588,7 +607,8 @@ class ConsumerGroupManager:
         log.debug("group %s: resolving regular expressions %s", group_id, patterns)
 
         def work() -> Resolution:
-            return topic_regex.resolve(patterns, names, f"[GroupId {group_id}] ")
+            resolved = topic_regex.resolve(patterns, names, f"[GroupId {group_id}] ")
+            return resolved if may_describe is None else _describable(resolved, may_describe)
 
         def done(result: Resolution | None) -> None:
             self._resolving.discard(group_id)

@@ -15,10 +15,14 @@ group.consumer.migration.policy allows (Kafka's default bidirectional; else GROU
 "Cannot upgrade classic group X to consumer group because ..."), see broker.groups.migration.
 Authorization (with an authorizer), as KafkaApis.handleConsumerGroupHeartbeat: READ on the
 group, else GROUP_AUTHORIZATION_FAILED; DESCRIBE on every subscribed topic name, else
-TOPIC_AUTHORIZATION_FAILED (nothing changes in the group).
+TOPIC_AUTHORIZATION_FAILED (nothing changes in the group); a regex resolution that a
+heartbeat starts keeps only the topics its principal may DESCRIBE.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
 
 from broker.dispatch import RequestContext
 from broker.groups.consumer_manager import HeartbeatRequest
@@ -42,6 +46,20 @@ def _refused(error: ErrorCode) -> Message:
         member_epoch=0,
         heartbeat_interval_ms=0,
         assignment=None,
+    )
+
+
+def _may_describe(ctx: RequestContext) -> Callable[[str], bool] | None:
+    """DESCRIBE on a topic for this request's principal and address: a regex resolution that
+    this heartbeat starts keeps only those topics (GroupMetadataManager.
+    filterTopicDescribeAuthorizedTopics, with the heartbeat's request context; denials are
+    not logged there). The authorizer's index is replaced, never changed in place, so the
+    worker thread may read it."""
+    authorizer = ctx.state.authorizer
+    if authorizer is None:
+        return None
+    return partial(
+        authorizer.authorize, str(ctx.principal), ctx.host, DESCRIBE, TOPIC, log_denied=False
     )
 
 
@@ -74,6 +92,7 @@ async def handle(ctx: RequestContext, request: Message) -> Message:
             client_id=ctx.client_id or "",
             client_host=client_host(ctx),
             version=ctx.version,
+            may_describe=_may_describe(ctx),
         )
     )
     assignment = None
