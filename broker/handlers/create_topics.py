@@ -32,8 +32,13 @@ being created meanwhile counts as existing.
 Deviation: Kafka's default.replication.factor is used for -1; here it is always 1, since a
 single broker keeps one replica (the broker warns at start-up about a larger setting).
 Creation completes before the answer: the topic is ready when the answer leaves.
-Authorization (with an authorizer): CREATE on the cluster or on the topic, else
-TOPIC_AUTHORIZATION_FAILED "Authorization failed." (ControllerApis.createTopics).
+Authorization (with an authorizer), as ControllerApis.createTopics: CREATE on the cluster or
+on the topic, else TOPIC_AUTHORIZATION_FAILED "Authorization failed."; those topics, like
+duplicated names and __cluster_metadata (INVALID_REQUEST "Creation of internal topic
+__cluster_metadata is prohibited.", whatever the ACLs), never reach the controller's checks,
+the 10,000-partition limit included. A created topic's configs, partition count and
+replication factor are answered only with DESCRIBE_CONFIGS on it, else its
+topic_config_error_code is TOPIC_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -47,7 +52,7 @@ from broker import offload, topic_configs
 from broker.dispatch import RequestContext
 from broker.handlers._admin import collision, topic_name_error
 from broker.handlers._assignments import manual_assignment_refusal
-from broker.security.acl import CLUSTER, CLUSTER_NAME, CREATE, TOPIC
+from broker.security.acl import CLUSTER, CLUSTER_NAME, CREATE, DESCRIBE_CONFIGS, TOPIC
 from broker.topic_configs import InvalidConfigError
 from protocol.errors import ErrorCode
 from protocol.messages.create_topics import CREATE_TOPICS
@@ -63,6 +68,8 @@ log = logging.getLogger(__name__)
 # ReplicationControlManager.MAX_PARTITIONS_PER_BATCH and QuorumController.
 # MAX_RECORDS_PER_USER_OP.
 MAX_PARTITIONS_PER_BATCH = 10_000
+# Topic.CLUSTER_METADATA_TOPIC_NAME: never created by CreateTopics.
+METADATA_TOPIC = "__cluster_metadata"
 MAX_RECORDS_PER_USER_OP = 10_000
 TOO_MANY_PARTITIONS = "Excessively large number of partitions per request."
 TOO_MANY_RECORDS = "Unable to perform excessively large batch operation."
@@ -154,12 +161,14 @@ def _check_replicas(broker_ids: list[int], node: int) -> None:
         raise _Refused(ErrorCode.INVALID_REPLICA_ASSIGNMENT, refusal)
 
 
-def _requested_partitions(ctx: RequestContext, request: Message, counts: Counter[str]) -> int:
+def _requested_partitions(ctx: RequestContext, request: Message, creatable: set[str]) -> int:
     """ReplicationControlManager.validateTotalNumberOfPartitions' upper bound."""
     total = 0
     for topic in request.topics:
-        if counts[topic.name] > 1:
-            continue  # ControllerApis drops duplicated names before the controller sees them
+        if topic.name not in creatable:
+            # ControllerApis drops duplicated, refused and unauthorized names before the
+            # controller sees the request.
+            continue
         if topic.assignments:
             total += len(topic.assignments)
         elif topic.num_partitions == -1:
@@ -176,12 +185,23 @@ def _refuse_all(request: Message, message: str) -> Message:
     )
 
 
+def _creatable(ctx: RequestContext, counts: Counter[str]) -> set[str]:
+    """ControllerApis.createTopics: the names given once, other than the metadata topic,
+    that the principal may CREATE (on the cluster, else each topic; a topic's denial is
+    logged, the cluster's is not)."""
+    allowed = [name for name, n in counts.items() if n == 1 and name != METADATA_TOPIC]
+    if ctx.authorized(CREATE, CLUSTER, CLUSTER_NAME, log_denied=False):
+        return set(allowed)
+    return {name for name in allowed if ctx.authorized(CREATE, TOPIC, name)}
+
+
 async def handle(ctx: RequestContext, request: Message) -> Message:
     counts = Counter(t.name for t in request.topics)
-    if _requested_partitions(ctx, request, counts) > MAX_PARTITIONS_PER_BATCH:
+    creatable = _creatable(ctx, counts)
+    if _requested_partitions(ctx, request, creatable) > MAX_PARTITIONS_PER_BATCH:
         log.info("CreateTopics refused: %s (%s)", TOO_MANY_PARTITIONS, ctx.describe())
         return _refuse_all(request, TOO_MANY_PARTITIONS)
-    checked = [_check(ctx, topic, counts) for topic in request.topics]
+    checked = [_check(ctx, topic, counts, creatable) for topic in request.topics]
     if sum(p.records for p in checked if isinstance(p, _Plan)) > MAX_RECORDS_PER_USER_OP:
         log.info("CreateTopics refused: %s (%s)", TOO_MANY_RECORDS, ctx.describe())
         return _refuse_all(request, TOO_MANY_RECORDS)
@@ -191,15 +211,22 @@ async def handle(ctx: RequestContext, request: Message) -> Message:
     return Message(throttle_time_ms=0, topics=results)
 
 
-def _check(ctx: RequestContext, topic: Message, counts: Counter[str]) -> Message | _Plan:
+def _check(
+    ctx: RequestContext, topic: Message, counts: Counter[str], creatable: set[str]
+) -> Message | _Plan:
     """Every check of one topic: its error answer, or what to create."""
     state = ctx.state
     name = topic.name
     if counts[name] > 1:
         return _error(name, ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
-    if not ctx.authorized(CREATE, CLUSTER, CLUSTER_NAME, log_denied=False) and not ctx.authorized(
-        CREATE, TOPIC, name
-    ):
+    if name == METADATA_TOPIC:
+        # ControllerApis.createTopics, before authorization.
+        return _error(
+            name,
+            ErrorCode.INVALID_REQUEST,
+            f"Creation of internal topic {METADATA_TOPIC} is prohibited.",
+        )
+    if name not in creatable:
         # ControllerApis.createTopics: CREATE on the cluster or on the topic.
         return _error(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
     reason = topic_name_error(name)
@@ -258,6 +285,20 @@ async def _create(ctx: RequestContext, request: Message, plan: _Plan) -> Message
             count,
             f", configs {valid}" if valid else "",
             ctx.describe(),
+        )
+    if not ctx.authorized(DESCRIBE_CONFIGS, TOPIC, name, log_denied=False):
+        # ReplicationControlManager.createTopic: the configs, partition count and
+        # replication factor only with DESCRIBE_CONFIGS on the topic, else the config
+        # error TOPIC_AUTHORIZATION_FAILED (ControllerApis.createTopics, denials not logged).
+        return Message(
+            name=name,
+            topic_id=topic_id,
+            error_code=ErrorCode.NONE,
+            error_message=None,
+            topic_config_error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+            num_partitions=-1,
+            replication_factor=-1,
+            configs=[],
         )
     entries = topic_configs.describe_topic(state.config, valid)
     return Message(

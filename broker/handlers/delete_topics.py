@@ -20,8 +20,9 @@ leaves.
 Committed offsets of the topic's partitions are kept (Kafka's group coordinator drops
 them); a consumer of a re-created topic starts from its committed offset, clamped by the
 usual out-of-range reset.
-Authorization (with an authorizer): DESCRIBE, then DELETE on the topic, else
-TOPIC_AUTHORIZATION_FAILED (ControllerApis.deleteTopics).
+Authorization (with an authorizer), as ControllerApis.deleteTopics: DELETE on the cluster
+allows every topic; else DESCRIBE, then DELETE on the topic, else TOPIC_AUTHORIZATION_FAILED
+(a topic named by id keeps its name out of the answer unless the principal may DESCRIBE it).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from collections import Counter
 
 from broker import offload
 from broker.dispatch import RequestContext
-from broker.security.acl import DELETE, DESCRIBE, TOPIC
+from broker.security.acl import CLUSTER, CLUSTER_NAME, DELETE, DESCRIBE, TOPIC
 from protocol.errors import ErrorCode
 from protocol.messages.delete_topics import DELETE_TOPICS
 from protocol.primitives import ZERO_UUID
@@ -67,6 +68,9 @@ async def _handle(ctx: RequestContext, request: Message) -> Message:
     names = Counter(n for n, _ in wanted if n is not None)
     ids = Counter(i for n, i in wanted if n is None and i != ZERO_UUID)
     results: list[Message] = []
+    # ControllerApis.deleteTopics: DELETE on the cluster may describe and delete every
+    # topic (its denial is not logged); else DESCRIBE and DELETE on each topic.
+    cluster_delete = ctx.authorized(DELETE, CLUSTER, CLUSTER_NAME, log_denied=False)
     for name, topic_id in wanted:
         if name is not None and topic_id != ZERO_UUID:
             results.append(
@@ -95,7 +99,7 @@ async def _handle(ctx: RequestContext, request: Message) -> Message:
             )
             continue
         info: TopicInfo | None
-        if name is not None and not ctx.authorized(DESCRIBE, TOPIC, name):
+        if name is not None and not cluster_delete and not ctx.authorized(DESCRIBE, TOPIC, name):
             # ControllerApis.deleteTopics: not even DESCRIBE -> no hint whether it exists.
             results.append(_result(name, topic_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED, DENIED))
             continue
@@ -123,8 +127,12 @@ async def _handle(ctx: RequestContext, request: Message) -> Message:
                     )
                 )
                 continue
-        if not ctx.authorized(DELETE, TOPIC, info.name):
-            results.append(_result(name, topic_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED, DENIED))
+        if not cluster_delete and not ctx.authorized(DELETE, TOPIC, info.name):
+            # Named by id: the name is told only to a principal that may DESCRIBE it.
+            shown = name
+            if name is None and ctx.authorized(DESCRIBE, TOPIC, info.name):
+                shown = info.name
+            results.append(_result(shown, topic_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED, DENIED))
             continue
         # Gone for every request at once; the directories are renamed on a worker thread
         # (thousands of renames take a while), the name kept from re-creation meanwhile.
