@@ -22,6 +22,7 @@ from collections.abc import Callable
 
 from broker.connection_quotas import ConnectionQuotas, normalize
 from broker.fd_headroom import FdHeadroom
+from broker.startup_errors import StartupError, bind_failure
 
 log = logging.getLogger(__name__)
 
@@ -36,15 +37,17 @@ DESCRIPTOR_POLL_S = 1.0
 ProtocolFactory = Callable[[str], asyncio.BaseProtocol]
 
 
-class BindError(Exception):
+class BindError(StartupError):
     """A listener's address cannot be bound (in use, not local): the broker does not start."""
 
 
-def bind(host: str, port: int) -> list[socket.socket]:
+def bind(
+    host: str, port: int, what: str = "listener", fix: str = "another port"
+) -> list[socket.socket]:
     """Listening sockets for ``host`` ("" = every interface) as asyncio.create_server binds.
 
-    Raises BindError with Kafka's message (SocketServer: "Socket server failed to bind to
-    host:port: reason.").
+    Raises BindError naming ``what`` (the listener), the address and the reason, with
+    ``fix`` (the setting that moves it) as the suggestion (broker.startup_errors).
     """
     sockets: list[socket.socket] = []
     try:
@@ -64,9 +67,7 @@ def bind(host: str, port: int) -> list[socket.socket]:
     except OSError as exc:
         for sock in sockets:
             sock.close()
-        reason = exc.strerror or str(exc)
-        where = f"{host or '0.0.0.0'}:{port}"
-        raise BindError(f"Socket server failed to bind to {where}: {reason}.") from exc
+        raise BindError(str(bind_failure(what, host, port, exc, fix))) from exc
     return sockets
 
 

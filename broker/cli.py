@@ -4,8 +4,9 @@ Shaped like Kafka's ``kafka-server-start.sh server.properties --override k=v`` s
 same files and flags work; ``minikafka dump ...`` runs the log-inspection tool instead and
 ``minikafka health`` the container health check and ``minikafka fault ...`` talks to a
 broker's fault-injection control plane.
-Exit status 2 means the command line or the configuration was rejected; 1 that the broker
-could not start (its data directory locked by another broker, a port it cannot bind).
+Exit status 2 means the command line, the configuration or the environment was rejected
+(an invalid value, a port in use, a data directory locked, not writable or not a directory),
+said in one line that names the fix.
 """
 
 from __future__ import annotations
@@ -92,20 +93,16 @@ def main(argv: list[str] | None = None) -> int:
     for warning in warnings:
         log.warning("%s", warning)
 
-    from broker.acceptor import BindError
     from broker.security.authorizer import AclFileError
     from broker.server import run
+    from broker.startup_errors import StartupError
     from storage.dir_lock import DataDirLockedError
 
     try:
         return run(config, config_source=config.source_summary)
-    except (ConfigError, AclFileError) as exc:
-        # Found at start-up (a TLS key that does not load, an unreadable ACL file): Kafka
-        # does not start either.
+    except (ConfigError, AclFileError, StartupError, DataDirLockedError) as exc:
+        # Found at start-up (a TLS key that does not load, a port in use, a data directory
+        # locked or not writable): Kafka does not start either ("Fatal error during
+        # KafkaServer startup"); one line, and nothing in the data directory touched.
         log.error("%s", exc)
         return 2
-    except (DataDirLockedError, BindError) as exc:
-        # Another broker has the data directory or the port: one line, as Kafka's "Fatal
-        # error during KafkaServer startup", and nothing in the directory touched.
-        log.error("%s", exc)
-        return 1

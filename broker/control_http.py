@@ -33,9 +33,11 @@ import json
 import logging
 import os
 import secrets
+import socket
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit
 
+from broker.acceptor import bind as bind_sockets
 from broker.config import is_loopback
 from broker.faults import FaultError, call_operation
 
@@ -75,40 +77,51 @@ class Refused(HttpError):
 
 
 class ControlServer:
-    def __init__(self, host: BrokerHost) -> None:
+    def __init__(self, host: BrokerHost, bind: str, sockets: list[socket.socket]) -> None:
         self.host = host
-        self.server: asyncio.Server | None = None
-        self.port = 0
-        self.bind = ""
+        self.servers: list[asyncio.Server] = []
+        self.sockets = sockets
+        self.port: int = sockets[0].getsockname()[1]
+        self.bind = bind
         self.token = secrets.token_urlsafe(32)
         self.token_path: str | None = None
 
     @classmethod
-    async def start(cls, host: BrokerHost, bind: str, port: int) -> ControlServer:
-        control = cls(host)
-        control.server = await asyncio.start_server(
-            control._serve, host=bind, port=port, reuse_address=True, limit=MAX_BODY_BYTES
+    def bind_to(cls, host: BrokerHost, bind: str, port: int) -> ControlServer:
+        """Bind the listener (before the broker reads its data directory: a port in use
+        stops the start with nothing touched); ``serve`` starts answering."""
+        sockets = bind_sockets(
+            bind,
+            port,
+            "control plane (minikafka.control.listener)",
+            f"--override minikafka.control.listener={bind or '0.0.0.0'}:<port>",
         )
-        control.bind = bind
-        control.port = control.server.sockets[0].getsockname()[1]
-        control.token_path = write_token(host.config.log_dir, control.token)
+        return cls(host, bind, sockets)
+
+    async def serve(self) -> None:
+        for sock in self.sockets:
+            self.servers.append(
+                await asyncio.start_server(self._serve, sock=sock, limit=MAX_BODY_BYTES)
+            )
+        self.token_path = write_token(self.host.config.log_dir, self.token)
         log.info(
             "minikafka control plane on %s/v1/ (send Authorization: Bearer %s; the token is "
             "also in %s)",
-            control.url,
-            control.token,
-            control.token_path,
+            self.url,
+            self.token,
+            self.token_path,
         )
-        return control
 
     @property
     def url(self) -> str:
         return f"http://{_host_port(self.bind, self.port)}"
 
     async def close(self) -> None:
-        if self.server is not None:
-            self.server.close()
-            await self.server.wait_closed()
+        for server in self.servers:
+            server.close()
+            await server.wait_closed()
+        for sock in self.sockets:
+            sock.close()
         if self.token_path is not None:
             # A stale token would only mislead: the next start makes a new one.
             with contextlib.suppress(OSError):

@@ -44,13 +44,23 @@ class BrokerHost:
         return f"{listener.advertised_host}:{listener.advertised_port}"
 
     async def start(self) -> None:
-        await self._start_broker()
+        control = None
         if self.config.control_host is not None:
             from broker.control_http import ControlServer
 
-            self.control = await ControlServer.start(
+            # Bound before the broker starts (and recovers): a port in use touches nothing.
+            control = ControlServer.bind_to(
                 self, self.config.control_host, self.config.control_port
             )
+        try:
+            await self._start_broker()
+        except BaseException:
+            if control is not None:
+                await control.close()
+            raise
+        if control is not None:
+            await control.serve()
+            self.control = control
 
     async def _start_broker(self) -> None:
         started = time.monotonic()

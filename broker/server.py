@@ -24,11 +24,12 @@ from broker.groups import GroupCoordinator, GroupSettings
 from broker.groups.consumer_manager import ConsumerGroupSettings
 from broker.handlers import build_dispatcher
 from broker.security.tls import TlsConfigError, server_context
+from broker.startup_errors import data_dir_failure, listeners_fix
 from broker.state import BrokerState
 from broker.transactions import Settings as TransactionSettings
 from broker.transactions import TransactionCoordinator
 from storage.committed_offsets import CommittedOffsets
-from storage.dir_lock import DataDirLock
+from storage.dir_lock import DataDirLock, DataDirLockedError
 from storage.log_config import LogConfig
 from storage.producer_ids import ProducerIdAllocator
 from storage.store import Store
@@ -56,20 +57,37 @@ class Broker:
     async def start(self) -> None:
         config = self.config
         started = time.monotonic()
-        # Kafka's LogManager locks every log dir before it reads one: a second broker on this
-        # directory stops here, before it has read or written anything in it.
-        lock = DataDirLock.acquire(config.log_dir)
         listening: list[list[socket.socket]] = []
+        lock: DataDirLock | None = None
         store: Store | None = None
         try:
-            # TLS material and ports before recovery: a start that is going to fail leaves
-            # the data directory as it found it (no recovery, no snapshots).
+            # TLS material and ports first, then the data directory's lock (Kafka's
+            # LogManager takes it before it reads the directory), then recovery: a start
+            # that is going to fail leaves the directory as it found it (not even a .lock).
             contexts = _tls_contexts(config)
+            names = [(lst.name, lst.host, lst.port) for lst in config.listeners]
             for listener in config.listeners:
-                listening.append(bind(listener.host, listener.port))
-            store = Store.open(
-                config.log_dir, node_id=config.node_id, log_config=log_config(config)
-            )
+                listening.append(
+                    bind(
+                        listener.host,
+                        listener.port,
+                        f"listener {listener.name}",
+                        listeners_fix(names, listener.name),
+                    )
+                )
+            try:
+                lock = DataDirLock.acquire(config.log_dir)
+            except DataDirLockedError:
+                raise
+            except OSError as exc:
+                raise data_dir_failure(config.log_dir, exc) from exc
+            try:
+                store = Store.open(
+                    config.log_dir, node_id=config.node_id, log_config=log_config(config)
+                )
+            except PermissionError as exc:
+                # A file or topic directory another user made (a bind mount's old contents).
+                raise data_dir_failure(config.log_dir, exc) from exc
             producer_ids = ProducerIdAllocator(config.log_dir)
             state = BrokerState(config, store, producer_ids, build_dispatcher())
             state.groups = _open_groups(config, state)
@@ -81,7 +99,8 @@ class Broker:
             if store is not None:
                 # Recovered but not serving: closed as a crash would leave it.
                 store.close_unclean()
-            lock.release()
+            if lock is not None:
+                lock.release()
             raise
         self._lock = lock
         state.transactions.on_markers = state.notify_appended

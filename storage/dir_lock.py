@@ -34,6 +34,10 @@ class DataDirLock:
         """Lock ``data_dir`` (created if missing) or raise DataDirLockedError at once."""
         directory = Path(data_dir).absolute()
         directory.mkdir(parents=True, exist_ok=True)
+        # A directory this user cannot write fails here, before a file is made in it, not
+        # half-way through recovery (os.access answers for the real uid, as the broker runs).
+        if not os.access(directory, os.W_OK | os.X_OK):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(directory))
         path = directory / LOCK_FILE
         # No O_TRUNC: opening the lock another broker holds must change nothing on disk.
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
@@ -44,7 +48,8 @@ class DataDirLock:
             if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
                 raise DataDirLockedError(
                     f"Failed to acquire lock on file {LOCK_FILE} in {directory}. A Kafka "
-                    "instance in another process or thread is using this directory."
+                    "instance in another process or thread is using this directory. Stop that "
+                    "broker, or point log.dirs at another directory."
                 ) from None
             raise
         return cls(path, fd)

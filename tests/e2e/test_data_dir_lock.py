@@ -24,7 +24,7 @@ from tests.support.raw_client import RawClient
 
 LOCKED = (
     "Failed to acquire lock on file .lock in {}. A Kafka instance in another process or "
-    "thread is using this directory."
+    "thread is using this directory. Stop that broker, or point log.dirs at another directory."
 )
 # Nothing periodic writes in the directory while a test compares its listings.
 QUIET = {"minikafka.producer.snapshot.interval.ms": "3600000"}
@@ -102,7 +102,7 @@ def test_second_broker_on_the_same_data_dir_is_refused_and_changes_nothing(data:
 
         second = run_broker(data)
 
-        assert second.returncode == 1, second.stderr
+        assert second.returncode == 2, second.stderr
         assert LOCKED.format(data.absolute()) in second.stderr
         assert "Traceback" not in second.stderr
         assert "minikafka started" not in second.stderr
@@ -126,8 +126,11 @@ def test_start_failing_on_its_port_runs_no_recovery(data: Path, listener_in_use:
 
     failed = run_broker(data, port=listener_in_use)
 
-    assert failed.returncode == 1, failed.stderr
-    assert f"Socket server failed to bind to 127.0.0.1:{listener_in_use}" in failed.stderr
+    assert failed.returncode == 2, failed.stderr
+    assert (
+        f"listener PLAINTEXT: 127.0.0.1:{listener_in_use} is in use: is another broker "
+        "running? --override listeners=PLAINTEXT://127.0.0.1:<port> picks another port"
+    ) in failed.stderr
     assert "Traceback" not in failed.stderr
     assert "recover" not in failed.stderr
     assert listing(data) == before
@@ -147,7 +150,7 @@ def test_the_lock_dies_with_a_killed_broker(data: Path) -> None:
     try:
         # It holds the lock now: a third start is refused.
         refused = run_broker(data)
-        assert refused.returncode == 1
+        assert refused.returncode == 2
         assert LOCKED.format(data.absolute()) in refused.stderr
         produce_values(again.port, "t", [b"after"])
     finally:
