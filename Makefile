@@ -8,7 +8,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test lint typecheck unit fuzz bench compat compat-tools peer-tests spark spark-bench java-runtime clean
+.PHONY: setup run test lint typecheck unit fuzz bench compat compat-tools peer-tests spark spark-bench java-runtime kafka-jars kafka-reference reference clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,12 +29,12 @@ typecheck: setup
 	$(VENV)/bin/mypy
 
 unit: setup
-	$(PY) -m pytest -m "not e2e and not compat and not spark and not fuzz" $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not e2e and not compat and not spark and not fuzz and not reference" $(PYTEST_ARGS)
 
 # The compat tests need kcat, kafkajs and Java: `make compat` installs them and runs them;
 # the Spark tests need pyspark and Java: `make spark`.
 test: lint typecheck
-	$(PY) -m pytest -m "not compat and not spark and not fuzz" $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not compat and not spark and not fuzz and not reference" $(PYTEST_ARGS)
 
 # Hypothesis against one real broker process for FUZZ_SECONDS (default 60): request frames of
 # every API, mutated, cut short or with huge lengths, and SASL exchanges (tests/fuzz). What it
@@ -187,6 +187,33 @@ spark: setup java-runtime $(SPARK_STAMP)
 # Spark session start-up and the data source's batch read/write rates (bench/results/spark.md).
 spark-bench: setup java-runtime $(SPARK_STAMP)
 	$(PY) -m bench.spark $(ARGS)
+
+# Apache Kafka itself as a live reference (tests/support/kafka_reference.py): its broker and
+# tools as jars from Maven Central (tests/jvm/kafka/pom.xml, checksums verified), one
+# directory per version under build/kafka-<version>/libs, Maven's cache in build/m2.
+# 4.0.0 is the version we implement; the other is the newest 4.x release Central serves.
+# Must match VERSIONS in tests/support/kafka_reference.py.
+KAFKA_REFERENCE_VERSIONS ?= 4.0.0 4.4.0
+KAFKA_VERSION ?= 4.4.0
+KAFKA_POM := tests/jvm/kafka/pom.xml
+
+build/kafka-%/libs/.installed: $(KAFKA_POM)
+	rm -rf $(dir $@)
+	mvn -q -C -B -Dstyle.color=never -f $(KAFKA_POM) -Dmaven.repo.local=$(abspath build/m2) -Dkafka.version=$* \
+		dependency:copy-dependencies -DoutputDirectory=$(abspath $(dir $@))
+	touch $@
+
+kafka-jars: $(foreach v,$(KAFKA_REFERENCE_VERSIONS),build/kafka-$(v)/libs/.installed)
+
+# A single-node KRaft Kafka (KAFKA_VERSION, default the newest) on free 127.0.0.1 ports with a
+# fresh data directory, in the foreground: prints its bootstrap address; Ctrl-C stops it.
+kafka-reference: setup build/kafka-$(KAFKA_VERSION)/libs/.installed
+	$(PY) -m tests.support.kafka_reference --version $(KAFKA_VERSION)
+
+# The same scenarios and Kafka's own CLI tools against Kafka and against us, compared
+# (tests/reference, docs/REFERENCE.md).
+reference: setup kafka-jars
+	$(PY) -m pytest -m reference tests/reference $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache $(COMPAT_JS)/node_modules

@@ -1,0 +1,345 @@
+"""Apache Kafka itself, from Maven Central's jars, as a live reference for tests.
+
+``KafkaReference(version).start()`` formats a fresh data directory and starts a single-node
+KRaft broker+controller (``kafka.Kafka``) bound to 127.0.0.1 only, on free ports, and returns
+its bootstrap address once Kafka logs "Kafka Server started"; ``stop()`` ends the JVM (also
+at interpreter exit, so a failed test never leaves one running). ``run_tool`` runs one of
+Kafka's command-line tools (the Java main classes behind bin/*.sh) against any bootstrap.
+
+The jars come from ``make kafka-jars`` (tests/jvm/kafka/pom.xml, resolved by Maven into
+build/kafka-<version>/libs); ``ensure_jars`` runs it when they are missing.
+
+Foreground use (``make kafka-reference``): ``python -m tests.support.kafka_reference
+[--version V]`` prints the bootstrap address and runs until Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import base64
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+import zipfile
+from functools import cache
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+JVM_DIR = ROOT / "tests" / "jvm" / "kafka"
+# Must match KAFKA_REFERENCE_VERSIONS in the Makefile. 4.0.0 is the version minikafka
+# implements; the other is the newest 4.x release Maven Central serves.
+VERSIONS = ("4.0.0", "4.4.0")
+DEFAULT_VERSION = os.environ.get("KAFKA_VERSION", VERSIONS[-1])
+READY_LINE = "Kafka Server started"
+
+# Kafka's tools by the name of their bin/ script; the first class the jars hold is used
+# (ConfigCommand moved from core's kafka.admin to kafka-tools after 4.0).
+TOOL_CLASSES: dict[str, tuple[str, ...]] = {
+    "kafka-topics": ("org.apache.kafka.tools.TopicCommand",),
+    "kafka-configs": ("org.apache.kafka.tools.ConfigCommand", "kafka.admin.ConfigCommand"),
+    "kafka-console-producer": ("org.apache.kafka.tools.ConsoleProducer",),
+    "kafka-console-consumer": ("org.apache.kafka.tools.consumer.ConsoleConsumer",),
+    "kafka-consumer-groups": ("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",),
+    "kafka-groups": ("org.apache.kafka.tools.GroupsCommand",),
+    "kafka-acls": ("org.apache.kafka.tools.AclCommand",),
+    "kafka-transactions": ("org.apache.kafka.tools.TransactionsCommand",),
+    "kafka-get-offsets": ("org.apache.kafka.tools.GetOffsetShell",),
+    "kafka-delete-records": ("org.apache.kafka.tools.DeleteRecordsCommand",),
+    "kafka-log-dirs": ("org.apache.kafka.tools.LogDirsCommand",),
+    "kafka-features": ("org.apache.kafka.tools.FeatureCommand",),
+    "kafka-metadata-quorum": ("org.apache.kafka.tools.MetadataQuorumCommand",),
+    "kafka-leader-election": ("org.apache.kafka.tools.LeaderElectionCommand",),
+    "kafka-broker-api-versions": ("org.apache.kafka.tools.BrokerApiVersionsCommand",),
+    "kafka-producer-perf-test": ("org.apache.kafka.tools.ProducerPerformance",),
+    "kafka-consumer-perf-test": ("org.apache.kafka.tools.ConsumerPerformance",),
+    "kafka-storage": ("kafka.tools.StorageTool",),
+}
+
+
+def libs_dir(version: str) -> Path:
+    return ROOT / "build" / f"kafka-{version}" / "libs"
+
+
+def ensure_jars(version: str) -> Path:
+    """The version's jar directory, resolved with ``make kafka-jars`` when missing."""
+    libs = libs_dir(version)
+    if not (libs / ".installed").exists():
+        subprocess.run(
+            ["make", "-s", "-C", str(ROOT), "kafka-jars", f"KAFKA_REFERENCE_VERSIONS={version}"],
+            check=True,
+        )
+    return libs
+
+
+def java() -> str:
+    found = os.environ.get("KAFKA_REFERENCE_JAVA") or shutil.which("java")
+    if not found:
+        raise RuntimeError("no java on PATH (Kafka 4 needs Java 17+)")
+    return found
+
+
+@cache
+def _classes(version: str) -> frozenset[str]:
+    names: set[str] = set()
+    for jar in libs_dir(version).glob("kafka*.jar"):
+        with zipfile.ZipFile(jar) as zf:
+            names.update(
+                n[: -len(".class")].replace("/", ".") for n in zf.namelist() if n.endswith(".class")
+            )
+    return frozenset(names)
+
+
+def tool_class(version: str, tool: str) -> str:
+    for name in TOOL_CLASSES[tool]:
+        if name in _classes(version):
+            return name
+    raise LookupError(f"Kafka {version}'s jars hold none of {TOOL_CLASSES[tool]}")
+
+
+def java_command(version: str, main_class: str, *, heap: str, tool: bool) -> list[str]:
+    log_config = JVM_DIR / ("log4j2-tools.properties" if tool else "log4j2-broker.properties")
+    args = [
+        java(),
+        f"-Xmx{heap}",
+        "-Djava.awt.headless=true",
+        f"-Dlog4j2.configurationFile={log_config}",
+        "-cp",
+        str(libs_dir(version) / "*"),
+    ]
+    # Runs in tests are short and the machine small: C1 only and the serial collector start
+    # the JVM about a third faster and keep it off the other core (measured on 2 cores).
+    args[2:2] = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xshare:auto"]
+    return [*args, main_class]
+
+
+def run_tool(
+    tool: str,
+    args: list[str],
+    *,
+    version: str = DEFAULT_VERSION,
+    input: str | None = None,
+    timeout: float = 120.0,
+) -> subprocess.CompletedProcess[str]:
+    """Run Kafka's ``tool`` (a bin/ script's name, e.g. "kafka-topics") with ``args``."""
+    ensure_jars(version)
+    command = java_command(version, tool_class(version, tool), heap="256m", tool=True)
+    return subprocess.run(
+        [*command, *args],
+        input=input,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=None if input is not None else subprocess.DEVNULL,
+    )
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def random_cluster_id() -> str:
+    # Kafka's Uuid string form: URL-safe base64 of 16 bytes without padding; Kafka refuses
+    # ids that start with '-' (they read as options).
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
+
+
+_RUNNING: set[KafkaReference] = set()
+
+
+@atexit.register
+def _kill_leftovers() -> None:
+    for ref in list(_RUNNING):
+        ref.kill()
+
+
+class KafkaReference:
+    def __init__(
+        self,
+        version: str = DEFAULT_VERSION,
+        data_dir: Path | None = None,
+        overrides: dict[str, str] | None = None,
+        heap: str = "512m",
+    ) -> None:
+        self.version = version
+        self._own_dir = data_dir is None
+        self.data_dir = data_dir or Path(tempfile.mkdtemp(prefix=f"kafka-{version}-"))
+        self.overrides = dict(overrides or {})
+        self.heap = heap
+        self.port = 0
+        self.controller_port = 0
+        self.cluster_id = ""
+        self.start_seconds = 0.0
+        self.lines: list[str] = []
+        self.proc: subprocess.Popen[str] | None = None
+        self._ready = threading.Event()
+        self._reader: threading.Thread | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def properties(self) -> dict[str, str]:
+        settings = {
+            "process.roles": "broker,controller",
+            "node.id": "1",
+            "controller.quorum.bootstrap.servers": f"127.0.0.1:{self.controller_port}",
+            "listeners": (
+                f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}"
+            ),
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "log.dirs": str(self.data_dir / "logs"),
+            "num.partitions": "1",
+            "offsets.topic.replication.factor": "1",
+            "transaction.state.log.replication.factor": "1",
+            "transaction.state.log.min.isr": "1",
+            "share.coordinator.state.topic.replication.factor": "1",
+            "share.coordinator.state.topic.min.isr": "1",
+            # As the distribution's config/server.properties: no wait for more members.
+            "group.initial.rebalance.delay.ms": "0",
+        }
+        settings.update(self.overrides)
+        return settings
+
+    def _write_config(self) -> Path:
+        path = self.data_dir / "server.properties"
+        path.write_text("".join(f"{k}={v}\n" for k, v in self.properties().items()))
+        return path
+
+    def start(self, timeout: float = 180.0) -> str:
+        """Format a fresh log directory, start Kafka and return its bootstrap address."""
+        ensure_jars(self.version)
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.port, self.controller_port = free_port(), free_port()
+        while self.controller_port == self.port:
+            self.controller_port = free_port()
+        self.cluster_id = random_cluster_id()
+        config = self._write_config()
+        began = time.monotonic()
+        fmt = subprocess.run(
+            [
+                *java_command(self.version, "kafka.tools.StorageTool", heap="256m", tool=True),
+                "format",
+                "--standalone",
+                "--cluster-id",
+                self.cluster_id,
+                "--config",
+                str(config),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
+        if fmt.returncode != 0:
+            raise RuntimeError(f"kafka-storage format failed:\n{fmt.stdout}{fmt.stderr}")
+        self._ready.clear()
+        self.proc = subprocess.Popen(
+            [
+                *java_command(self.version, "kafka.Kafka", heap=self.heap, tool=False),
+                str(config),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            # Its own session: Ctrl-C on the foreground runner reaches Kafka only through stop().
+            start_new_session=True,
+        )
+        _RUNNING.add(self)
+        self._reader = threading.Thread(target=self._drain, daemon=True)
+        self._reader.start()
+        deadline = began + timeout
+        while not self._ready.wait(0.05):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.kill()
+                raise RuntimeError(
+                    f"Kafka {self.version} did not start:\n" + "".join(self.lines[-40:])
+                )
+        self.start_seconds = time.monotonic() - began
+        return self.bootstrap
+
+    def _drain(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.append(line)
+            if READY_LINE in line:
+                self._ready.set()
+
+    def log_text(self) -> str:
+        return "".join(self.lines)
+
+    def is_running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, timeout: float = 60.0) -> int | None:
+        """Controlled shutdown (SIGTERM); killed when it outlasts ``timeout``."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        self._finish()
+        return self.proc.returncode
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+        self._finish()
+
+    def _finish(self) -> None:
+        _RUNNING.discard(self)
+        if self._reader is not None:
+            self._reader.join(5)
+        if self.proc is not None and self.proc.stdout is not None:
+            self.proc.stdout.close()
+        if self._own_dir:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Run Apache Kafka in the foreground (Ctrl-C).")
+    parser.add_argument("--version", default=DEFAULT_VERSION, choices=VERSIONS)
+    args = parser.parse_args(argv)
+    ref = KafkaReference(args.version)
+    bootstrap = ref.start()
+    print(
+        f"Apache Kafka {args.version} ready in {ref.start_seconds:.1f}s: bootstrap {bootstrap} "
+        f"(data {ref.data_dir}); Ctrl-C stops it",
+        flush=True,
+    )
+    stopping = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stopping.set())
+    try:
+        while not stopping.is_set() and ref.is_running():
+            stopping.wait(0.5)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        code = ref.stop()
+        print(f"Apache Kafka stopped (exit {code})", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
