@@ -27,6 +27,7 @@ Deviations from Apache Kafka:
 
 from __future__ import annotations
 
+import difflib
 import ipaddress
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -47,7 +48,9 @@ __all__ = [
     "ConfigError",
     "Listener",
     "Property",
+    "closest_property",
     "env_var_to_property",
+    "is_known_property",
     "load_config",
     "make_config",
     "parse_properties",
@@ -1174,18 +1177,25 @@ def load_config(
     argv_file: str | None,
     env: Mapping[str, str],
     overrides: Iterable[str],
+    *,
+    origins: Mapping[str, str] | None = None,
 ) -> tuple[Config, list[str], dict[str, str]]:
     """Build the configuration from a properties file, environment and overrides.
 
     Returns the config, warnings to log, and for each explicitly set property (canonical
     name) the source that set it last: ``"file"``, ``"env"`` or ``"override"``.
+    ``origins`` names where an override came from when it was not ``--override`` (the
+    Python API's keyword arguments), for messages.
     Raises ConfigError on an invalid value or an unreadable file.
     """
     layers: list[tuple[str, str, dict[str, tuple[str, str]]]] = []
     if argv_file is not None:
         layers.append(("file", f"file {argv_file}", _read_file(argv_file)))
     layers.append(("env", "environment", _env_properties(env)))
-    layers.append(("override", "--override", _parse_overrides(overrides)))
+    given = _parse_overrides(overrides)
+    if origins:
+        given = {k: (v, origins.get(k, origin)) for k, (v, origin) in given.items()}
+    layers.append(("override", "--override", given))
 
     warnings: list[str] = []
     merged: dict[str, tuple[str, str]] = {}  # canonical name -> (raw value, origin)
@@ -1199,12 +1209,7 @@ def load_config(
             name = _ALIASES.get(key, key)
             # Every Kafka broker config is accepted (and described as set by DescribeConfigs);
             # minikafka acts only on those in PROPERTIES.
-            if (
-                name not in _BY_NAME
-                and name not in BROKER_CONFIGS
-                and name not in _AUTHORIZER_PROPERTIES
-                and not name.startswith(_LISTENER_PREFIX)
-            ):
+            if not is_known_property(name):
                 warnings.append(f"unknown property {key!r} (from {origin}) is ignored")
                 continue
             if name in seen and props[seen[name]][0].strip() != value.strip():
@@ -1333,10 +1338,31 @@ def _order_canonical_last(props: Mapping[str, object]) -> list[str]:
     return sorted(props, key=lambda k: k in _BY_NAME)
 
 
-def make_config(properties: Mapping[str, str] | None = None) -> Config:
-    """A Config from defaults plus ``properties`` (Kafka names), e.g. for tests."""
+def make_config(
+    properties: Mapping[str, str] | None = None, origins: Mapping[str, str] | None = None
+) -> Config:
+    """A Config from defaults plus ``properties`` (Kafka names), e.g. for tests; ``origins``
+    says where each came from, for messages (default ``--override``)."""
     overrides = [f"{k}={v}" for k, v in (properties or {}).items()]
-    return load_config(None, {}, overrides)[0]
+    return load_config(None, {}, overrides, origins=origins)[0]
+
+
+def is_known_property(name: str) -> bool:
+    """A property the broker reads, or one of Kafka's it accepts (a known spelling)."""
+    name = _ALIASES.get(name, name)
+    return (
+        name in _BY_NAME
+        or name in BROKER_CONFIGS
+        or name in _AUTHORIZER_PROPERTIES
+        or name.startswith(_LISTENER_PREFIX)
+    )
+
+
+def closest_property(name: str) -> str | None:
+    """The known property name nearest to a misspelt one, if one is near enough."""
+    names = [*_BY_NAME, *_ALIASES, *BROKER_CONFIGS, *_AUTHORIZER_PROPERTIES]
+    found = difflib.get_close_matches(name, names, n=1, cutoff=0.8)
+    return found[0] if found else None
 
 
 def properties_help() -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import difflib
 import functools
 import shutil
 import tempfile
@@ -23,7 +24,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
-from broker.config import make_config
+from broker.config import ConfigError, closest_property, is_known_property, make_config
 from broker.faults import FaultInjector
 from broker.host import BrokerHost
 from storage.store import TopicAlreadyExistsError
@@ -34,12 +35,59 @@ START_TIMEOUT_S = 30.0
 PropertyValue = str | int | float | bool
 
 
+# Broker's own keyword arguments, for the suggestion when one is misspelt.
+_OWN_KEYWORDS = ("data_dir", "host", "port", "control", "config")
+
+
 def kafka_properties(
     config: Mapping[str, PropertyValue] | None, keywords: Mapping[str, PropertyValue]
 ) -> dict[str, str]:
     """Kafka property names -> text; keywords spell ``.`` as ``_`` (Kafka's names have none)."""
     merged = {**(config or {}), **{k.replace("_", "."): v for k, v in keywords.items()}}
     return {k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in merged.items()}
+
+
+def property_origins(
+    config: Mapping[str, PropertyValue] | None,
+    keywords: Mapping[str, PropertyValue],
+    keyword_source: str = "keyword argument",
+) -> dict[str, str]:
+    """Kafka property name -> where the caller set it, for messages."""
+    origins = {name: f"config[{name!r}]" for name in config or {}}
+    for key, value in keywords.items():
+        origins[key.replace("_", ".")] = f"{keyword_source} {key}={value!r}"
+    return origins
+
+
+def check_property_names(
+    config: Mapping[str, PropertyValue] | None,
+    keywords: Mapping[str, PropertyValue],
+    keyword_source: str = "keyword argument",
+) -> None:
+    """Refuse a name that is no broker property, with the nearest one's spelling.
+
+    The command line warns and carries on, as Kafka does; here the programmer is at hand,
+    and a typo silently started with defaults costs more than the error.
+    """
+    for name in config or {}:
+        if not is_known_property(name):
+            near = closest_property(name)
+            hint = f": did you mean {near!r}?" if near else ""
+            raise ConfigError(None, f"unknown broker property {name!r} (in config=){hint}")
+    for key, value in keywords.items():
+        name = key.replace("_", ".")
+        if is_known_property(name):
+            continue
+        near = closest_property(name)
+        spelled = near.replace(".", "_") if near else None
+        if spelled is None:
+            found = difflib.get_close_matches(key, _OWN_KEYWORDS, n=1, cutoff=0.7)
+            spelled = found[0] if found else None
+        hint = f": did you mean {spelled}?" if spelled else ""
+        raise ConfigError(
+            None,
+            f"unknown broker property {name!r} ({keyword_source} {key}={value!r}){hint}",
+        )
 
 
 class Broker:
@@ -55,8 +103,10 @@ class Broker:
         config: Mapping[str, PropertyValue] | None = None,
         **properties: PropertyValue,
     ) -> None:
+        check_property_names(config, properties)
         self._own_dir = data_dir is None
         self.data_dir = Path(data_dir) if data_dir is not None else None
+        self._origins = property_origins(config, properties)
         self._properties = {
             "listeners": f"PLAINTEXT://{host}:{port}",
             # In the caller's process: no worker processes unless asked for (issue 19).
@@ -72,7 +122,7 @@ class Broker:
     async def start(self) -> Broker:
         if self.data_dir is None:
             self.data_dir = Path(tempfile.mkdtemp(prefix="minikafka-"))
-        config = make_config({**self._properties, "log.dirs": str(self.data_dir)})
+        config = make_config({**self._properties, "log.dirs": str(self.data_dir)}, self._origins)
         host = BrokerHost(config, self.faults)
         try:
             await host.start()

@@ -67,17 +67,27 @@ def _start(config: pytest.Config, tmp: Path, settings: dict[str, Any]) -> Thread
     return broker
 
 
+def _properties_only(settings: dict[str, Any]) -> dict[str, Any]:
+    """The settings that are broker properties (not ThreadedBroker's own arguments)."""
+    return {k: v for k, v in settings.items() if k not in ("host", "port", "control", "config")}
+
+
 @pytest.fixture
 def kafka_broker(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ThreadedBroker]:
+    from broker.embedded import check_property_names
+
     settings: dict[str, Any] = {}
     for marker in reversed(list(request.node.iter_markers("minikafka"))):
+        # A misspelt property would start a broker with the default: refused, named as set.
+        check_property_names(None, _properties_only(marker.kwargs), "@pytest.mark.minikafka")
         settings.update(marker.kwargs)
     param = getattr(request, "param", None)
     if param is not None:
         if not isinstance(param, dict):
             raise TypeError("parametrize kafka_broker with dicts of broker properties")
+        check_property_names(None, _properties_only(param), "kafka_broker parameter")
         settings.update(param)
     broker = _start(request.config, tmp_path_factory.mktemp("minikafka"), settings)
     try:

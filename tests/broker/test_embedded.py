@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import minikafka
+from broker.config import ConfigError
 from protocol.messages.api_versions import API_VERSIONS
 from storage.dir_lock import DataDirLockedError
 from tests.support.in_process_broker import in_process_broker
@@ -131,3 +132,25 @@ def test_two_in_process_brokers_on_one_data_dir_the_second_is_refused(tmp_path: 
         b"last--1",
         b"last-0",
     ]
+
+
+def test_a_misspelt_property_is_refused_with_the_closest_name() -> None:
+    with pytest.raises(ConfigError) as refused:
+        minikafka.ThreadedBroker(num_partition=3)
+    assert str(refused.value) == (
+        "unknown broker property 'num.partition' (keyword argument num_partition=3): "
+        "did you mean num_partitions?"
+    )
+    with pytest.raises(ConfigError, match=r"'compresion\.type' \(in config=\): did you mean "):
+        minikafka.Broker(config={"compresion.type": "lz4"})
+    with pytest.raises(ConfigError, match=r"did you mean port\?"):
+        minikafka.Broker(prot=9092)
+
+
+def test_an_invalid_value_names_the_keyword_argument() -> None:
+    with pytest.raises(ConfigError) as refused:
+        minikafka.ThreadedBroker(num_partitions="three").start()
+    assert str(refused.value) == (
+        "invalid value for num.partitions: 'three' is not an integer "
+        "(from keyword argument num_partitions='three')"
+    )

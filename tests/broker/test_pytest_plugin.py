@@ -70,3 +70,42 @@ def test_plugin_fixtures_markers_and_report(tmp_path: Path) -> None:
     figures = json.loads(report.read_text())
     assert figures["brokers"] == 5
     assert 0 < figures["ready_ms_median"] < 10_000
+
+
+TYPO_SUITE = """
+import pytest
+
+
+@pytest.mark.minikafka(num_partition=3)
+def test_misspelt_marker(kafka_broker):
+    pass
+
+
+@pytest.mark.parametrize("kafka_broker", [{"auto_create_topic_enable": False}], indirect=True)
+def test_misspelt_parameter(kafka_broker):
+    pass
+"""
+
+
+def test_a_misspelt_property_is_refused_with_the_closest_name(tmp_path: Path) -> None:
+    (tmp_path / "test_typo.py").write_text(TYPO_SUITE)
+    args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    if not any(ep.name == "minikafka" for ep in entry_points(group="pytest11")):
+        args += ["-p", "minikafka.pytest_plugin"]
+    done = subprocess.run(
+        [*args, str(tmp_path)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert "2 errors" in done.stdout, done.stdout + done.stderr
+    assert (
+        "unknown broker property 'num.partition' (@pytest.mark.minikafka num_partition=3): "
+        "did you mean num_partitions?"
+    ) in done.stdout
+    assert (
+        "unknown broker property 'auto.create.topic.enable' (kafka_broker parameter "
+        "auto_create_topic_enable=False): did you mean auto_create_topics_enable?"
+    ) in done.stdout
