@@ -29,12 +29,12 @@ typecheck: setup
 	$(VENV)/bin/mypy
 
 unit: setup
-	$(PY) -m pytest -m "not e2e and not compat and not spark and not fuzz and not reference" $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not e2e and not compat and not spark and not fuzz and not reference and not streams" $(PYTEST_ARGS)
 
 # The compat tests need kcat, kafkajs and Java: `make compat` installs them and runs them;
 # the Spark tests need pyspark and Java: `make spark`.
 test: lint typecheck
-	$(PY) -m pytest -m "not compat and not spark and not fuzz and not reference" $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not compat and not spark and not fuzz and not reference and not streams" $(PYTEST_ARGS)
 
 # Hypothesis against one real broker process for FUZZ_SECONDS (default 60): request frames of
 # every API, mutated, cut short or with huge lengths, and SASL exchanges (tests/fuzz). What it
@@ -217,3 +217,21 @@ reference: setup kafka-jars
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache $(COMPAT_JS)/node_modules
+
+# Python stream processors (quixstreams, faust-streaming, faststream, kstreams, aiokafka's
+# transactional loop) run as applications against a real broker (tests/streams). The
+# `streams` extra goes into its own virtualenv, build/streams-venv (quixstreams pins
+# confluent-kafka below the project's); the tests themselves run in the project's venv.
+STREAMS_VENV := build/streams-venv
+STREAMS_STAMP := $(STREAMS_VENV)/.installed
+
+$(STREAMS_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(STREAMS_VENV)
+	$(STREAMS_VENV)/bin/python -m pip install -q --upgrade pip
+	$(PYTHON) -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['streams']))" > $(STREAMS_VENV)/requirements.txt
+	$(STREAMS_VENV)/bin/python -m pip install -q -r $(STREAMS_VENV)/requirements.txt
+	touch $@
+
+.PHONY: streams
+streams: setup $(STREAMS_STAMP)
+	$(PY) -m pytest -m streams tests/streams $(PYTEST_ARGS)
