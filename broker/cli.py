@@ -16,6 +16,7 @@ import logging
 import os
 import sys
 
+from broker import __version__
 from broker.config import ConfigError, load_config, properties_help
 from broker.logging_setup import configure
 
@@ -50,6 +51,11 @@ def build_parser() -> argparse.ArgumentParser:
         nargs="?",
         metavar="server.properties",
         help="Kafka-style properties file (optional)",
+    )
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"minikafka {__version__} (Apache Kafka 4.0 protocol)",
     )
     parser.add_argument(
         "--override",

@@ -29,7 +29,7 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
-from broker.faults import OPERATIONS
+from broker.faults import HOST_OPERATIONS, OPERATIONS, FaultInjector, operation_fields
 
 DEFAULT_URL = "http://127.0.0.1:9644"
 URL_ENV = "MINIKAFKA_CONTROL_URL"
@@ -39,7 +39,7 @@ TOKEN_FILE = "control.token"
 DATA_DIR_ENV = "KAFKA_LOG_DIRS"
 DEFAULT_DATA_DIR = "/tmp/kafka-logs"
 GET_OPERATIONS = ("status", "requests")
-ALL_OPERATIONS = (*OPERATIONS, "crash-restart")
+ALL_OPERATIONS = (*OPERATIONS, *HOST_OPERATIONS)
 
 USAGE = f"""usage: minikafka fault [--url URL] [--token TOKEN | --data-dir DIR] OPERATION \
 [--field value]...
@@ -48,7 +48,25 @@ operations: {", ".join(ALL_OPERATIONS)}
 URL defaults to ${URL_ENV} or {DEFAULT_URL} (the broker's minikafka.control.listener).
 TOKEN defaults to ${TOKEN_ENV}, else DIR/{TOKEN_FILE}; DIR (the broker's log.dirs) to
 ${DATA_DIR_ENV} or {DEFAULT_DATA_DIR}.
-See docs/TESTING_WITH_MINIKAFKA.md for each operation's fields."""
+'minikafka fault --help' lists each operation's fields."""
+
+
+def operations_help() -> str:
+    """Each operation with its fields (from FaultInjector's signatures) and its summary."""
+    lines = ["operations (fields in [] are optional):"]
+    for name in OPERATIONS:
+        flags = []
+        for field, param in operation_fields(name).items():
+            flag = f"--{field.replace('_', '-')} {field.upper()}"
+            flags.append(flag if param.default is param.empty else f"[{flag}]")
+        lines.append(f"  {name} {' '.join(flags)}".rstrip())
+        doc = inspect.getdoc(getattr(FaultInjector, OPERATIONS[name])) or ""
+        summary = " ".join(doc.split("\n\n")[0].split()).replace("``", "")
+        if summary:
+            lines.append(f"      {summary}")
+    lines.append("  crash-restart [--down-s DOWN_S]")
+    lines.append("      Crash as SIGKILL would, stay down DOWN_S seconds, start again.")
+    return "\n".join(lines)
 
 
 def parse_args(argv: list[str]) -> tuple[str, str | None, str, dict[str, Any]]:
@@ -136,7 +154,7 @@ def request(
 
 def main(argv: list[str]) -> int:
     if argv[:1] in (["-h"], ["--help"]):
-        print(USAGE)
+        print(f"{USAGE}\n\n{operations_help()}")
         return 0
     try:
         url, token, operation, fields = parse_args(argv)

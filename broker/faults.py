@@ -272,6 +272,16 @@ class FaultInjector:
         if not isinstance(topic, str) or not topic:
             raise FaultError(f"topic must be a topic name, got {topic!r}")
         _int("partition", partition, 0)
+        if self._state is not None:
+            # A typo would otherwise "take offline" nothing, and the test pass for no reason.
+            info = self._state.store.topic(topic)
+            if info is None:
+                raise FaultError(f"no topic {topic!r} on this broker")
+            if partition >= len(info.partitions):
+                raise FaultError(
+                    f"topic {topic!r} has {len(info.partitions)} partition(s); "
+                    f"no partition {partition}"
+                )
         expires = (
             None if duration_s is None else self._clock() + check_seconds("duration_s", duration_s)
         )
@@ -308,7 +318,10 @@ class FaultInjector:
     def requests(self, *, api: object = None, client_id: str | None = None) -> list[dict[str, Any]]:
         """Logged requests, oldest first, optionally only one API or client id."""
         if self._log is None:
-            raise FaultError("the request log is off: call log_requests first")
+            raise FaultError(
+                "the request log is off: start it first (minikafka fault log-requests, "
+                "POST /v1/log-requests or faults.log_requests())"
+            )
         key = None if api is None else resolve_api(api).key
         client_id = _optional_str("client_id", client_id)
         return [
@@ -629,11 +642,21 @@ OPERATIONS: dict[str, str] = {
 }
 
 
+# Operations of the broker's host rather than of FaultInjector (broker.host.BrokerHost).
+HOST_OPERATIONS = ("crash-restart",)
+
+
+def operation_fields(name: str) -> dict[str, inspect.Parameter]:
+    """An operation's fields (its method's parameters), for help texts."""
+    return _signature_params(getattr(FaultInjector, OPERATIONS[name]))
+
+
 def call_operation(faults: FaultInjector, name: str, args: dict[str, Any]) -> Any:
     """Run operation ``name`` with JSON arguments; FaultError for unknown names or fields."""
     method_name = OPERATIONS.get(name)
     if method_name is None:
-        raise FaultError(f"unknown operation {name!r}; known: {', '.join(OPERATIONS)}")
+        known = ", ".join([*OPERATIONS, *HOST_OPERATIONS])
+        raise FaultError(f"unknown operation {name!r}; known: {known}")
     method = getattr(faults, method_name)
     params = _signature_params(method)
     unknown = sorted(set(args) - set(params))

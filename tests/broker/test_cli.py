@@ -166,3 +166,18 @@ def test_log_format_matches_kafka_layout(capsys: pytest.CaptureFixture[str]) -> 
     pattern = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} INFO \[broker\.server\] hello there"
     assert re.fullmatch(pattern, lines[0])
     assert lines[1].endswith("DEBUG [broker.x] fine detail")
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    from broker import __version__
+
+    assert cli.main(["--version"]) == 0
+    assert capsys.readouterr().out.startswith(f"minikafka {__version__} ")
+
+
+def test_fault_help_lists_each_operations_fields(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["fault", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "  offline --topic TOPIC --partition PARTITION [--duration-s DURATION_S]\n" in out
+    assert "  error --api API --error ERROR [--count COUNT]" in out
+    assert "  crash-restart [--down-s DOWN_S]\n" in out

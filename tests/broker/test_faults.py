@@ -106,3 +106,28 @@ def test_the_request_log_summarises_record_batches() -> None:
             }
         ],
     }
+
+
+def test_an_unknown_operation_lists_every_operation_the_control_plane_has() -> None:
+    with pytest.raises(
+        FaultError, match=r"unknown operation 'crash'; known: error, .*crash-restart"
+    ):
+        call_operation(FaultInjector(), "crash", {})
+
+
+def test_the_request_log_off_names_the_operation_as_the_cli_spells_it() -> None:
+    with pytest.raises(FaultError, match="minikafka fault log-requests"):
+        FaultInjector().requests()
+
+
+def test_taking_offline_a_partition_the_broker_does_not_have_is_refused() -> None:
+    from minikafka import ThreadedBroker
+
+    with ThreadedBroker() as broker:
+        broker.create_topic("t", 2)
+        with pytest.raises(FaultError, match="no topic 'no-such-topic' on this broker"):
+            broker.faults.take_offline("no-such-topic", 0)
+        with pytest.raises(FaultError, match="topic 't' has 2 partition"):
+            broker.faults.take_offline("t", 2)
+        broker.faults.take_offline("t", 1)
+        assert broker.faults.status()["offline"] == [{"topic": "t", "partition": 1}]
