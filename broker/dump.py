@@ -21,6 +21,7 @@ path.
 from __future__ import annotations
 
 import argparse
+import datetime
 import os
 import sys
 from collections.abc import Iterator, Sequence
@@ -124,6 +125,17 @@ def _show(value: object) -> str:
     return text if len(text) <= _SHOW_CHARS else text[: _SHOW_CHARS - 3] + "..."
 
 
+def _ts(millis: int) -> str:
+    """Epoch millis as stored, and as people read them (ISO 8601, UTC)."""
+    if millis < 0:
+        return f"{millis} (none)"  # RecordBatch.NO_TIMESTAMP
+    try:
+        when = datetime.datetime.fromtimestamp(millis / 1000, tz=datetime.UTC)
+    except (OverflowError, OSError, ValueError):
+        return f"{millis} (out of range)"
+    return f"{millis} ({when.isoformat(timespec='milliseconds').replace('+00:00', 'Z')})"
+
+
 def _batch_line(h: BatchHeader, good_crc: bool) -> str:
     seq = f"{h.base_sequence}..{h.last_sequence}" if h.base_sequence >= 0 else "-"
     flags = "".join(
@@ -138,7 +150,7 @@ def _batch_line(h: BatchHeader, good_crc: bool) -> str:
     return (
         f"offset {h.base_offset}..{h.last_offset} pid {h.producer_id} epoch {h.producer_epoch}"
         f" seq {seq} codec {codec_name(h.compression)} count {h.records_count}"
-        f" ts {h.base_timestamp}..{h.max_timestamp} size {h.size}"
+        f" ts {_ts(h.base_timestamp)}..{_ts(h.max_timestamp)} size {h.size}"
         f" crc {'ok' if good_crc else 'BAD'}{flags}"
     )
 
@@ -184,7 +196,7 @@ def _print_records(batch: _Batch, out: TextIO) -> bool:
     for r in records:
         print(
             f"      offset {h.base_offset + r.offset_delta}"
-            f" ts {h.base_timestamp + r.timestamp_delta}"
+            f" ts {_ts(h.base_timestamp + r.timestamp_delta)}"
             f" key {_show(r.key)} value {_show(r.value)} headers {_show(list(r.headers))}",
             file=out,
         )

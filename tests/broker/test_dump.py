@@ -13,6 +13,9 @@ from protocol import compression
 from protocol.records import CorruptBatchError, Record, build_batch, set_base_offset
 
 TS = 1_700_000_000_000
+# TS and TS + 7 as people read them.
+AT = "(2023-11-14T22:13:20.000Z)"
+AT_7 = "(2023-11-14T22:13:20.007Z)"
 
 
 def batch_at(offset: int, n: int = 2, **kw: int) -> bytes:
@@ -70,7 +73,7 @@ def test_dump_data_dir(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> No
     lines = [line.strip() for line in out.splitlines() if line.strip().startswith("offset")]
     assert len(lines) == 4
     assert lines[0] == (
-        f"offset 0..1 pid -1 epoch -1 seq - codec none count 2 ts {TS}..{TS} "
+        f"offset 0..1 pid -1 epoch -1 seq - codec none count 2 ts {TS} {AT}..{TS} {AT} "
         f"size {len(batch_at(0))} crc ok"
     )
     assert "offset 2..4" in lines[1] and "codec lz4" in lines[1] and "count 3" in lines[1]
@@ -105,11 +108,11 @@ def test_dump_records(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert main([str(tmp_path), "--records"]) == 0
     lines = [line.strip() for line in capsys.readouterr().out.splitlines()]
     first = next(line for line in lines if line.startswith("offset 40 ts"))
-    assert f"ts {TS} key b'key' value b'xxx" in first
+    assert f"ts {TS} {AT} key b'key' value b'xxx" in first
     assert first.endswith("... headers [('h', b'1')]")
     value_repr = first.split(" value ")[1].split(" headers ")[0]
     assert len(value_repr) == 80 and value_repr.endswith("...")
-    assert f"offset 41 ts {TS + 7} key None value b'short' headers []" in lines
+    assert f"offset 41 ts {TS + 7} {AT_7} key None value b'short' headers []" in lines
 
 
 def test_bad_crc_is_reported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
