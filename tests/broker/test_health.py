@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -109,10 +110,50 @@ def test_peer_that_is_not_kafka_exits_1() -> None:
         thread = threading.Thread(target=answer_like_http)
         thread.start()
         try:
-            with pytest.raises(health.HealthError, match="bad answer"):
+            with pytest.raises(health.HealthError, match="bad answer") as refused:
+                health.check("127.0.0.1", server.getsockname()[1], timeout=5)
+            assert "this looks like HTTP ('HTTP'...), not the Kafka protocol" in str(refused.value)
+        finally:
+            thread.join(5)
+
+
+def test_peer_speaking_tls_is_named() -> None:
+    # A TLS listener answers a plaintext ApiVersions with an alert record.
+    with socket.create_server(("127.0.0.1", 0)) as server:
+
+        def answer_like_tls() -> None:
+            conn, _ = server.accept()
+            with conn:
+                conn.recv(1024)
+                conn.sendall(b"\x15\x03\x03\x00\x02\x02\x46")
+
+        thread = threading.Thread(target=answer_like_tls)
+        thread.start()
+        try:
+            with pytest.raises(health.HealthError, match="this looks like TLS, not plaintext"):
                 health.check("127.0.0.1", server.getsockname()[1], timeout=5)
         finally:
             thread.join(5)
+
+
+@pytest.mark.parametrize(
+    ("first_bytes", "said"),
+    [
+        (b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n", "this looks like HTTP ('GET '...)"),
+        # A TLS ClientHello's record header: a client configured for SSL.
+        (b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + bytes(32), "this looks like TLS"),
+    ],
+    ids=["http", "tls"],
+)
+def test_another_protocol_on_the_kafka_port_is_named_in_the_log(
+    broker: BrokerProcess, first_bytes: bytes, said: str
+) -> None:
+    with socket.create_connection(("127.0.0.1", broker.port), timeout=10) as sock:
+        sock.sendall(first_bytes)
+        # The broker closes the connection without an answer.
+        assert sock.recv(100) == b""
+    line = broker.wait_for_log(f"closing connection from .*{re.escape(said)}")
+    assert "frame length" not in line
 
 
 @pytest.mark.parametrize(
