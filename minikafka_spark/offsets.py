@@ -99,6 +99,37 @@ class OffsetRange:
         return max(0, self.until_offset - self.from_offset)
 
 
+def split_ranges(ranges: Iterable[OffsetRange], min_partitions: int | None) -> list[OffsetRange]:
+    """Spark's KafkaOffsetRangeCalculator.getRanges: empty ranges dropped; with minPartitions
+    above the number of ranges, large ranges are cut into about size / total * minPartitions
+    consecutive pieces (ranges whose share rounds to one piece stay whole and are left out of
+    the proportion), so a task reads a piece of a partition instead of all of it."""
+    kept = [r for r in ranges if r.size > 0]
+    if min_partitions is None or len(kept) >= min_partitions:
+        return kept
+
+    def part_count(size: int, total: int, parts: int) -> int:
+        # Java's Math.round: half rounds up (Python's round would go to the even number).
+        return max(math.floor(size / total * parts + 0.5), 1)
+
+    total = sum(r.size for r in kept)
+    unsplit = [r for r in kept if part_count(r.size, total, min_partitions) == 1]
+    split_total = total - sum(r.size for r in unsplit)
+    split_min = max(min_partitions - len(unsplit), 1)
+    result: list[OffsetRange] = []
+    for r in kept:
+        parts = 1 if r in unsplit else part_count(r.size, split_total, split_min)
+        remaining, start = r.size, r.from_offset
+        for part in range(parts):
+            # Integer division; the last piece takes what rounding left over.
+            piece = remaining // (parts - part)
+            remaining -= piece
+            end = min(start + piece, r.until_offset)
+            result.append(OffsetRange(r.topic, r.partition, start, end))
+            start = end
+    return [r for r in result if r.size > 0]
+
+
 class OffsetResolver:
     """Driver-side look-ups through one Admin client (Spark's KafkaOffsetReaderAdmin)."""
 

@@ -74,6 +74,20 @@ def _positive_int(lowered: Mapping[str, str], name: str) -> int | None:
     return value
 
 
+def _min_partitions(lowered: Mapping[str, str]) -> int | None:
+    # KafkaSourceProvider.validateGeneralOptions: an integer (`toInt`), and positive.
+    raw = lowered.get("minpartitions")
+    if raw is None:
+        return None
+    try:
+        value = int(raw)
+    except ValueError as exc:
+        raise OptionError(f'For input string: "{raw}" (minPartitions)') from exc
+    if value <= 0:
+        raise OptionError("minPartitions must be positive")
+    return value
+
+
 @dataclass(frozen=True)
 class Subscription:
     """Which partitions a source reads: Spark's ConsumerStrategy (Assign, Subscribe,
@@ -95,10 +109,16 @@ class Subscription:
 
 def _subscription(lowered: Mapping[str, str]) -> Subscription:
     chosen = [name for name in _STRATEGIES if name in lowered]
-    if len(chosen) != 1:
+    if not chosen:
         raise OptionError(
             "One of the following options must be specified for Kafka source: "
             "subscribe, subscribePattern, assign. See the docs for more details."
+        )
+    if len(chosen) > 1:
+        # KafkaSourceProvider.validateGeneralOptions's words, its lower-case option keys too.
+        raise OptionError(
+            "Only one of the following options can be specified for Kafka source: "
+            "subscribe, subscribepattern, assign. See the docs for more details."
         )
     kind = chosen[0]
     raw = lowered[kind]
@@ -140,6 +160,7 @@ class SourceOptions:
     include_headers: bool
     include_producer_metadata: bool
     max_offsets_per_trigger: int | None
+    min_partitions: int | None  # split ranges into about this many tasks (Spark's)
     poll_timeout_ms: int
     group_id_prefix: str
     client_params: dict[str, str] = field(default_factory=dict)
@@ -222,6 +243,7 @@ def source_options(options: Mapping[str, str], streaming: bool) -> SourceOptions
         include_headers=_bool(lowered, "includeHeaders", False),
         include_producer_metadata=_bool(lowered, "includeProducerMetadata", False),
         max_offsets_per_trigger=_positive_int(lowered, "maxOffsetsPerTrigger"),
+        min_partitions=_min_partitions(lowered),
         poll_timeout_ms=_positive_int(lowered, "kafkaConsumer.pollTimeoutMs")
         or _DEFAULT_POLL_TIMEOUT_MS,
         group_id_prefix=prefix,

@@ -31,6 +31,7 @@ from minikafka_spark.offsets import (
     PartitionOffsets,
     from_json_dict,
     rate_limit,
+    split_ranges,
     to_json_dict,
 )
 from minikafka_spark.options import SourceOptions
@@ -46,9 +47,9 @@ class RangePartition(InputPartition):
 
 
 def _ranges(
-    start: PartitionOffsets, end: PartitionOffsets, fail_on_data_loss: bool
-) -> list[RangePartition]:
-    partitions = []
+    start: PartitionOffsets, end: PartitionOffsets, options: SourceOptions
+) -> list[InputPartition]:
+    ranges = []
     for tp, until in sorted(end.items()):
         begin = start.get(tp)
         if begin is None:
@@ -57,12 +58,19 @@ def _ranges(
             _report_data_loss(
                 f"Partition {tp[0]}-{tp[1]}'s offset was changed from {begin} to {until}, "
                 "some data may have been missed",
-                fail_on_data_loss,
+                options.fail_on_data_loss,
             )
             continue
-        if until > begin:
-            partitions.append(RangePartition(OffsetRange(tp[0], tp[1], begin, until)))
-    return partitions
+        ranges.append(OffsetRange(tp[0], tp[1], begin, until))
+    return [RangePartition(r) for r in split_ranges(ranges, options.min_partitions)]
+
+
+def _read(options: SourceOptions, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+    # With nothing to read, partitions() is empty and pyspark's batch read still runs one
+    # task on a placeholder InputPartition(None): it yields no rows, as Spark's connector
+    # answers 0 rows.
+    if isinstance(partition, RangePartition):
+        yield from read_range(options, partition.range)
 
 
 def _report_data_loss(message: str, fail_on_data_loss: bool) -> None:
@@ -88,11 +96,10 @@ class KafkaBatchReader(DataSourceReader):
         end = resolver.ending(partitions)
         if any(offset == EARLIEST for offset in start.values()):
             start = {**start, **resolver.earliest(tp for tp, o in start.items() if o == EARLIEST)}
-        return _ranges(start, end, self.options.fail_on_data_loss)
+        return _ranges(start, end, self.options)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, RangePartition)
-        yield from read_range(self.options, partition.range)
+        return _read(self.options, partition)
 
 
 class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -155,11 +162,10 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         new_partitions = [tp for tp in until if tp not in begin]
         if new_partitions:
             begin = {**begin, **self.resolver.earliest(new_partitions)}
-        return _ranges(begin, until, self.options.fail_on_data_loss)
+        return _ranges(begin, until, self.options)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, RangePartition)
-        yield from read_range(self.options, partition.range)
+        return _read(self.options, partition)
 
     def commit(self, end: dict[str, Any]) -> None:
         # Offsets live in Spark's checkpoint; nothing is committed to Kafka (Spark's

@@ -47,6 +47,16 @@ class KafkaDataSource(DataSource):
         return KafkaStreamReader(source_options(self.options, streaming=True))
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        if overwrite:
+            # Spark's connector refuses Overwrite (KafkaSourceProvider.createRelation,
+            # _LEGACY_ERROR_TEMP_3081): a topic cannot be truncated. Its default mode,
+            # ErrorIfExists, Spark itself refuses for Python data sources
+            # (UNSUPPORTED_DATA_SOURCE_SAVE_MODE) before this is called.
+            raise OptionError(
+                "Save mode Overwrite not allowed for Kafka. Allowed save modes are Append and "
+                "ErrorIfExists (default). Spark takes only Append for a Python data source "
+                "such as this one."
+            )
         options = sink_options(self.options)
         validate_input_schema(schema, options)
         return KafkaBatchWriter(options)

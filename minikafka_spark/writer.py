@@ -37,6 +37,7 @@ from pyspark.sql.types import (
     DataType,
     IntegerType,
     StringType,
+    StructField,
     StructType,
 )
 
@@ -54,13 +55,27 @@ BATCH_ID_PROPERTY = "streaming.sql.batchId"
 QUERY_ID_PROPERTY = "sql.streaming.queryId"
 
 
+def _loose(data_type: DataType) -> DataType:
+    """The type as DataTypeUtils.sameType compares it: nullability left out (every field and
+    element nullable) and struct field names in lower case (Spark's analysis is
+    case-insensitive by default). So `F.array(F.struct(F.lit("h1").alias("key"), ...))`,
+    whose fields are not nullable, is a headers column as it is for Spark's connector."""
+    if isinstance(data_type, ArrayType):
+        return ArrayType(_loose(data_type.elementType), True)
+    if isinstance(data_type, StructType):
+        return StructType(
+            [StructField(f.name.lower(), _loose(f.dataType), True) for f in data_type.fields]
+        )
+    return data_type
+
+
 def validate_input_schema(schema: StructType, options: SinkOptions) -> None:
     """KafkaWriter.validateQuery's checks, with its messages."""
     fields = {f.name.lower(): f.dataType for f in schema.fields}
 
     def check(name: str, allowed: tuple[DataType, ...], wanted: str) -> None:
         data_type = fields.get(name)
-        if data_type is not None and data_type not in allowed:
+        if data_type is not None and _loose(data_type) not in [_loose(a) for a in allowed]:
             raise OptionError(f"{name} attribute type must be a {wanted}")
 
     if options.topic is None and "topic" not in fields:
@@ -76,7 +91,7 @@ def validate_input_schema(schema: StructType, options: SinkOptions) -> None:
     check("partition", (IntegerType(),), "IntegerType")
     check(
         "headers",
-        (ArrayType(HEADER_TYPE), ArrayType(HEADER_TYPE, False)),
+        (ArrayType(HEADER_TYPE),),
         "ArrayType(StructType(StructField(key,StringType),StructField(value,BinaryType)))",
     )
 
@@ -138,7 +153,8 @@ def _rows(batches: Iterator[pa.RecordBatch], topic_option: str | None) -> Iterat
                 _bytes(keys[i]),
                 _bytes(values[i]),
                 partitions[i],
-                [(h["key"], h["value"]) for h in row_headers] if row_headers else None,
+                # By position: the struct's field names matched case-insensitively.
+                [tuple(h.values()) for h in row_headers] if row_headers else None,
             )
 
 

@@ -6,7 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from minikafka_spark.offsets import parse_assign, parse_partition_numbers, rate_limit
+from minikafka_spark.offsets import (
+    OffsetRange,
+    parse_assign,
+    parse_partition_numbers,
+    rate_limit,
+    split_ranges,
+)
 from minikafka_spark.options import OptionError, sink_options, source_options
 
 BASE = {"kafka.bootstrap.servers": "127.0.0.1:9092"}
@@ -15,7 +21,10 @@ BASE = {"kafka.bootstrap.servers": "127.0.0.1:9092"}
 def test_exactly_one_subscription_strategy_is_required() -> None:
     with pytest.raises(OptionError, match="subscribe, subscribePattern, assign"):
         source_options(BASE, streaming=False)
-    with pytest.raises(OptionError, match="subscribe, subscribePattern, assign"):
+    # Spark's words, with its lower-case option keys.
+    with pytest.raises(
+        OptionError, match="Only one of the following options can be specified for Kafka source"
+    ):
         source_options({**BASE, "subscribe": "a", "subscribePattern": "a.*"}, streaming=False)
 
 
@@ -60,6 +69,8 @@ def test_defaults_are_spark_s() -> None:
         ({"kafka.value.deserializer": "x"}, False, "value.deserializer"),
         ({"maxOffsetsPerTrigger": "0"}, True, "must be a positive integer"),
         ({"failOnDataLoss": "maybe"}, True, "must be true or false"),
+        ({"minPartitions": "0"}, False, "minPartitions must be positive"),
+        ({"minPartitions": "many"}, True, "minPartitions"),
     ],
 )
 def test_source_refuses_what_spark_refuses(
@@ -112,3 +123,31 @@ def test_rate_limit_shares_the_limit_in_proportion_to_each_backlog() -> None:
         ("t", 1): 1,
     }
     assert rate_limit(start, end, 10_000) == end
+
+
+def test_min_partitions_splits_as_spark_s_offset_range_calculator() -> None:
+    a, b, c = OffsetRange("t", 0, 0, 100), OffsetRange("t", 1, 0, 50), OffsetRange("t", 2, 7, 7)
+    assert split_ranges([a, b, c], None) == [a, b]  # empty ranges dropped
+    assert split_ranges([a, b], 2) == [a, b]
+    # KafkaOffsetRangeCalculatorSuite's case: 100 and 50 offsets in 3 tasks, 2 + 1.
+    assert split_ranges([a, b], 3) == [
+        OffsetRange("t", 0, 0, 50),
+        OffsetRange("t", 0, 50, 100),
+        b,
+    ]
+    # The last piece takes what integer division left over.
+    assert split_ranges([OffsetRange("t", 0, 0, 10)], 3) == [
+        OffsetRange("t", 0, 0, 3),
+        OffsetRange("t", 0, 3, 6),
+        OffsetRange("t", 0, 6, 10),
+    ]
+    # A share of 2.5 pieces rounds up, as Java's Math.round (Python's round gives 2).
+    halves = split_ranges([OffsetRange("t", 0, 0, 50), OffsetRange("t", 1, 0, 50)], 5)
+    assert [(r.partition, r.from_offset, r.until_offset) for r in halves] == [
+        (0, 0, 16),
+        (0, 16, 33),
+        (0, 33, 50),
+        (1, 0, 16),
+        (1, 16, 33),
+        (1, 33, 50),
+    ]
