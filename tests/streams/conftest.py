@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.streams.support import TIMINGS, streams_python
+from tests.streams.support import NOTES, TIMINGS, streams_python
 from tests.support.broker_process import BrokerProcess
 
 
@@ -47,3 +47,5 @@ def broker(tmp_path: Path) -> Iterator[BrokerProcess]:
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     for what, seconds in TIMINGS.items():
         terminalreporter.write_line(f"{what}: {seconds:.2f} s")
+    for what, fact in NOTES.items():
+        terminalreporter.write_line(f"{what}: {fact}")

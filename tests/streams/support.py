@@ -18,6 +18,8 @@ APPS = Path(__file__).resolve().parent / "apps"
 VENV_PYTHON = ROOT / "build" / "streams-venv" / "bin" / "python"
 # Seconds measured by the tests, reported at the end of the run (conftest).
 TIMINGS: dict[str, float] = {}
+# Other facts worth seeing in the run's output (duplicates an at-least-once flow made).
+NOTES: dict[str, str] = {}
 
 
 def streams_python() -> str:
