@@ -16,6 +16,7 @@ class PlainServer:
 
     def __init__(self, users: Mapping[str, str]) -> None:
         self._users = users
+        self.attempted_user: str | None = None
         self._authorization_id: str | None = None
 
     @property
@@ -35,6 +36,8 @@ class PlainServer:
                 f"Invalid SASL/PLAIN response: expected 3 tokens, got {min(len(tokens), 4)}"
             )
         authzid, username, password = tokens
+        # Named in the failed-login log line (rate-limited per user and address).
+        self.attempted_user = username or None
         if not username:
             raise SaslAuthenticationError("Authentication failed: username not specified")
         if not password:

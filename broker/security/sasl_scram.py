@@ -73,6 +73,7 @@ class ScramServer:
         self._type, self._digest, self._min_iterations = MECHANISMS[mechanism]
         self._lookup = lookup
         self._state = "client-first"
+        self.attempted_user: str | None = None
         self._user: str | None = None
         self._credential: ScramCredential | None = None
         self._client_first_bare = ""
@@ -105,6 +106,8 @@ class ScramServer:
         if match is None:
             raise SaslError(f"Invalid SCRAM client first message format: {message}")
         user = username(match["saslname"])
+        # Named in the failed-login log line (rate-limited per user and address).
+        self.attempted_user = user
         cred = self._lookup(user, self._type)
         if cred is None:
             raise SaslError("Authentication failed: Invalid user credentials")

@@ -283,13 +283,32 @@ class SaslSession:
         )
 
     def _fail(self, conn: KafkaConnection, reason: str, answer: Parts | None) -> Parts | None:
-        # Kafka: "Failed authentication with /<host> (<reason>)", INFO.
-        log.info(
-            "closing connection: failed authentication with %s on listener %s (%s)",
-            conn.peer,
-            self.listener,
-            reason,
-        )
+        # Kafka: "Failed authentication with /<host> (<reason>)", INFO, once per connection.
+        # A client retrying with a wrong password makes dozens a second: one line per user
+        # and address a minute, with the count of the ones left out.
+        user = getattr(self._server, "attempted_user", None)
+        host = conn.peer.rsplit(":", 1)[0]
+        left_out = conn.state.failed_login_log.allow((host, user))
+        as_user = "" if user is None else f" as {user!r}"
+        if left_out is None:
+            log.debug(
+                "closing connection: failed authentication with %s on listener %s%s (%s)",
+                conn.peer,
+                self.listener,
+                as_user,
+                reason,
+            )
+        else:
+            log.info(
+                "closing connection: failed authentication with %s on listener %s%s (%s)%s",
+                conn.peer,
+                self.listener,
+                as_user,
+                reason,
+                f"; {left_out} more from {host}{as_user} since the last such line"
+                if left_out
+                else "",
+            )
         self.phase = FAILED
         transport = conn.transport
         if answer is not None and transport is not None and not transport.is_closing():

@@ -111,6 +111,27 @@ def test_wrong_password_fails_with_kafkas_message_then_closes(sasl_broker: Broke
     sasl_broker.wait_for_log("failed authentication with .*Invalid username or password")
 
 
+def test_failed_logins_are_logged_once_per_user_and_address_a_minute(
+    sasl_broker: BrokerProcess,
+) -> None:
+    # A client retrying with a wrong password: dozens of connections a second.
+    for _ in range(30):
+        with RawClient(sasl_port(sasl_broker)) as client:
+            plain_login(client, "alice", "wrong")
+            assert client.closed_by_peer()
+    with RawClient(sasl_port(sasl_broker)) as client:
+        plain_login(client, "bob", "wrong")
+        assert client.closed_by_peer()
+    sasl_broker.wait_for_log(r"failed authentication with .* as 'bob' \(Authentication failed")
+    lines = [
+        line
+        for line in sasl_broker.lines
+        if " INFO " in line and "failed authentication" in line and "'alice'" in line
+    ]
+    assert len(lines) == 1, lines
+    assert "on listener SASL_PLAINTEXT as 'alice' (Authentication failed: Invalid" in lines[0]
+
+
 def test_request_before_authentication_closes_without_an_answer(
     sasl_broker: BrokerProcess,
 ) -> None:
