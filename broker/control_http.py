@@ -132,20 +132,17 @@ class ControlServer:
         peer = writer.get_extra_info("peername")
         extra: dict[str, str] = {}
         method = target = "-"
+        body = b""
         try:
             if not self.host.config.control_allow_remote and not (
                 peer and is_loopback(str(peer[0]))
             ):
-                log.warning("control plane: refused a request from non-loopback %s", peer)
-                raise HttpError(403, "the control plane answers loopback clients only")
+                raise Refused(403, "the control plane answers loopback clients only")
             method, target, headers = await asyncio.wait_for(_read_head(reader), READ_TIMEOUT_S)
             self._check_caller(method, headers)
             body = await asyncio.wait_for(_read_body(reader, headers), READ_TIMEOUT_S)
             status, payload = 200, await self._route(method, target, body)
         except Refused as exc:
-            log.warning(
-                "control plane: refused %s %s from %s: %s", method, target[:200], peer, exc.message
-            )
             status, payload = exc.status, {"error": exc.message}
             if exc.status == 401:
                 extra["WWW-Authenticate"] = "Bearer"
@@ -158,6 +155,7 @@ class ControlServer:
         except Exception:
             log.exception("control plane: request from %s failed", peer)
             status, payload = 500, {"error": "internal error (see the broker log)"}
+        _log_call(peer, method, target, body, status, payload)
         try:
             writer.write(_response(status, payload, extra))
             await writer.drain()
@@ -226,7 +224,6 @@ class ControlServer:
         if method != "POST":
             raise HttpError(405, f"method {method} not allowed (GET or POST)")
         args = _json_object(body)
-        log.info("control plane: %s %s", name, json.dumps(args))
         if name == "crash-restart":
             unknown = sorted(set(args) - {"down_s"})
             if unknown:
@@ -234,6 +231,22 @@ class ControlServer:
             return await self.host.crash_restart(down_s=args.get("down_s"))
         result = call_operation(faults, name, args)
         return {"ok": True} if result is None else {"ok": True, "result": result}
+
+
+def _log_call(peer: Any, method: str, target: str, body: bytes, status: int, payload: Any) -> None:
+    """One line per call, after its outcome. A change done is logged by the operation
+    itself ("fault: ..."), so here only at DEBUG; a call refused or failed, as refused."""
+    address = peer[0] if peer else "?"
+    call = f"{method} {target[:200]}"
+    if body.strip():
+        call += f" {body[:500].decode('utf-8', 'replace')}"
+    if status == 200:
+        log.debug("control plane: %s from %s: done", call, address)
+    elif status >= 500:
+        log.error("control plane: %s from %s: failed (%d)", call, address, status)
+    else:
+        message = payload.get("error", "") if isinstance(payload, dict) else ""
+        log.warning("control plane: refused %s from %s (%d): %s", call, address, status, message)
 
 
 def write_token(log_dir: str, token: str) -> str:

@@ -314,6 +314,7 @@ class FaultInjector:
         """Start (or restart, empty) the request log."""
         self._log = collections.deque(maxlen=_int("max_entries", max_entries, 1))
         self._changed()
+        log.info("fault: logging requests (the last %d kept)", max_entries)
 
     def requests(self, *, api: object = None, client_id: str | None = None) -> list[dict[str, Any]]:
         """Logged requests, oldest first, optionally only one API or client id."""
@@ -341,6 +342,7 @@ class FaultInjector:
             if len(self.rules) == before:
                 raise FaultError(f"no fault with id {id}")
             self._changed()
+            log.info("fault: cleared fault %d", id)
             return 1
         removed = len(self.rules) + len(self.offline) + (self.refuse_until > self._clock())
         self.rules = []

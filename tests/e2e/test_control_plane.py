@@ -447,3 +447,32 @@ def test_an_embedded_broker_hands_its_token_to_its_clients() -> None:
             FaultClient(broker.control_url, token="wrong").status()
         assert refused.value.code == 401
         refused.value.close()
+
+
+def test_each_call_is_logged_once_and_a_refused_one_as_refused(fb: FaultBroker) -> None:
+    with RawClient(fb.port, client_id="logged") as client:
+        create_topic(client, "logged")
+    got, _ = http(fb, post("/v1/offline", b'{"topic": "logged", "partition": 0}'))
+    assert got == 200
+    fb.wait_for_log("fault: partition logged-0 is offline")
+    got, body = http(fb, post("/v1/offline", b'{"topic": "no-such-topic", "partition": 0}'))
+    assert got == 400
+    assert body["error"] == "no topic 'no-such-topic' on this broker"
+    line = fb.wait_for_log("control plane: refused POST /v1/offline")
+    assert "no-such-topic" in line and "(400): no topic 'no-such-topic' on this broker" in line
+    got, body = http(fb, post("/v1/explode", b"{}"))
+    assert got == 400
+    assert "crash-restart" in str(body["error"])
+    fb.wait_for_log(r"control plane: refused POST /v1/explode \{\} from .* unknown operation")
+    assert http(fb, post("/v1/online", b'{"topic": "logged", "partition": 0}'))[0] == 200
+    fb.wait_for_log("fault: partition logged-0 is online")
+    lines = fb.log_text().splitlines()
+
+    def count(text: str) -> int:
+        return sum(text in line for line in lines)
+
+    # Once each: the change as the operation logs it, a refused call as refused.
+    assert count("logged-0 is offline") == 1
+    assert count("no-such-topic") == 1
+    assert count("/v1/explode") == 1
+    assert count("control plane: offline") == 0
