@@ -14,10 +14,11 @@ certificate -> ANONYMOUS.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import ssl
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from broker.security.settings import TlsSettings
@@ -60,20 +61,44 @@ def server_context(settings: TlsSettings) -> ssl.SSLContext:
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     versions = sorted(_PROTOCOL_VERSIONS[p] for p in settings.enabled_protocols)
     ctx.minimum_version, ctx.maximum_version = versions[0], versions[-1]
-    try:
-        if settings.keystore_key is not None:
+    if settings.keystore_key is not None:
+        with _loading("keystore", "ssl.keystore.key and ssl.keystore.certificate.chain"):
             _load_inline_keystore(ctx, settings)
-        else:
-            assert settings.keystore_location is not None
-            ctx.load_cert_chain(settings.keystore_location, password=settings.key_password)
-        if settings.truststore_location is not None:
-            ctx.load_verify_locations(cafile=settings.truststore_location)
-        if settings.truststore_certificates is not None:
+    else:
+        path = settings.keystore_location
+        assert path is not None
+        with _loading("keystore", f"{path} (ssl.keystore.location)"):
+            ctx.load_cert_chain(path, password=settings.key_password)
+    if settings.truststore_location is not None:
+        path = settings.truststore_location
+        with _loading("truststore", f"{path} (ssl.truststore.location)"):
+            ctx.load_verify_locations(cafile=path)
+    if settings.truststore_certificates is not None:
+        with _loading("truststore", "ssl.truststore.certificates"):
             ctx.load_verify_locations(cadata=settings.truststore_certificates)
-    except (OSError, ssl.SSLError) as exc:
-        raise TlsConfigError(f"cannot load the PEM keystore or truststore: {exc}") from exc
     ctx.verify_mode = _VERIFY[settings.client_auth]
     return ctx
+
+
+@contextlib.contextmanager
+def _loading(store: str, source: str) -> Iterator[None]:
+    """TlsConfigError naming the file (or property) that did not load, and why."""
+    try:
+        yield
+    except FileNotFoundError:
+        raise TlsConfigError(f"cannot load the PEM {store} {source}: no such file") from None
+    except PermissionError:
+        raise TlsConfigError(
+            f"cannot load the PEM {store} {source}: not readable by uid {os.geteuid()}"
+        ) from None
+    except (OSError, ssl.SSLError) as exc:
+        # OpenSSL's reasons ("[SSL] PEM lib") do not say which part was wrong.
+        what = (
+            "PEM certificates"
+            if store == "truststore"
+            else "a PEM private key and certificate chain (or ssl.key.password is wrong)"
+        )
+        raise TlsConfigError(f"cannot load the PEM {store} {source}: not {what} ({exc})") from exc
 
 
 def _load_inline_keystore(ctx: ssl.SSLContext, settings: TlsSettings) -> None:

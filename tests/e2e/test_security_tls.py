@@ -161,7 +161,26 @@ def test_unreadable_keystore_stops_start_up_naming_the_listener(tmp_path: Path, 
         args += ["--override", f"{key}={value}"]
     done = subprocess.run(args, capture_output=True, text=True, timeout=30)
     assert done.returncode == 2
-    assert "listener SSL: cannot load the PEM keystore" in done.stderr
+    assert (
+        f"listener SSL: cannot load the PEM keystore {bad} (ssl.keystore.location): not a PEM "
+        "private key and certificate chain"
+    ) in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_missing_truststore_is_named(tmp_path: Path, pki: Pki) -> None:
+    missing = tmp_path / "no-such-truststore.pem"
+    overrides = tls_overrides(pki)
+    overrides["listener.name.ssl.ssl.truststore.location"] = str(missing)
+    args = [sys.executable, "-m", "broker", "--override", f"log.dirs={tmp_path / 'data'}"]
+    for key, value in overrides.items():
+        args += ["--override", f"{key}={value}"]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2, done.stderr
+    assert (
+        f"listener SSL: cannot load the PEM truststore {missing} (ssl.truststore.location): "
+        "no such file"
+    ) in done.stderr
 
 
 def test_client_certificate_subject_is_the_principal_acls_name(tmp_path: Path, pki: Pki) -> None:
