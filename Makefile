@@ -1,7 +1,8 @@
 # Two commands matter: `make run` and `make test`. Both create the virtualenv on first use.
 # `make compat` runs kcat, kafkajs and the Java client against the broker, installing them
-# when missing. `make spark` runs the PySpark data source (minikafka_spark/) in real Spark
-# against the broker, installing pyspark and a Java runtime when missing. `make peer-tests`
+# when missing. `make spark` runs Spark's own Kafka connector and the PySpark data source
+# (minikafka_spark/) in real Spark against the broker, installing pyspark, a Java runtime and
+# the connector's jars (with Maven) when missing. `make peer-tests`
 # runs other projects' own test suites against the broker (tests/peer/).
 PYTHON ?= python3
 VENV ?= .venv
@@ -159,10 +160,11 @@ $(BENCH_STAMP): pyproject.toml | $(STAMP)
 bench: setup $(BENCH_STAMP)
 	$(PY) -m bench $(ARGS)
 
-# The PySpark data source (issue 16): the `spark` extra (pyspark, whose wheel carries Spark's
-# jars, and pyarrow) into the project venv, a Java runtime (Spark 4 needs 17+) with apt-get
-# when `java` is missing, then the tests marked `spark` (real Spark in local mode against a
-# real broker). pytest exits non-zero when no test ran, so a broken install cannot pass.
+# Spark's own Kafka connector and the PySpark data source (minikafka_spark): the `spark` extra
+# (pyspark, whose wheel carries Spark's jars, and pyarrow) into the project venv, a Java
+# runtime (Spark 4 needs 17+) with apt-get when `java` is missing, the connector's jars (below),
+# then the tests marked `spark` (real Spark in local mode against a real broker). pytest exits
+# non-zero when no test ran, so a broken install cannot pass.
 SPARK_STAMP := $(VENV)/.spark-installed
 
 $(SPARK_STAMP): pyproject.toml | $(STAMP)
@@ -178,9 +180,34 @@ java-runtime:
 		  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq default-jre-headless; }; \
 	fi
 
+# Spark's own Kafka connector (format("kafka")) for the installed pyspark's version, with
+# kafka-clients, commons-pool2 and the token provider: what pyspark's wheel lacks, resolved by
+# Maven (installed with apt-get when missing; its cache in build/m2) from
+# tests/jvm/spark-kafka/pom.xml into build/spark-kafka/jars, which the tests hand to Spark
+# with spark.jars.
+SPARK_KAFKA_POM := tests/jvm/spark-kafka/pom.xml
+SPARK_KAFKA_JARS := build/spark-kafka/jars
+SPARK_KAFKA_STAMP := $(SPARK_KAFKA_JARS)/.installed
+
+.PHONY: maven
+maven: java-runtime
+	@if ! command -v mvn >/dev/null 2>&1; then \
+		echo "installing Maven with apt-get"; \
+		$(SUDO) apt-get update -qq && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven; \
+	fi
+
+$(SPARK_KAFKA_STAMP): $(SPARK_KAFKA_POM) $(SPARK_STAMP) | maven
+	rm -rf $(SPARK_KAFKA_JARS)
+	mvn -q -B -Dstyle.color=never -Dmaven.repo.local=$(abspath build/m2) \
+		-f $(SPARK_KAFKA_POM) dependency:copy-dependencies \
+		-Dspark.version=$$($(PY) -c 'import pyspark; print(pyspark.__version__)') \
+		-DincludeScope=runtime -DoutputDirectory=$(abspath $(SPARK_KAFKA_JARS))
+	touch $@
+
 # minikafka_spark is type-checked here (strict, as the packages) because `make typecheck`
 # runs where pyspark may not be installed.
-spark: setup java-runtime $(SPARK_STAMP)
+spark: setup java-runtime $(SPARK_STAMP) $(SPARK_KAFKA_STAMP)
 	$(VENV)/bin/mypy minikafka_spark
 	$(PY) -m pytest -m spark tests/minikafka_spark $(PYTEST_ARGS)
 

@@ -96,8 +96,8 @@ class RowBatchBuilder:
         self.timestamps.append(timestamp_ms * 1000)
         self.timestamp_types.append(timestamp_type)
         if self.include_headers:
-            # Spark's converter gives an empty array, never null, for a record without headers.
-            self.headers.append([{"key": k, "value": v} for k, v in headers or ()])
+            # Spark's converter gives null, never an empty array, for a record without headers.
+            self.headers.append([{"key": k, "value": v} for k, v in headers] if headers else None)
         if self.include_producer_metadata:
             pid, epoch, sequence = producer or (-1, -1, -1)
             self.producer_ids.append(pid)

@@ -23,6 +23,9 @@ from tests.support.broker_process import BrokerProcess
 ROOT = Path(__file__).resolve().parents[2]
 HAVE_PYSPARK = importlib.util.find_spec("pyspark") is not None
 collect_ignore_glob = [] if HAVE_PYSPARK else ["test_spark_*.py"]
+# Spark's own Kafka connector and the jars it needs beyond pyspark's, resolved with Maven by
+# `make spark` (tests/jvm/spark-kafka/pom.xml); format("kafka") tests fail without them.
+CONNECTOR_JARS = sorted((ROOT / "build" / "spark-kafka" / "jars").glob("*.jar"))
 
 # Seconds SparkSession.getOrCreate took; reported at the end of the run.
 STARTUP: dict[str, float] = {}
@@ -68,6 +71,8 @@ def spark() -> Iterator[Any]:
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.driver.memory", "2g")
         .config("spark.sql.streaming.stopActiveRunOnRestart", "true")
+        # Local files: nothing is downloaded when the session starts.
+        .config("spark.jars", ",".join(str(jar) for jar in CONNECTOR_JARS))
         .getOrCreate()
     )
     STARTUP["seconds"] = time.monotonic() - started

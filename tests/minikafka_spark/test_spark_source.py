@@ -30,8 +30,11 @@ def source_rows(frame: Any) -> list[tuple[Any, ...]]:
     """Spark rows -> (topic, partition, offset, key, value, headers, timestamp ms, type)."""
     rows = []
     for row in frame.collect():
+        # As Spark's connector: a record without headers has null headers, not an empty array.
+        assert row["headers"] is None or len(row["headers"]) > 0
         headers = tuple(
-            (h["key"], None if h["value"] is None else bytes(h["value"])) for h in row["headers"]
+            (h["key"], None if h["value"] is None else bytes(h["value"]))
+            for h in row["headers"] or ()
         )
         rows.append(
             (
