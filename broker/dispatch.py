@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from broker import offload
+from broker import offload, request_log
 from broker.security.client_address import java_host_address
 from broker.security.principal import ANONYMOUS, KafkaPrincipal
 from protocol import codec
@@ -188,6 +188,8 @@ class Dispatcher:
             result = handler.fn(ctx, request)
             if inspect.isawaitable(result):
                 result = await result
+        if request_log.log.isEnabledFor(logging.DEBUG):
+            request_log.log.debug("%s", request_log.describe(api, ctx, request, result))
         if result is None:
             return None
         return codec.encode_parts(api.response, ctx.version, flexible, result, head)

@@ -83,6 +83,8 @@ class BrokerState:
         self.sendfile = True
         # Metadata naming invalid topics: one log line per client and minute.
         self.invalid_topic_log = LogLimiter(60.0)
+        # Metadata for a topic not auto-created: one line per client and topic a minute.
+        self.unknown_topic_log = LogLimiter(60.0)
         # Failed logins: one log line per address and user a minute.
         self.failed_login_log = LogLimiter(60.0)
         # Long-polling fetches, parked per partition (Kafka's delayed-fetch purgatory).

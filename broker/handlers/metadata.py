@@ -40,6 +40,33 @@ MAX_VERSION = 13
 log = logging.getLogger(__name__)
 
 
+def _log_not_created(ctx: RequestContext, name: str, broker_allows: bool) -> None:
+    # Kafka says nothing; a newcomer whose producer waits on UNKNOWN_TOPIC_OR_PARTITION
+    # learns why here. Once a minute per client and topic (clients retry every 100 ms).
+    level = logging.DEBUG if broker_allows else logging.INFO
+    if not log.isEnabledFor(level):
+        return
+    host = ctx.peer.rsplit(":", 1)[0]
+    left_out = ctx.state.unknown_topic_log.allow((host, ctx.client_id, name))
+    if left_out is None:
+        return
+    why = (
+        "the client asked not to create it (allow_auto_topic_creation=false)"
+        if broker_allows
+        else "auto.create.topics.enable=false"
+    )
+    log.log(
+        level,
+        "Metadata for unknown topic %r from client %s: %s%s",
+        name,
+        ctx.client_id,
+        why,
+        f" ({left_out} more such requests from this client since the last line)"
+        if left_out
+        else "",
+    )
+
+
 def _log_invalid_topic(ctx: RequestContext, name: str) -> None:
     # Kafka answers INVALID_TOPIC_EXCEPTION without a line of its own (KafkaApis
     # getTopicMetadata); only its request log, at DEBUG, shows such requests. A
@@ -178,6 +205,7 @@ def handle(ctx: RequestContext, request: Message) -> Message:
                     topics.append(error_entry(name, ErrorCode.INVALID_TOPIC_EXCEPTION))
                     continue
                 if not allow_create:
+                    _log_not_created(ctx, name, state.config.auto_create_topics_enable)
                     topics.append(error_entry(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                     continue
                 if not may_create(name):

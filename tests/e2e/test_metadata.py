@@ -51,10 +51,19 @@ def test_auto_creation_honours_request_flag_and_config(tmp_path: Path) -> None:
 def test_auto_creation_disabled_by_config(tmp_path: Path) -> None:
     broker = BrokerProcess(tmp_path / "d", {"auto.create.topics.enable": "false"}).start()
     try:
-        with RawClient(broker.port) as client:
-            answer = metadata(client, ["nope"], allow_auto_topic_creation=True)
-            assert answer.topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        with RawClient(broker.port, client_id="waiting-producer") as client:
+            # A producer retries its Metadata until the topic exists.
+            for _ in range(20):
+                answer = metadata(client, ["nope"], allow_auto_topic_creation=True)
+                assert answer.topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         assert not (tmp_path / "d" / "nope-0").exists()
+        hint = (
+            "INFO [broker.handlers.metadata] Metadata for unknown topic 'nope' from client "
+            "waiting-producer: auto.create.topics.enable=false"
+        )
+        broker.wait_for_log(re.escape(hint))
+        # Once a minute per client and topic, not per request.
+        assert broker.log_text().count("Metadata for unknown topic") == 1
     finally:
         broker.stop()
 
@@ -219,7 +228,7 @@ def test_invalid_topic_names_in_metadata_log_one_debug_line_per_client_per_minut
         broker.wait_for_log("auto-created topic 'marker-topic'")
     finally:
         broker.stop()
-    lines = [line for line in broker.lines if "bad name!" in line]
+    lines = [line for line in broker.lines if "invalid topic name 'bad name!'" in line]
     assert len(lines) == 2, lines
     assert all(" DEBUG " in line for line in lines), lines
     assert "regex-a" in lines[0] and "regex-b" in lines[1]
