@@ -10,7 +10,8 @@ Sources, later ones winning (the same layering Kafka users know from
 
 Every supported property is described once, in ``PROPERTIES``; defaults, ``--help`` and
 validation all come from that table. The rest of Kafka's broker configs
-(broker.broker_config_table) are accepted as set and not acted on; unknown properties are
+(broker.broker_config_table) are accepted and not acted on, but checked as Kafka's ConfigDef
+checks them (broker.kafka_config_checks; the start-up log names them); unknown properties are
 warned about, never fatal (Kafka logs "was supplied but isn't a known config" and carries
 on); invalid values stop
 start-up with a ``ConfigError`` naming the property, as Kafka's ``ConfigException`` does.
@@ -1237,6 +1238,10 @@ def load_config(
             raise ConfigError(spelled.get(prop.name, prop.name), f"{exc} (from {origin})") from None
         values[prop.name] = value
 
+    # Imported here: it uses broker.topic_configs, which imports this module.
+    from broker import kafka_config_checks
+
+    kafka_config_checks.check(merged, spelled)
     raw_values = {name: value for name, (value, _) in merged.items()}
     listeners = _build_listeners(values, raw_values)
     warnings.extend(

@@ -310,11 +310,12 @@ async def serve(config: Config) -> int:
     from broker.host import BrokerHost
 
     broker = BrokerHost(config)
-    await broker.start()
     loop = asyncio.get_running_loop()
     stop_requested = asyncio.Event()
+    # Before the start: a SIGTERM right after the ready line must stop cleanly, not kill.
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop_requested.set)
+    await broker.start()
     await stop_requested.wait()
     log.info("shutting down (signal received)")
     await broker.stop()
@@ -323,6 +324,11 @@ async def serve(config: Config) -> int:
 
 def run(config: Config, *, config_source: str = "defaults") -> int:
     log.info("configuration from %s; pid %d", config_source, os.getpid())
+    from broker.kafka_config_checks import without_effect
+
+    idle = without_effect(name for name, _ in config.explicit)
+    if idle:
+        log.info("set but without effect here (accepted as Kafka's): %s", ", ".join(idle))
     if config.event_loop == "uvloop":
         try:
             import uvloop

@@ -181,3 +181,19 @@ def test_fault_help_lists_each_operations_fields(capsys: pytest.CaptureFixture[s
     assert "  offline --topic TOPIC --partition PARTITION [--duration-s DURATION_S]\n" in out
     assert "  error --api API --error ERROR [--count COUNT]" in out
     assert "  crash-restart [--down-s DOWN_S]\n" in out
+
+
+def test_start_up_names_the_properties_set_without_effect(tmp_path: Path) -> None:
+    from tests.support.broker_process import BrokerProcess
+
+    broker = BrokerProcess(
+        tmp_path / "data",
+        {"compression.type": "zstd", "num.io.threads": "16", "num.partitions": "2"},
+    ).start()
+    try:
+        line = broker.wait_for_log("set but without effect here")
+        assert line.rstrip().endswith(
+            "set but without effect here (accepted as Kafka's): compression.type, num.io.threads"
+        )
+    finally:
+        assert broker.stop() == 0

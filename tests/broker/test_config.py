@@ -266,7 +266,9 @@ def test_unknown_properties_are_warned_about_by_name_and_not_fatal(tmp_path: Pat
 
 
 def test_accepted_ignored_properties_do_not_warn() -> None:
-    overrides = [f"{p.name}=1" for p in ACCEPTED_IGNORED]
+    # Values Kafka accepts for each (1 where any number does).
+    valid = {"process.roles": "broker", "security.inter.broker.protocol": "PLAINTEXT"}
+    overrides = [f"{p.name}={valid.get(p.name, '1')}" for p in ACCEPTED_IGNORED]
     config, warnings, sources = load_config(None, {}, overrides)
     assert warnings == []
     assert config.listeners == make_config().listeners
@@ -742,3 +744,53 @@ def test_security_plugins_minikafka_cannot_load_stop_start_up(name: str, value: 
     error = error_for({name: value})
     assert error.property == name
     assert "not supported" in error.message
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        (
+            "compression.type=brotli",
+            "invalid value for compression.type: 'brotli': String must be one of: "
+            "uncompressed, zstd, lz4, snappy, gzip, producer (from --override)",
+        ),
+        ("compression.gzip.level=12", "Value must be -1 or between 1 and 9"),
+        ("log.cleanup.policy=compact,forever", "String must be one of: compact, delete"),
+        ("log.message.timestamp.type=WallClock", "String must be one of: CreateTime"),
+        ("log.cleaner.min.cleanable.ratio=1.5", "Value must be no more than 1"),
+        ("num.io.threads=0", "Value must be at least 1"),
+        ("offsets.topic.replication.factor=0", "Value must be at least 1"),
+        ("process.roles=broker,voter", "String must be one of: broker, controller"),
+        ("socket.send.buffer.bytes=lots", "Not a number of type INT"),
+        ("offsets.topic.replication.factor=40000", "Not a number of type SHORT"),
+        ("unclean.leader.election.enable=yes", "Expected value to be either true or false"),
+    ],
+)
+def test_kafka_configs_not_acted_on_are_still_checked_as_kafka_does(
+    setting: str, message: str
+) -> None:
+    with pytest.raises(ConfigError) as refused:
+        load_config(None, {}, [setting])
+    assert message in str(refused.value)
+    assert refused.value.property == setting.split("=")[0]
+
+
+def test_kafka_values_of_configs_not_acted_on_are_accepted() -> None:
+    settings = [
+        "compression.type=zstd",
+        "compression.gzip.level=-1",
+        "log.cleanup.policy=compact,delete",
+        "num.io.threads=8",
+        "process.roles=broker,controller",
+        "log.cleaner.min.cleanable.ratio=0.5",
+        "unclean.leader.election.enable=TRUE",
+    ]
+    load_config(None, {}, settings)
+
+
+def test_properties_without_effect_are_named() -> None:
+    from broker.kafka_config_checks import without_effect
+
+    assert without_effect(
+        ["num.partitions", "compression.type", "process.roles", "ssl.keystore.location"]
+    ) == ["compression.type", "process.roles"]
