@@ -11,6 +11,7 @@ a gap is worth a look, not necessarily a fault.
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -59,6 +60,10 @@ def main(argv: list[str]) -> int:
 
     from minikafka_spark import register
 
+    # Spark starts its Python workers with `python3` from PATH unless told otherwise; outside
+    # an activated virtualenv that one lacks pyarrow and this package. A PYSPARK_PYTHON
+    # already set (a cluster's) is kept.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = SparkSession.builder.appName("minikafka-audit").getOrCreate()
     register(spark)
     records = read_for_audit(spark, *argv).cache()

@@ -10,6 +10,7 @@ in the output, whatever failed and was retried (needs a broker with transactions
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -51,10 +52,17 @@ def main(argv: list[str]) -> int:
     from minikafka_spark import register
 
     bootstrap, source, sink, checkpoint = argv
+    # Spark starts its Python workers with `python3` from PATH unless told otherwise; outside
+    # an activated virtualenv that one lacks pyarrow and this package. A PYSPARK_PYTHON
+    # already set (a cluster's) is kept.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = SparkSession.builder.appName("minikafka-pipeline").getOrCreate()
     register(spark)
     query = build_pipeline(spark, bootstrap, source, sink, checkpoint).start()
     query.awaitTermination()
+    progress = query.lastProgress
+    end = progress["sources"][0]["endOffset"] if progress else "(nothing new)"
+    print(f"{source} -> {sink}: input read up to {end}")
     spark.stop()
     return 0
 
