@@ -1,17 +1,17 @@
 """DescribeProducers, version 0 (KIP-664).
 
-Behaviour: for each requested partition, the idempotent producers this broker holds state
-for (storage.producer_state): producer id, epoch, the last sequence it appended and the max
-timestamp of its last batch (Kafka's lastTimestamp), the coordinator epoch of its last
-COMMIT/ABORT marker (-1 before any) and the first offset of its open transaction (-1 when
-none; Kafka's currentTxnStartOffset, what `kafka-transactions.sh abort --start-offset` and
-`find-hanging` look for). A producer that expired (producer.id.expiration.ms, counted from that
-timestamp) is no longer listed; one whose records were all removed (retention,
-DeleteRecords) still is, as in Kafka since KAFKA-7190. Unknown topic or partition ->
-UNKNOWN_TOPIC_OR_PARTITION; as in Kafka's handleDescribeProducersRequest, only an unknown
-topic carries the error's default message ("This server does not host this
-topic-partition."): an unknown partition of a known topic comes from
-ReplicaManager.activeProducerState, which sets none.
+Behaviour: for each requested partition, the idempotent producers this broker holds state for
+(storage.producer_state): producer id, epoch, the last sequence it appended, Kafka's
+lastTimestamp (its last batch's max timestamp, or its last marker's time), the coordinator
+epoch of its last COMMIT/ABORT marker (-1 before any) and the first offset of its open
+transaction (-1 when none; Kafka's currentTxnStartOffset, what `kafka-transactions.sh abort
+--start-offset` and `find-hanging` look for). A producer that expired
+(producer.id.expiration.ms, counted from that timestamp) is no longer listed; one whose
+records were all removed (retention, DeleteRecords) still is, as in Kafka since KAFKA-7190.
+Unknown topic or partition -> UNKNOWN_TOPIC_OR_PARTITION; as in Kafka's
+handleDescribeProducersRequest, only an unknown topic carries the error's default message
+("This server does not host this topic-partition."): an unknown partition of a known topic
+comes from ReplicaManager.activeProducerState, which sets none.
 Authorization (with an authorizer): READ on each topic, else TOPIC_AUTHORIZATION_FAILED.
 """
 
@@ -64,15 +64,14 @@ def handle(ctx: RequestContext, request: Message) -> Message:
                 continue
             producers = []
             for entry in sorted(plog.producers, key=lambda e: e.producer_id):
-                last = entry.last_batch
                 producers.append(
                     Message(
                         producer_id=entry.producer_id,
                         producer_epoch=entry.epoch,
                         last_sequence=entry.last_seq,
-                        last_timestamp=last.max_timestamp
-                        if last is not None
-                        else entry.last_timestamp_ms,
+                        # The entry's, which a COMMIT/ABORT marker also moves (Kafka's
+                        # ProducerAppendInfo.appendEndTxnMarker), not the last batch's.
+                        last_timestamp=entry.last_timestamp_ms,
                         coordinator_epoch=entry.coordinator_epoch,
                         current_txn_start_offset=entry.current_txn_first_offset,
                     )
