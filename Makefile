@@ -3,7 +3,8 @@
 # when missing. `make spark` runs Spark's own Kafka connector and the PySpark data source
 # (minikafka_spark/) in real Spark against the broker, installing pyspark, a Java runtime and
 # the connector's jars (with Maven) when missing. `make peer-tests`
-# runs other projects' own test suites against the broker (tests/peer/).
+# runs other projects' own test suites against the broker (tests/peer/). `make ecosystem` runs
+# Kafka Streams and Kafka Connect (Java, from Maven Central) against the broker.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -30,12 +31,12 @@ typecheck: setup
 	$(VENV)/bin/mypy
 
 unit: setup
-	$(PY) -m pytest -m "not e2e and not compat and not spark and not fuzz and not reference and not streams" $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not e2e and not compat and not spark and not fuzz and not reference and not streams and not ecosystem" $(PYTEST_ARGS)
 
 # The compat tests need kcat, kafkajs and Java: `make compat` installs them and runs them;
 # the Spark tests need pyspark and Java: `make spark`.
 test: lint typecheck
-	$(PY) -m pytest -m "not compat and not spark and not fuzz and not reference and not streams" $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not compat and not spark and not fuzz and not reference and not streams and not ecosystem" $(PYTEST_ARGS)
 
 # Hypothesis against one real broker process for FUZZ_SECONDS (default 60): request frames of
 # every API, mutated, cut short or with huge lengths, and SASL exchanges (tests/fuzz). What it
@@ -103,6 +104,38 @@ $(JAVA_BUILD)/kafka-%/classes/.compiled: $(JAVA_BUILD)/kafka-%/lib/.installed $(
 
 compat: setup compat-tools $(COMPAT_STAMP) $(JAVA_JARS) $(JAVA_CLASSES)
 	$(PY) -m pytest -m compat tests/compat $(PYTEST_ARGS)
+
+# Kafka Streams and Kafka Connect as real clients (tests/ecosystem): their jars resolved by
+# Maven (tests/ecosystem/<name>/pom.xml, Maven's cache in build/m2) into
+# build/ecosystem/<name>-<version>/lib, the word count compiled against Streams' jars. Streams
+# is the newest 4.x Central serves; Connect the newest for which it serves connect-file too.
+# Must match STREAMS_VERSION / CONNECT_VERSION in tests/ecosystem/conftest.py.
+ECOSYSTEM_STREAMS_VERSION := 4.4.0
+ECOSYSTEM_CONNECT_VERSION := 4.3.1
+ECOSYSTEM := tests/ecosystem
+ECOSYSTEM_BUILD := build/ecosystem
+ECOSYSTEM_STREAMS := $(ECOSYSTEM_BUILD)/streams-$(ECOSYSTEM_STREAMS_VERSION)
+ECOSYSTEM_CONNECT := $(ECOSYSTEM_BUILD)/connect-$(ECOSYSTEM_CONNECT_VERSION)
+
+$(ECOSYSTEM_BUILD)/%/lib/.installed: | compat-tools
+	rm -rf $(dir $@)
+	$(MVN) -f $(ECOSYSTEM)/$(firstword $(subst -, ,$*))/pom.xml \
+		-Dkafka.version=$(lastword $(subst -, ,$*)) dependency:copy-dependencies \
+		-DoutputDirectory=$(abspath $(dir $@))
+	touch $@
+
+$(ECOSYSTEM_STREAMS)/lib/.installed: $(ECOSYSTEM)/streams/pom.xml
+$(ECOSYSTEM_CONNECT)/lib/.installed: $(ECOSYSTEM)/connect/pom.xml
+
+$(ECOSYSTEM_STREAMS)/classes/.compiled: $(ECOSYSTEM_STREAMS)/lib/.installed $(wildcard $(ECOSYSTEM)/streams/*.java)
+	rm -rf $(dir $@)
+	javac --release 17 -Xlint:all,-options -cp '$(ECOSYSTEM_STREAMS)/lib/*' -d $(dir $@) \
+		$(wildcard $(ECOSYSTEM)/streams/*.java)
+	touch $@
+
+.PHONY: ecosystem
+ecosystem: setup compat-tools $(ECOSYSTEM_STREAMS)/classes/.compiled $(ECOSYSTEM_CONNECT)/lib/.installed
+	$(PY) -m pytest -m ecosystem $(ECOSYSTEM) $(PYTEST_ARGS)
 
 # Client libraries' own test suites, written against Apache Kafka, against a fresh broker
 # (issue 12, docs/COMPATIBILITY.md). One target and one runner per suite; each fetches its
