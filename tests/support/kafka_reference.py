@@ -19,6 +19,7 @@ import argparse
 import atexit
 import base64
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -139,6 +140,26 @@ def run_tool(
         timeout=timeout,
         stdin=None if input is not None else subprocess.DEVNULL,
     )
+
+
+def install_scripts(version: str = DEFAULT_VERSION) -> Path:
+    """bin/<tool>.sh for each tool in build/kafka-<version>, as the distribution names them,
+    each exec'ing java with the tool's class: the directory is a KAFKA_PATH for programs that
+    run Kafka's scripts (librdkafka's suite). Returns that directory."""
+    ensure_jars(version)
+    home = libs_dir(version).parent
+    bin_dir = home / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    for tool in TOOL_CLASSES:
+        try:
+            main_class = tool_class(version, tool)
+        except LookupError:
+            continue
+        command = java_command(version, main_class, heap="256m", tool=True)
+        script = bin_dir / f"{tool}.sh"
+        script.write_text(f'#!/bin/sh\nexec {shlex.join(command)} "$@"\n')
+        script.chmod(0o755)
+    return home
 
 
 def free_port() -> int:
