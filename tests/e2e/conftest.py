@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.broker_process import BrokerProcess
+from tests.support.broker_process import BrokerProcess, running
+from tests.support.sasl import acl_overrides
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -31,3 +32,10 @@ def shared_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerPr
         yield proc
     finally:
         proc.stop()
+
+
+@pytest.fixture
+def acl_broker(tmp_path: Path) -> Iterator[BrokerProcess]:
+    """A broker with SASL users (admin, alice) and StandardAuthorizer; admin is a super user."""
+    with running(tmp_path / "data", acl_overrides()) as proc:
+        yield proc

@@ -9,7 +9,6 @@ import hashlib
 import os
 import re
 import stat
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,15 +29,15 @@ from tests.e2e.test_security_acls import (
     TOPIC,
     TRANSACTIONAL_ID,
     WRITE,
-    acl_overrides,
     create,
     creation,
     login,
     records,
 )
-from tests.support.broker_process import BrokerProcess
+from tests.support.broker_process import BrokerProcess, running
 from tests.support.produce import create_topic, produce
 from tests.support.raw_client import RawClient
+from tests.support.sasl import acl_overrides
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore:read_text is deprecated:DeprecationWarning"),
@@ -47,15 +46,6 @@ pytestmark = [
 
 TRANSACTION_KEY = 1
 UNSECURED_OAUTH = "enables OAUTHBEARER with unsecured (unsigned, alg=none) tokens"
-
-
-@pytest.fixture
-def secured(tmp_path: Path) -> Iterator[BrokerProcess]:
-    proc = BrokerProcess(tmp_path / "data", acl_overrides()).start()
-    try:
-        yield proc
-    finally:
-        proc.stop()
 
 
 def find_txn_coordinator(client: RawClient, version: int, txn_id: str) -> Message:
@@ -68,9 +58,9 @@ def find_txn_coordinator(client: RawClient, version: int, txn_id: str) -> Messag
 
 
 def test_find_coordinator_for_a_transaction_needs_describe_on_the_transactional_id(
-    secured: BrokerProcess,
+    acl_broker: BrokerProcess,
 ) -> None:
-    with login(secured, "alice") as alice:
+    with login(acl_broker, "alice") as alice:
         [denied] = find_txn_coordinator(alice, 4, "fc-tx").coordinators
         old = find_txn_coordinator(alice, 3, "fc-tx")
     # Per key from v4 (Kafka leaves the key's message at its default), the whole answer before.
@@ -86,15 +76,15 @@ def test_find_coordinator_for_a_transaction_needs_describe_on_the_transactional_
         "Transactional Id authorization failed.",
         -1,
     )
-    secured.wait_for_log("Principal = User:alice is Denied operation = Describe")
-    with login(secured, "admin") as admin:
+    acl_broker.wait_for_log("Principal = User:alice is Denied operation = Describe")
+    with login(acl_broker, "admin") as admin:
         assert create(admin, creation(TRANSACTIONAL_ID, "fc-tx", "User:alice", WRITE)) == [
             (0, None)
         ]
-    with login(secured, "alice") as alice:
+    with login(acl_broker, "alice") as alice:
         [found] = find_txn_coordinator(alice, 4, "fc-tx").coordinators
         old = find_txn_coordinator(alice, 3, "fc-tx")
-    assert (found.error_code, found.port) == (0, secured.ports["SASL_PLAINTEXT"])
+    assert (found.error_code, found.port) == (0, acl_broker.ports["SASL_PLAINTEXT"])
     assert (old.error_code, old.error_message) == (0, "NONE")
 
 
@@ -141,9 +131,9 @@ def _transaction(client: RawClient, txn_id: str) -> tuple[str, list[str]]:
 
 
 def test_add_partitions_to_txn_v4_is_for_brokers_and_v3_checks_each_topic_as_kafka(
-    secured: BrokerProcess,
+    acl_broker: BrokerProcess,
 ) -> None:
-    with login(secured, "admin") as admin:
+    with login(acl_broker, "admin") as admin:
         create_topic(admin, "apt-topic")
         create_topic(admin, "apt-closed")
         assert (
@@ -154,7 +144,7 @@ def test_add_partitions_to_txn_v4_is_for_brokers_and_v3_checks_each_topic_as_kaf
             )
             == [(0, None)] * 2
         )
-    with login(secured, "alice") as alice:
+    with login(acl_broker, "alice") as alice:
         opened = alice.request(
             INIT_PRODUCER_ID, 4, Message(transactional_id="apt-1", transaction_timeout_ms=60000)
         )
@@ -172,7 +162,7 @@ def test_add_partitions_to_txn_v4_is_for_brokers_and_v3_checks_each_topic_as_kaf
             "apt-closed": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
             "apt-nowhere": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
         }
-    with login(secured, "admin") as admin:
+    with login(acl_broker, "admin") as admin:
         assert _transaction(admin, "apt-1") == ("Empty", [])
         assert _add_v3(admin, "apt-1", opened, "apt-topic", "apt-missing") == {
             "apt-topic": ErrorCode.OPERATION_NOT_ATTEMPTED,
@@ -196,10 +186,10 @@ def _mode(path: Path) -> int:
 
 
 def test_acl_and_scram_files_are_readable_by_the_broker_user_only(
-    secured: BrokerProcess,
+    acl_broker: BrokerProcess,
 ) -> None:
     salt = b"salt-carol"
-    with login(secured, "admin") as admin:
+    with login(acl_broker, "admin") as admin:
         assert create(admin, creation(TOPIC, "modes", "User:alice", DESCRIBE)) == [(0, None)]
         answer = admin.request(
             ALTER_USER_SCRAM_CREDENTIALS,
@@ -218,8 +208,8 @@ def test_acl_and_scram_files_are_readable_by_the_broker_user_only(
             ),
         )
         assert [r.error_code for r in answer.results] == [0]
-    assert _mode(secured.data_dir / ACL_FILE) == 0o600
-    assert _mode(secured.data_dir / SCRAM_FILE) == 0o600
+    assert _mode(acl_broker.data_dir / ACL_FILE) == 0o600
+    assert _mode(acl_broker.data_dir / SCRAM_FILE) == 0o600
 
 
 def test_files_written_world_readable_before_are_made_private_at_start(tmp_path: Path) -> None:
@@ -236,18 +226,11 @@ def test_files_written_world_readable_before_are_made_private_at_start(tmp_path:
 
 
 def test_unsecured_oauthbearer_is_warned_about_at_start(tmp_path: Path) -> None:
-    with_oauth = BrokerProcess(tmp_path / "oauth", acl_overrides()).start()
-    try:
+    with running(tmp_path / "oauth", acl_overrides()) as with_oauth:
         with_oauth.wait_for_log(re.escape(f"listener SASL_PLAINTEXT {UNSECURED_OAUTH}"))
-    finally:
-        with_oauth.stop()
-    without = BrokerProcess(
-        tmp_path / "plain", acl_overrides(**{"sasl.enabled.mechanisms": "PLAIN"})
-    ).start()
-    try:
+    plain_only = acl_overrides(**{"sasl.enabled.mechanisms": "PLAIN"})
+    with running(tmp_path / "plain", plain_only) as without:
         assert not any(UNSECURED_OAUTH in line for line in without.lines)
-    finally:
-        without.stop()
 
 
 def _end_offset(client: RawClient, topic: str) -> tuple[int, int]:
@@ -269,15 +252,15 @@ def _end_offset(client: RawClient, topic: str) -> tuple[int, int]:
 
 
 def test_offset_for_leader_epoch_answers_a_cluster_action_principal_every_topic(
-    secured: BrokerProcess,
+    acl_broker: BrokerProcess,
 ) -> None:
-    with login(secured, "admin") as admin:
+    with login(acl_broker, "admin") as admin:
         create_topic(admin, "ofle")
         assert produce(admin, "ofle", records("e", 3)).error_code == 0
-    with login(secured, "alice") as alice:
+    with login(acl_broker, "alice") as alice:
         assert _end_offset(alice, "ofle") == (ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1)
-    with login(secured, "admin") as admin:
+    with login(acl_broker, "admin") as admin:
         # CLUSTER_ACTION (9): what brokers hold; KafkaApis then skips the topic checks.
         assert create(admin, creation(CLUSTER, "kafka-cluster", "User:alice", 9)) == [(0, None)]
-    with login(secured, "alice") as alice:
+    with login(acl_broker, "alice") as alice:
         assert _end_offset(alice, "ofle") == (0, 3)

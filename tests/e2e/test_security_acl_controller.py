@@ -7,9 +7,6 @@ users and ACLs; outcomes checked in the data directory."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from protocol.errors import ErrorCode
@@ -23,7 +20,6 @@ from tests.e2e.test_security_acls import (
     LITERAL,
     PREFIXED,
     TOPIC,
-    acl_overrides,
     create,
     creation,
     login,
@@ -40,15 +36,6 @@ pytestmark = [
 DELETE, DESCRIBE_CONFIGS = 6, 10
 
 
-@pytest.fixture
-def secured(tmp_path: Path) -> Iterator[BrokerProcess]:
-    proc = BrokerProcess(tmp_path / "data", acl_overrides()).start()
-    try:
-        yield proc
-    finally:
-        proc.stop()
-
-
 def _creation(*topics: tuple[str, int]) -> Message:
     return Message(
         topics=[
@@ -62,8 +49,8 @@ def _creation(*topics: tuple[str, int]) -> Message:
     )
 
 
-def test_create_topics_checks_as_kafkas_controller(secured: BrokerProcess) -> None:
-    with login(secured, "admin") as admin:
+def test_create_topics_checks_as_kafkas_controller(acl_broker: BrokerProcess) -> None:
+    with login(acl_broker, "admin") as admin:
         assert (
             create(
                 admin,
@@ -72,7 +59,7 @@ def test_create_topics_checks_as_kafkas_controller(secured: BrokerProcess) -> No
             )
             == [(0, None)] * 2
         )
-    with login(secured, "alice") as alice:
+    with login(acl_broker, "alice") as alice:
         answer = alice.request(
             CREATE_TOPICS,
             7,
@@ -103,7 +90,7 @@ def test_create_topics_checks_as_kafkas_controller(secured: BrokerProcess) -> No
         [seen] = alice.request(CREATE_TOPICS, 7, _creation(("ct-seen", 1))).topics
         assert (seen.error_code, seen.topic_config_error_code, seen.num_partitions) == (0, 0, 1)
         assert {c.name for c in seen.configs} >= {"cleanup.policy", "retention.ms"}
-    data = secured.data_dir
+    data = acl_broker.data_dir
     assert sorted(p.name for p in data.glob("ct-blind-*")) == ["ct-blind-0", "ct-blind-1"]
     assert (data / "ct-seen-0").is_dir()
     assert not list(data.glob("__cluster_metadata*")) and not list(data.glob("elsewhere-*"))
@@ -118,25 +105,25 @@ def _delete_by_id(client: RawClient, *ids: bytes) -> dict[bytes, tuple[str | Non
     return {bytes(r.topic_id): (r.name, r.error_code) for r in answer.responses}
 
 
-def test_delete_topics_checks_as_kafkas_controller(secured: BrokerProcess) -> None:
-    with login(secured, "admin") as admin:
+def test_delete_topics_checks_as_kafkas_controller(acl_broker: BrokerProcess) -> None:
+    with login(acl_broker, "admin") as admin:
         hidden = create_partitioned_topic(admin, "dt-hidden", 1)
         seen = create_partitioned_topic(admin, "dt-seen", 1)
         assert create(admin, creation(TOPIC, "dt-seen", "User:alice", DESCRIBE)) == [(0, None)]
     denied = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-    with login(secured, "alice") as alice:
+    with login(acl_broker, "alice") as alice:
         # By id: the name only for a topic alice may DESCRIBE.
         assert _delete_by_id(alice, hidden, seen) == {
             hidden: (None, denied),
             seen: ("dt-seen", denied),
         }
-    assert (secured.data_dir / "dt-hidden-0").is_dir()
-    assert (secured.data_dir / "dt-seen-0").is_dir()
-    with login(secured, "admin") as admin:
+    assert (acl_broker.data_dir / "dt-hidden-0").is_dir()
+    assert (acl_broker.data_dir / "dt-seen-0").is_dir()
+    with login(acl_broker, "admin") as admin:
         assert create(admin, creation(CLUSTER, "kafka-cluster", "User:alice", DELETE)) == [
             (0, None)
         ]
-    with login(secured, "alice") as alice:
+    with login(acl_broker, "alice") as alice:
         # DELETE on the cluster: every topic, by id or by name, with no topic ACL.
         assert _delete_by_id(alice, hidden) == {hidden: ("dt-hidden", 0)}
         answer = alice.request(
@@ -145,5 +132,5 @@ def test_delete_topics_checks_as_kafkas_controller(secured: BrokerProcess) -> No
             Message(topics=[Message(name="dt-seen", topic_id=bytes(16))], timeout_ms=10_000),
         )
         assert [(r.name, r.error_code) for r in answer.responses] == [("dt-seen", 0)]
-    assert not (secured.data_dir / "dt-hidden-0").exists()
-    assert not (secured.data_dir / "dt-seen-0").exists()
+    assert not (acl_broker.data_dir / "dt-hidden-0").exists()
+    assert not (acl_broker.data_dir / "dt-seen-0").exists()

@@ -24,13 +24,12 @@ from tests.e2e.test_security_acls import (
     LITERAL,
     TOPIC,
     WRITE,
-    acl_overrides,
     records,
 )
-from tests.support.broker_process import BrokerProcess
+from tests.support.broker_process import BrokerProcess, running
 from tests.support.produce import create_topic, produce, stored_values
 from tests.support.raw_client import RawClient
-from tests.support.sasl import plain_login
+from tests.support.sasl import acl_overrides, plain_login
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore:read_text is deprecated:DeprecationWarning"),
@@ -54,11 +53,8 @@ def ipv6_broker(tmp_path: Path) -> Iterator[BrokerProcess]:
     if not _has_ipv6_loopback():
         pytest.skip("this machine has no IPv6 loopback address ::1 to listen on")
     overrides = acl_overrides(listeners="PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://[::1]:0")
-    proc = BrokerProcess(tmp_path / "data", overrides).start()
-    try:
+    with running(tmp_path / "data", overrides) as proc:
         yield proc
-    finally:
-        proc.stop()
 
 
 def login(broker: BrokerProcess, user: str) -> RawClient:

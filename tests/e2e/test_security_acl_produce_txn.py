@@ -6,15 +6,12 @@ SASL users and ACLs; outcomes checked in the segment files."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from protocol.errors import ErrorCode
 from protocol.messages.produce import PRODUCE
 from protocol.schema import Message
-from tests.e2e.test_security_acls import TOPIC, WRITE, acl_overrides, create, creation, login
+from tests.e2e.test_security_acls import TOPIC, WRITE, create, creation, login
 from tests.support.broker_process import BrokerProcess
 from tests.support.produce import batch, create_topic, init_producer, stored_values
 
@@ -22,15 +19,6 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:read_text is deprecated:DeprecationWarning"),
     pytest.mark.filterwarnings("ignore:open_text is deprecated:DeprecationWarning"),
 ]
-
-
-@pytest.fixture
-def secured(tmp_path: Path) -> Iterator[BrokerProcess]:
-    proc = BrokerProcess(tmp_path / "data", acl_overrides()).start()
-    try:
-        yield proc
-    finally:
-        proc.stop()
 
 
 def _request(txn_id: str | None, acks: int, *parts: tuple[str, bytes]) -> Message:
@@ -54,13 +42,13 @@ def _answers(answer: Message) -> dict[str, tuple[int, str | None, int, int]]:
 
 
 @pytest.fixture
-def writer(secured: BrokerProcess) -> BrokerProcess:
+def writer(acl_broker: BrokerProcess) -> BrokerProcess:
     """alice may WRITE to ``allowed`` (and ``denied`` exists), nothing on transactional ids."""
-    with login(secured, "admin") as admin:
+    with login(acl_broker, "admin") as admin:
         create_topic(admin, "allowed")
         create_topic(admin, "denied")
         assert create(admin, creation(TOPIC, "allowed", "User:alice", WRITE)) == [(0, None)]
-    return secured
+    return acl_broker
 
 
 def test_idempotent_batches_with_a_transactional_id_need_no_acl_on_it(

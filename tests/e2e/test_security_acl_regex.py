@@ -7,22 +7,12 @@ ACLs, raw ConsumerGroupHeartbeats; the resolution checked in the group's stored 
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import pytest
 
 from storage.committed_offsets import CommittedOffsets
 from tests.e2e.test_consumer_groups_raw import Owned, assigned, heartbeat, join
-from tests.e2e.test_security_acls import (
-    DESCRIBE,
-    GROUP,
-    READ,
-    TOPIC,
-    acl_overrides,
-    create,
-    creation,
-    login,
-)
+from tests.e2e.test_security_acls import DESCRIBE, GROUP, READ, TOPIC, create, creation, login
 from tests.support.broker_process import BrokerProcess
 from tests.support.produce import create_partitioned_topic
 
@@ -32,42 +22,38 @@ pytestmark = [
 ]
 
 
-def test_a_regex_resolves_only_to_topics_the_member_may_describe(tmp_path: Path) -> None:
-    data = tmp_path / "data"
-    broker = BrokerProcess(data, acl_overrides()).start()
-    try:
-        with login(broker, "admin") as admin:
-            visible = create_partitioned_topic(admin, "rx-visible", 2)
-            other = create_partitioned_topic(admin, "other", 1)
-            create_partitioned_topic(admin, "rx-hidden", 1)
-            assert (
-                create(
-                    admin,
-                    creation(GROUP, "rx-group", "User:alice", READ),
-                    creation(TOPIC, "rx-visible", "User:alice", DESCRIBE),
-                    creation(TOPIC, "other", "User:alice", DESCRIBE),
-                )
-                == [(0, None)] * 3
+def test_a_regex_resolves_only_to_topics_the_member_may_describe(
+    acl_broker: BrokerProcess,
+) -> None:
+    with login(acl_broker, "admin") as admin:
+        visible = create_partitioned_topic(admin, "rx-visible", 2)
+        other = create_partitioned_topic(admin, "other", 1)
+        create_partitioned_topic(admin, "rx-hidden", 1)
+        assert (
+            create(
+                admin,
+                creation(GROUP, "rx-group", "User:alice", READ),
+                creation(TOPIC, "rx-visible", "User:alice", DESCRIBE),
+                creation(TOPIC, "other", "User:alice", DESCRIBE),
             )
-        with login(broker, "alice") as alice:
-            answer = join(alice, "rx-group", "m", [], regex=".*")
+            == [(0, None)] * 3
+        )
+    with login(acl_broker, "alice") as alice:
+        answer = join(alice, "rx-group", "m", [], regex=".*")
+        assert answer.error_code == 0, answer
+        epoch = answer.member_epoch
+        owned: Owned = assigned(answer)
+        # The regex is resolved off the request path: the topics come a heartbeat or
+        # more later, all in one assignment (one resolution, one member).
+        deadline = time.monotonic() + 15
+        while not owned:
+            assert time.monotonic() < deadline, "no assignment"
+            answer = heartbeat(alice, "rx-group", "m", epoch, owned=owned)
             assert answer.error_code == 0, answer
             epoch = answer.member_epoch
-            owned: Owned = assigned(answer)
-            # The regex is resolved off the request path: the topics come a heartbeat or
-            # more later, all in one assignment (one resolution, one member).
-            deadline = time.monotonic() + 15
-            while not owned:
-                assert time.monotonic() < deadline, "no assignment"
-                answer = heartbeat(alice, "rx-group", "m", epoch, owned=owned)
-                assert answer.error_code == 0, answer
-                epoch = answer.member_epoch
-                if answer.assignment is not None:
-                    owned = assigned(answer)
-            assert owned == {visible: {0, 1}, other: {0}}
-        broker.stop()
-        stored = CommittedOffsets.open(data).consumer_groups()["rx-group"]
-        assert stored.resolved_regexes == ((".*", ("other", "rx-visible")),)
-    finally:
-        if broker.proc is not None and broker.proc.poll() is None:
-            broker.kill()
+            if answer.assignment is not None:
+                owned = assigned(answer)
+        assert owned == {visible: {0, 1}, other: {0}}
+    acl_broker.stop()
+    stored = CommittedOffsets.open(acl_broker.data_dir).consumer_groups()["rx-group"]
+    assert stored.resolved_regexes == ((".*", ("other", "rx-visible")),)

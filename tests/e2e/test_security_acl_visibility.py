@@ -5,8 +5,6 @@ filters them. Raw requests against a broker process with SASL users and ACLs."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -23,7 +21,6 @@ from tests.e2e.test_security_acls import (
     GROUP,
     TOPIC,
     TRANSACTIONAL_ID,
-    acl_overrides,
     create,
     creation,
     login,
@@ -38,15 +35,6 @@ pytestmark = [
 ]
 
 TOPICS_HIDDEN = "The group has described topic(s) that the client is not authorized to describe."
-
-
-@pytest.fixture
-def secured(tmp_path: Path) -> Iterator[BrokerProcess]:
-    proc = BrokerProcess(tmp_path / "data", acl_overrides()).start()
-    try:
-        yield proc
-    finally:
-        proc.stop()
 
 
 def heartbeat(
@@ -101,9 +89,9 @@ def describe_groups(client: RawClient, *groups: str) -> list[Message]:
 
 
 def test_consumer_group_describe_refuses_groups_naming_topics_the_caller_may_not_describe(
-    secured: BrokerProcess,
+    acl_broker: BrokerProcess,
 ) -> None:
-    with login(secured, "admin") as admin:
+    with login(acl_broker, "admin") as admin:
         topic_id = create_partitioned_topic(admin, "hidden-orders", 2)
         join_until_assigned(admin, "by-name", topics=["hidden-orders"])
         join_until_assigned(admin, "by-regex", regex=".*")
@@ -115,7 +103,7 @@ def test_consumer_group_describe_refuses_groups_naming_topics_the_caller_may_not
             )
             == [(0, None)] * 2
         )
-    with login(secured, "alice") as alice:
+    with login(acl_broker, "alice") as alice:
         refused = describe_groups(alice, "by-name", "by-regex")
     # KafkaApis.handleConsumerGroupDescribe: the whole group is replaced, no member left.
     assert [
@@ -125,12 +113,12 @@ def test_consumer_group_describe_refuses_groups_naming_topics_the_caller_may_not
         (name, ErrorCode.TOPIC_AUTHORIZATION_FAILED, TOPICS_HIDDEN, [], 0, "")
         for name in ("by-name", "by-regex")
     ]
-    secured.wait_for_log("Principal = User:alice is Denied operation = Describe")
-    with login(secured, "admin") as admin:
+    acl_broker.wait_for_log("Principal = User:alice is Denied operation = Describe")
+    with login(acl_broker, "admin") as admin:
         assert create(admin, creation(TOPIC, "hidden-orders", "User:alice", DESCRIBE)) == [
             (0, None)
         ]
-    with login(secured, "alice") as alice:
+    with login(acl_broker, "alice") as alice:
         shown = describe_groups(alice, "by-name", "by-regex")
     assert [g.error_code for g in shown] == [0, 0]
     for group in shown:
@@ -140,9 +128,9 @@ def test_consumer_group_describe_refuses_groups_naming_topics_the_caller_may_not
 
 
 def test_list_groups_lists_consumer_protocol_groups_only_to_who_may_describe_them(
-    secured: BrokerProcess,
+    acl_broker: BrokerProcess,
 ) -> None:
-    with login(secured, "admin") as admin:
+    with login(acl_broker, "admin") as admin:
         create_topic(admin, "lg-topic")
         join_until_assigned(admin, "kip848-private", topics=["lg-topic"])
         join_until_assigned(admin, "kip848-shared", topics=["lg-topic"])
@@ -151,7 +139,7 @@ def test_list_groups_lists_consumer_protocol_groups_only_to_who_may_describe_the
         ]
         everything = admin.request(LIST_GROUPS, 5, Message(states_filter=[], types_filter=[]))
     assert {g.group_id for g in everything.groups} == {"kip848-private", "kip848-shared"}
-    with login(secured, "alice") as alice:
+    with login(acl_broker, "alice") as alice:
         for version in (0, 5):
             body = Message(states_filter=[], types_filter=[]) if version == 5 else Message()
             listed = alice.request(LIST_GROUPS, version, body)
@@ -160,9 +148,9 @@ def test_list_groups_lists_consumer_protocol_groups_only_to_who_may_describe_the
 
 
 def test_describe_transactions_leaves_out_topics_the_caller_may_not_describe(
-    secured: BrokerProcess,
+    acl_broker: BrokerProcess,
 ) -> None:
-    with login(secured, "admin") as admin:
+    with login(acl_broker, "admin") as admin:
         create_topic(admin, "txv-open")
         create_topic(admin, "txv-secret")
         opened = admin.request(
@@ -197,9 +185,9 @@ def test_describe_transactions_leaves_out_topics_the_caller_may_not_describe(
         )
         full = admin.request(DESCRIBE_TRANSACTIONS, 0, Message(transactional_ids=["txv-1"]))
     assert {t.topic for t in full.transaction_states[0].topics} == {"txv-open", "txv-secret"}
-    with login(secured, "alice") as alice:
+    with login(acl_broker, "alice") as alice:
         seen = alice.request(DESCRIBE_TRANSACTIONS, 0, Message(transactional_ids=["txv-1"]))
     [state] = seen.transaction_states
     assert (state.error_code, state.transaction_state) == (0, "Ongoing")
     assert [(t.topic, t.partitions) for t in state.topics] == [("txv-open", [0])]
-    secured.wait_for_log("Principal = User:alice is Denied operation = Describe")
+    acl_broker.wait_for_log("Principal = User:alice is Denied operation = Describe")

@@ -6,7 +6,6 @@ admin clients of kafka-python and confluent-kafka; outcomes checked in the segme
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,7 +27,7 @@ from storage.acl_store import StoredAcl, decode
 from tests.support.broker_process import BrokerProcess
 from tests.support.produce import create_topic, produce, stored_values
 from tests.support.raw_client import RawClient
-from tests.support.sasl import plain_login, sasl_overrides
+from tests.support.sasl import acl_overrides, plain_login
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore:read_text is deprecated:DeprecationWarning"),
@@ -40,30 +39,6 @@ ANY, TOPIC, GROUP, CLUSTER, TRANSACTIONAL_ID = 1, 2, 3, 4, 5
 MATCH, LITERAL, PREFIXED = 2, 3, 4
 ALL, READ, WRITE, CREATE, DESCRIBE = 2, 3, 4, 5, 8
 DENY, ALLOW = 2, 3
-
-AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
-
-
-def acl_overrides(**extra: str) -> dict[str, str]:
-    overrides = sasl_overrides()
-    overrides.update(
-        {
-            "authorizer.class.name": AUTHORIZER,
-            # Kafka's own example: the broker's principal is a super user.
-            "super.users": "User:admin;User:root",
-            **extra,
-        }
-    )
-    return overrides
-
-
-@pytest.fixture
-def acl_broker(tmp_path: Path) -> Iterator[BrokerProcess]:
-    proc = BrokerProcess(tmp_path / "data", acl_overrides()).start()
-    try:
-        yield proc
-    finally:
-        proc.stop()
 
 
 def login(broker: BrokerProcess, user: str) -> RawClient:

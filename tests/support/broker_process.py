@@ -9,6 +9,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 # Extra broker settings for every BrokerProcess, "key=value;key=value": runs a test module
@@ -110,3 +112,13 @@ class BrokerProcess:
             self.proc.kill()
             self.proc.wait(10)
         self._close_pipe()
+
+
+@contextmanager
+def running(data_dir: Path, overrides: dict[str, str] | None = None) -> Iterator[BrokerProcess]:
+    """A started BrokerProcess, stopped on the way out."""
+    proc = BrokerProcess(data_dir, overrides).start()
+    try:
+        yield proc
+    finally:
+        proc.stop()

@@ -39,6 +39,23 @@ def sasl_overrides(
     return overrides
 
 
+AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+
+
+def acl_overrides(**extra: str) -> dict[str, str]:
+    """sasl_overrides() with Kafka 4.0's StandardAuthorizer; admin and root are super users."""
+    overrides = sasl_overrides()
+    overrides.update(
+        {
+            "authorizer.class.name": AUTHORIZER,
+            # Kafka's own example: the broker's principal is a super user.
+            "super.users": "User:admin;User:root",
+            **extra,
+        }
+    )
+    return overrides
+
+
 def handshake(client: RawClient, mechanism: str, version: int = 1) -> Message:
     return client.request(SASL_HANDSHAKE, version, Message(mechanism=mechanism))
 
