@@ -17,21 +17,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[BrokerProcess]:
-    proc = BrokerProcess(tmp_path / "data").start()
-    try:
+    with running(tmp_path / "data") as proc:
         yield proc
-    finally:
-        proc.kill() if not proc.is_running() else proc.stop()
 
 
 @pytest.fixture(scope="module")
 def shared_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     """One broker for a module whose tests each use their own topics."""
-    proc = BrokerProcess(tmp_path_factory.mktemp("shared") / "data").start()
-    try:
+    with running(tmp_path_factory.mktemp("shared") / "data") as proc:
         yield proc
-    finally:
-        proc.stop()
 
 
 @pytest.fixture

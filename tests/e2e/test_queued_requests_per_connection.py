@@ -12,7 +12,6 @@ answered, in order, once the Fetch is.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -41,15 +40,6 @@ PROBE_S = 3.0
 P99_LIMIT_S = 0.2
 # A probe request not answered this fast means the broker stopped reading it.
 PROBE_TIMEOUT_S = 2.0
-
-
-@pytest.fixture
-def broker(tmp_path: Path) -> Iterator[BrokerProcess]:
-    proc = BrokerProcess(tmp_path / "data").start()
-    try:
-        yield proc
-    finally:
-        proc.kill() if not proc.is_running() else proc.stop()
 
 
 def _attack(client: RawClient, topic: str) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.streams.support import NOTES, TIMINGS, streams_python
-from tests.support.broker_process import BrokerProcess
+from tests.support.broker_process import BrokerProcess, running
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -37,11 +37,8 @@ def python() -> str:
 
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[BrokerProcess]:
-    proc = BrokerProcess(tmp_path / "data").start()
-    try:
+    with running(tmp_path / "data") as proc:
         yield proc
-    finally:
-        proc.kill() if not proc.is_running() else proc.stop()
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
