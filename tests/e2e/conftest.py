@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -33,3 +34,12 @@ def acl_broker(tmp_path: Path) -> Iterator[BrokerProcess]:
     """A broker with SASL users (admin, alice) and StandardAuthorizer; admin is a super user."""
     with running(tmp_path / "data", acl_overrides()) as proc:
         yield proc
+
+
+@pytest.fixture
+def port_in_use() -> Iterator[int]:
+    """A port some other program listens on."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        yield sock.getsockname()[1]

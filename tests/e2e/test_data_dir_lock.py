@@ -9,16 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import os
-import socket
 import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from protocol.records import build_batch
-from tests.support.broker_process import BrokerProcess
+from tests.support.broker_process import BrokerProcess, run_refused
 from tests.support.produce import create_topic, produce, stored_values
 from tests.support.raw_client import RawClient
 
@@ -50,21 +47,8 @@ def listing(root: Path) -> Listing:
 
 def run_broker(data: Path, port: int = 0) -> subprocess.CompletedProcess[str]:
     """Start a broker process that is expected to give up: its exit code and stderr."""
-    args = [sys.executable, "-m", "broker"]
     settings = {"listeners": f"PLAINTEXT://127.0.0.1:{port}", "log.dirs": str(data), **QUIET}
-    for key, value in settings.items():
-        args += ["--override", f"{key}={value}"]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KAFKA_")}
-    return subprocess.run(
-        args,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-        timeout=START_TIMEOUT_S,
-        check=False,
-    )
+    return run_refused(settings, timeout=START_TIMEOUT_S)
 
 
 def produce_values(port: int, topic: str, values: list[bytes]) -> list[int]:
@@ -81,15 +65,6 @@ def produce_values(port: int, topic: str, values: list[bytes]) -> list[int]:
 @pytest.fixture
 def data(tmp_path: Path) -> Path:
     return tmp_path / "data"
-
-
-@pytest.fixture
-def listener_in_use() -> Iterator[int]:
-    """A port some other program listens on."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        sock.listen()
-        yield sock.getsockname()[1]
 
 
 def test_second_broker_on_the_same_data_dir_is_refused_and_changes_nothing(data: Path) -> None:
@@ -116,7 +91,7 @@ def test_second_broker_on_the_same_data_dir_is_refused_and_changes_nothing(data:
     assert stored_values(data, "t") == first_values + more
 
 
-def test_start_failing_on_its_port_runs_no_recovery(data: Path, listener_in_use: int) -> None:
+def test_start_failing_on_its_port_runs_no_recovery(data: Path, port_in_use: int) -> None:
     broker = BrokerProcess(data, QUIET).start()
     values = [f"v-{i}".encode() for i in range(10)]
     produce_values(broker.port, "t", values)
@@ -124,11 +99,11 @@ def test_start_failing_on_its_port_runs_no_recovery(data: Path, listener_in_use:
     broker.kill()
     before = listing(data)
 
-    failed = run_broker(data, port=listener_in_use)
+    failed = run_broker(data, port=port_in_use)
 
     assert failed.returncode == 2, failed.stderr
     assert (
-        f"listener PLAINTEXT: 127.0.0.1:{listener_in_use} is in use: is another broker "
+        f"listener PLAINTEXT: 127.0.0.1:{port_in_use} is in use: is another broker "
         "running? --override listeners=PLAINTEXT://127.0.0.1:<port> picks another port"
     ) in failed.stderr
     assert "Traceback" not in failed.stderr

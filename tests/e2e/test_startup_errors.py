@@ -5,8 +5,6 @@ fix, exit status 2, and the data directory as it was (real ``python -m broker`` 
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -15,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.test_data_dir_lock import listing
+from tests.support.broker_process import run_refused
 
 START_TIMEOUT_S = 30.0
 NOBODY = 65534
@@ -26,23 +25,10 @@ PROJECT = Path(__file__).resolve().parents[2]
 def start(settings: dict[str, str], user: int | None = None) -> tuple[int, str]:
     """Start a broker expected to give up (as ``user`` if given): its exit code and the one
     ERROR line it logged."""
-    args = [sys.executable, "-m", "broker"]
+    command = None
     if user is not None:
-        args = [sys.executable, str(PROJECT / "tests/support/run_as.py"), str(user)]
-    for key, value in settings.items():
-        args += ["--override", f"{key}={value}"]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KAFKA_")}
-    run = subprocess.run(
-        args,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-        cwd=PROJECT,
-        timeout=START_TIMEOUT_S,
-        check=False,
-    )
+        command = [sys.executable, str(PROJECT / "tests/support/run_as.py"), str(user)]
+    run = run_refused(settings, command=command, cwd=PROJECT, timeout=START_TIMEOUT_S)
     assert "Traceback" not in run.stderr, run.stderr
     assert "minikafka started" not in run.stderr
     errors = [line for line in run.stderr.splitlines() if " ERROR " in line]
@@ -59,29 +45,21 @@ def shared_dir() -> Iterator[Path]:
         yield path
 
 
-@pytest.fixture
-def used_port() -> Iterator[int]:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        sock.listen()
-        yield sock.getsockname()[1]
-
-
 def test_listener_port_in_use_names_the_listener_and_the_override(
-    tmp_path: Path, used_port: int
+    tmp_path: Path, port_in_use: int
 ) -> None:
     data = tmp_path / "data"
-    code, line = start({"listeners": f"PLAINTEXT://127.0.0.1:{used_port}", "log.dirs": str(data)})
+    code, line = start({"listeners": f"PLAINTEXT://127.0.0.1:{port_in_use}", "log.dirs": str(data)})
     assert code == 2
     assert (
-        f"listener PLAINTEXT: 127.0.0.1:{used_port} is in use: is another broker running? "
+        f"listener PLAINTEXT: 127.0.0.1:{port_in_use} is in use: is another broker running? "
         "--override listeners=PLAINTEXT://127.0.0.1:<port> picks another port"
     ) in line
     # Not even created: ports are bound before the data directory is touched.
     assert not data.exists()
 
 
-def test_control_port_in_use_touches_nothing(tmp_path: Path, used_port: int) -> None:
+def test_control_port_in_use_touches_nothing(tmp_path: Path, port_in_use: int) -> None:
     data = tmp_path / "data"
     data.mkdir()
     (data / "meta.properties").write_text("version=1\nnode.id=1\ncluster.id=abc\n")
@@ -90,11 +68,11 @@ def test_control_port_in_use_touches_nothing(tmp_path: Path, used_port: int) -> 
         {
             "listeners": "PLAINTEXT://127.0.0.1:0",
             "log.dirs": str(data),
-            "minikafka.control.listener": f"127.0.0.1:{used_port}",
+            "minikafka.control.listener": f"127.0.0.1:{port_in_use}",
         }
     )
     assert code == 2
-    assert f"control plane (minikafka.control.listener): 127.0.0.1:{used_port} is in use" in line
+    assert f"control plane (minikafka.control.listener): 127.0.0.1:{port_in_use} is in use" in line
     assert "--override minikafka.control.listener=127.0.0.1:<port>" in line
     assert listing(data) == before
 

@@ -21,6 +21,11 @@ READY = re.compile(r"minikafka started .*listeners=\w+://[^:]+:(\d+)")
 LISTENER = re.compile(r"(\w+)://\[?[^\s\]]*?\]?:(\d+) \(advertised")
 
 
+def broker_env() -> dict[str, str]:
+    """This process's environment without KAFKA_* variables, for a broker process."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("KAFKA_")}
+
+
 def env_overrides() -> dict[str, str]:
     text = os.environ.get(OVERRIDES_ENV, "")
     return dict(item.split("=", 1) for item in text.split(";") if item)
@@ -54,7 +59,7 @@ class BrokerProcess:
         }
         for key, value in settings.items():
             args += ["--override", f"{key}={value}"]
-        env = {k: v for k, v in os.environ.items() if not k.startswith("KAFKA_")}
+        env = broker_env()
         self._ready.clear()
         self.started_at = time.monotonic()
         self.proc = subprocess.Popen(
@@ -112,6 +117,31 @@ class BrokerProcess:
             self.proc.kill()
             self.proc.wait(10)
         self._close_pipe()
+
+
+def run_refused(
+    settings: dict[str, str],
+    *,
+    command: list[str] | None = None,
+    cwd: Path | None = None,
+    timeout: float = 30.0,
+) -> subprocess.CompletedProcess[str]:
+    """Run a broker process expected to give up at start (``python -m broker``, or
+    ``command`` instead) with ``settings`` as overrides: its exit code and stderr."""
+    args = list(command or [sys.executable, "-m", "broker"])
+    for key, value in settings.items():
+        args += ["--override", f"{key}={value}"]
+    return subprocess.run(
+        args,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=broker_env(),
+        cwd=cwd,
+        timeout=timeout,
+        check=False,
+    )
 
 
 @contextmanager
