@@ -109,6 +109,7 @@ compat: setup compat-tools $(COMPAT_STAMP) $(JAVA_JARS) $(JAVA_CLASSES)
 # Maven (tests/ecosystem/<name>/pom.xml, Maven's cache in build/m2) into
 # build/ecosystem/<name>-<version>/lib, the word count compiled against Streams' jars. Streams
 # is the newest 4.x Central serves; Connect the newest for which it serves connect-file too.
+# Each test also runs against Apache Kafka 4.0.0 (kafka-jars, below) as the reference.
 # Must match STREAMS_VERSION / CONNECT_VERSION in tests/ecosystem/conftest.py.
 ECOSYSTEM_STREAMS_VERSION := 4.4.0
 ECOSYSTEM_CONNECT_VERSION := 4.3.1
@@ -134,7 +135,8 @@ $(ECOSYSTEM_STREAMS)/classes/.compiled: $(ECOSYSTEM_STREAMS)/lib/.installed $(wi
 	touch $@
 
 .PHONY: ecosystem
-ecosystem: setup compat-tools $(ECOSYSTEM_STREAMS)/classes/.compiled $(ECOSYSTEM_CONNECT)/lib/.installed
+ecosystem: setup compat-tools $(ECOSYSTEM_STREAMS)/classes/.compiled $(ECOSYSTEM_CONNECT)/lib/.installed \
+		build/kafka-4.0.0/libs/.installed
 	$(PY) -m pytest -m ecosystem $(ECOSYSTEM) $(PYTEST_ARGS)
 
 # Client libraries' own test suites, written against Apache Kafka, against a fresh broker

@@ -4,6 +4,9 @@ real broker (`make ecosystem`; `make test` deselects them).
 `make ecosystem` resolves their jars with Maven (tests/ecosystem/streams/pom.xml,
 tests/ecosystem/connect/pom.xml) into build/ecosystem/<name>-<version>/lib and compiles
 streams/WordCount.java; a missing build fails the test rather than skipping it.
+
+Each test runs against minikafka and against Apache Kafka 4.0.0 (the ``target`` fixture):
+the same checks, the segment files read the same way (the format is Kafka's).
 """
 
 from __future__ import annotations
@@ -18,10 +21,14 @@ from pathlib import Path
 
 import pytest
 
+from protocol.messages.describe_configs import DESCRIBE_CONFIGS
 from protocol.records import decode_records
+from protocol.schema import Message
 from storage.topic_config_store import DIR_NAME, decode
 from tests.support.broker_process import BrokerProcess
+from tests.support.kafka_reference import KafkaReference
 from tests.support.produce import stored
+from tests.support.raw_client import RawClient
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "build" / "ecosystem"
@@ -31,6 +38,9 @@ LOG4J_CONFIG = Path(__file__).parent / "log4j2.properties"
 STREAMS_VERSION = "4.4.0"
 CONNECT_VERSION = "4.3.1"
 COMMIT, ABORT = 1, 0
+# Each test runs against minikafka and against Apache Kafka 4.0.0 (the version minikafka
+# implements; tests/support/kafka_reference.py, its jars from `make kafka-jars`).
+TARGETS = ("minikafka", "kafka-4.0.0")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -131,21 +141,67 @@ class Jvm:
                 stream.close()
 
 
-@pytest.fixture
-def broker(tmp_path: Path) -> Iterator[BrokerProcess]:
-    proc = BrokerProcess(
-        tmp_path / "data",
-        # Kafka's 3 s wait for more members would only slow each (re)join of one member.
-        {"group.initial.rebalance.delay.ms": "100"},
-    ).start()
+@dataclass(frozen=True)
+class Target:
+    """The broker a test runs against: minikafka, or Apache Kafka as the reference."""
+
+    name: str
+    bootstrap: str
+    port: int
+    # Where the partition directories (Kafka's segment file format, both) are.
+    log_dir: Path
+
+    @property
+    def is_minikafka(self) -> bool:
+        return self.name == "minikafka"
+
+
+@pytest.fixture(params=TARGETS)
+def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Target]:
+    if request.param == "minikafka":
+        proc = BrokerProcess(
+            tmp_path / "data",
+            # Kafka's 3 s wait for more members would only slow each (re)join of one member.
+            {"group.initial.rebalance.delay.ms": "100"},
+        ).start()
+        try:
+            yield Target("minikafka", proc.bootstrap, proc.port, proc.data_dir)
+        finally:
+            proc.kill() if not proc.is_running() else proc.stop()
+        return
+    version = request.param.removeprefix("kafka-")
+    kafka = KafkaReference(version, data_dir=tmp_path / "kafka")
     try:
-        yield proc
+        kafka.start()
+        yield Target(request.param, kafka.bootstrap, kafka.port, kafka.data_dir / "logs")
     finally:
-        proc.kill() if not proc.is_running() else proc.stop()
+        kafka.stop()
+
+
+def cleanup_policy(target: Target, topic: str) -> str:
+    """The topic's cleanup.policy as DescribeConfigs answers it; on minikafka, also the
+    override it stored (Kafka keeps its own in the metadata log)."""
+    with RawClient(target.port) as client:
+        answer = client.request(
+            DESCRIBE_CONFIGS,
+            4,
+            Message(
+                resources=[Message(resource_type=2, resource_name=topic, configuration_keys=None)],
+                include_synonyms=False,
+                include_documentation=False,
+            ),
+        )
+    [result] = answer.results
+    assert result.error_code == 0, result
+    [policy] = [c.value for c in result.configs if c.name == "cleanup.policy"]
+    if target.is_minikafka:
+        assert topic_configs(target.log_dir)[topic].get("cleanup.policy") == policy
+    assert isinstance(policy, str)
+    return policy
 
 
 def topic_configs(data_dir: Path) -> dict[str, dict[str, str]]:
-    """The config overrides the broker stored, by topic name."""
+    """The config overrides minikafka stored, by topic name."""
     found: dict[str, dict[str, str]] = {}
     directory = data_dir / DIR_NAME
     for file in directory.iterdir() if directory.exists() else ():

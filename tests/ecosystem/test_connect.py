@@ -26,14 +26,14 @@ from tests.ecosystem.conftest import (
     CONNECT_VERSION,
     Jvm,
     PartitionView,
+    Target,
     classpath,
+    cleanup_policy,
     jvm_command,
     partition_view,
-    topic_configs,
 )
-from tests.support.broker_process import BrokerProcess
 from tests.support.polling import until_sync
-from tests.support.produce import create_topic
+from tests.support.produce import create_partitioned_topic
 from tests.support.raw_client import RawClient
 
 TOPIC, CONNECTOR = "file-lines", "file-src"
@@ -148,17 +148,17 @@ def stored_position(data_dir: Path, source: Path, exactly_once: bool) -> int | N
     "exactly_once", [False, True], ids=["sigterm-at-least-once", "sigkill-exactly-once"]
 )
 def test_file_source_resumes_from_stored_offsets(
-    broker: BrokerProcess, tmp_path: Path, exactly_once: bool
+    target: Target, tmp_path: Path, exactly_once: bool
 ) -> None:
-    data_dir = broker.data_dir
-    with RawClient(broker.port) as client:
-        create_topic(client, TOPIC)
+    data_dir = target.log_dir
+    with RawClient(target.port) as client:
+        create_partitioned_topic(client, TOPIC, 1)
     source = tmp_path / "source.txt"
     lines = [f"line-{n:05d}" for n in range(LINES_BEFORE + LINES_AFTER)]
     source.write_text("".join(f"{text}\n" for text in lines[:LINES_BEFORE]))
     rest_port = free_port()
     config = worker_config(
-        tmp_path / "worker.properties", broker.bootstrap, rest_port, exactly_once
+        tmp_path / "worker.properties", target.bootstrap, rest_port, exactly_once
     )
     rest = Rest(rest_port)
 
@@ -215,6 +215,5 @@ def test_file_source_resumes_from_stored_offsets(
     finally:
         worker.kill()
 
-    configs = topic_configs(data_dir)
     for name in INTERNAL.values():
-        assert configs[name]["cleanup.policy"] == "compact", (name, configs.get(name))
+        assert cleanup_policy(target, name) == "compact", name

@@ -23,12 +23,12 @@ from tests.ecosystem.conftest import (
     COMMIT,
     STREAMS_VERSION,
     Jvm,
+    Target,
     classpath,
+    cleanup_policy,
     jvm_command,
     partition_view,
-    topic_configs,
 )
-from tests.support.broker_process import BrokerProcess
 from tests.support.polling import until_sync
 from tests.support.produce import create_partitioned_topic, stored
 from tests.support.raw_client import RawClient
@@ -148,9 +148,9 @@ def read_committed(bootstrap: str, topic: str, expected: dict[int, int]) -> list
         consumer.close()
 
 
-def test_word_count_exactly_once_across_a_kill(broker: BrokerProcess, tmp_path: Path) -> None:
-    bootstrap, data_dir = broker.bootstrap, broker.data_dir
-    with RawClient(broker.port) as client:
+def test_word_count_exactly_once_across_a_kill(target: Target, tmp_path: Path) -> None:
+    bootstrap, data_dir = target.bootstrap, target.log_dir
+    with RawClient(target.port) as client:
         for topic in ("lines", "labels", "counts", "labelled"):
             create_partitioned_topic(client, topic, PARTITIONS)
     produce_labels(bootstrap)
@@ -220,16 +220,15 @@ def test_word_count_exactly_once_across_a_kill(broker: BrokerProcess, tmp_path: 
     assert labelled == {word: f"{LABELS[word]}:{n}" for word, n in expected.items()}
 
     # The group committed the end of its input; the repartition topic was read to its end.
-    assert committed_input(broker.port) == ends
+    assert committed_input(target.port) == ends
     repartition = f"{APP}-by-word-repartition"
-    assert committed_offsets(broker.port, APP, repartition) == {
+    assert committed_offsets(target.port, APP, repartition) == {
         p: log_end(data_dir, repartition, p) for p in range(PARTITIONS)
     }
 
     # The state: a compacted changelog, restored by the second run.
-    configs = topic_configs(data_dir)
-    assert configs[f"{APP}-counts-changelog"]["cleanup.policy"] == "compact"
-    assert f"{APP}-by-word-repartition" in configs
+    assert cleanup_policy(target, f"{APP}-counts-changelog") == "compact"
+    assert cleanup_policy(target, repartition) == "delete"
     restored = [e for e in second_run if e.get("restore") == "end" and e["store"] == "counts"]
     # At least what the first run committed to the changelog (the second run's restart
     # after the kill wipes the local store: exactly-once state is not trusted after a crash).
