@@ -18,6 +18,7 @@ from tests.e2e.test_consumer_groups_raw import (
     assigned,
     describe,
     heartbeat,
+    heartbeat_until,
     join,
 )
 from tests.support.broker_process import BrokerProcess
@@ -122,38 +123,24 @@ def test_regexes_re2j_refuses_get_invalid_regular_expression(
         assert describe(client, "rx-refused").error_code == GROUP_ID_NOT_FOUND
 
 
-def test_regex_assigns_matching_topics_then_a_topic_created_later(tmp_path: Path) -> None:
-    data = tmp_path / "data"
-    broker = BrokerProcess(data).start()
-    try:
-        with RawClient(broker.port) as client:
-            v1 = create_partitioned_topic(client, "orders.v1", 2)
-            create_partitioned_topic(client, "payments", 1)
-            answer = join(client, "by-regex", "m", [], regex=r"orders\..*")
-            assert answer.error_code == 0, answer
-            epoch, owned = answer.member_epoch, assigned(answer)
-
-            def beat_until(expected: Owned, timeout: float) -> None:
-                nonlocal epoch, owned
-                deadline = time.monotonic() + timeout
-                while owned != expected:
-                    assert time.monotonic() < deadline, owned
-                    answer = heartbeat(client, "by-regex", "m", epoch, owned=owned)
-                    assert answer.error_code == 0, answer
-                    epoch = answer.member_epoch
-                    if answer.assignment is not None:
-                        owned = assigned(answer)
-
-            beat_until({v1: {0, 1}}, 10)
-            v2 = create_partitioned_topic(client, "orders.v2", 1)
-            # Kafka refreshes a group's regexes at most every 10 s.
-            beat_until({v1: {0, 1}, v2: {0}}, 30)
-            [member] = describe(client, "by-regex").members
-            names = {t.topic_name: sorted(t.partitions) for t in member.assignment.topic_partitions}
-            assert names == {"orders.v1": [0, 1], "orders.v2": [0]}
-        broker.stop()
-        stored = CommittedOffsets.open(data).consumer_groups()["by-regex"]
-        assert stored.resolved_regexes == ((r"orders\..*", ("orders.v1", "orders.v2")),)
-    finally:
-        if broker.proc is not None and broker.proc.poll() is None:
-            broker.kill()
+def test_regex_assigns_matching_topics_then_a_topic_created_later(broker: BrokerProcess) -> None:
+    with RawClient(broker.port) as client:
+        v1 = create_partitioned_topic(client, "orders.v1", 2)
+        create_partitioned_topic(client, "payments", 1)
+        answer = join(client, "by-regex", "m", [], regex=r"orders\..*")
+        assert answer.error_code == 0, answer
+        first: Owned = {v1: {0, 1}}
+        epoch, owned = heartbeat_until(
+            client, "by-regex", "m", answer.member_epoch, assigned(answer), lambda o: o == first, 10
+        )
+        v2 = create_partitioned_topic(client, "orders.v2", 1)
+        # Kafka refreshes a group's regexes at most every 10 s.
+        heartbeat_until(
+            client, "by-regex", "m", epoch, owned, lambda o: o == {**first, v2: {0}}, 30
+        )
+        [member] = describe(client, "by-regex").members
+        names = {t.topic_name: sorted(t.partitions) for t in member.assignment.topic_partitions}
+        assert names == {"orders.v1": [0, 1], "orders.v2": [0]}
+    broker.stop()
+    stored = CommittedOffsets.open(broker.data_dir).consumer_groups()["by-regex"]
+    assert stored.resolved_regexes == ((r"orders\..*", ("orders.v1", "orders.v2")),)

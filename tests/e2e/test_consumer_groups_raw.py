@@ -5,6 +5,7 @@ log) across a restart."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from protocol.messages.consumer_group_describe import CONSUMER_GROUP_DESCRIBE
@@ -75,6 +76,29 @@ def join(client: RawClient, group: str, member_id: str, topics: list[str], **kw:
 def assigned(answer: Message) -> Owned:
     assert answer.assignment is not None, answer
     return {bytes(t.topic_id): set(t.partitions) for t in answer.assignment.topic_partitions}
+
+
+def heartbeat_until(
+    client: RawClient,
+    group: str,
+    member_id: str,
+    epoch: int,
+    owned: Owned,
+    done: Callable[[Owned], bool],
+    timeout: float,
+) -> tuple[int, Owned]:
+    """Heartbeat, owning what was assigned, until ``done(owned)``: a regex is resolved in the
+    background (as Kafka does), so its assignment may come a heartbeat or more later.
+    Answers the member's last epoch and assignment."""
+    deadline = time.monotonic() + timeout
+    while not done(owned):
+        assert time.monotonic() < deadline, owned
+        answer = heartbeat(client, group, member_id, epoch, owned=owned)
+        assert answer.error_code == 0, answer
+        epoch = answer.member_epoch
+        if answer.assignment is not None:
+            owned = assigned(answer)
+    return epoch, owned
 
 
 def describe(client: RawClient, group: str, version: int = 1) -> Message:
@@ -288,15 +312,15 @@ def test_regex_subscription_picks_matching_topics(shared_broker: BrokerProcess) 
         answer = join(client, "cg-regex", "r", [], regex="cg-rx-.*")
         # The regex is resolved in the background (as Kafka does): the assignment may come
         # a heartbeat or more after the join.
-        epoch, owned = answer.member_epoch, assigned(answer)
-        deadline = time.monotonic() + 10
-        while sum(len(p) for p in owned.values()) < 3:
-            assert time.monotonic() < deadline, owned
-            answer = heartbeat(client, "cg-regex", "r", epoch, owned=owned)
-            assert answer.error_code == 0, answer
-            epoch = answer.member_epoch
-            if answer.assignment is not None:
-                owned = assigned(answer)
+        heartbeat_until(
+            client,
+            "cg-regex",
+            "r",
+            answer.member_epoch,
+            assigned(answer),
+            lambda owned: sum(len(p) for p in owned.values()) >= 3,
+            10,
+        )
         described = describe(client, "cg-regex")
         [member] = described.members
         assert member.subscribed_topic_regex == "cg-rx-.*"

@@ -6,12 +6,10 @@ ACLs, raw ConsumerGroupHeartbeats; the resolution checked in the group's stored 
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from storage.committed_offsets import CommittedOffsets
-from tests.e2e.test_consumer_groups_raw import Owned, assigned, heartbeat, join
+from tests.e2e.test_consumer_groups_raw import assigned, heartbeat_until, join
 from tests.e2e.test_security_acls import DESCRIBE, GROUP, READ, TOPIC, create, creation, login
 from tests.support.broker_process import BrokerProcess
 from tests.support.produce import create_partitioned_topic
@@ -41,18 +39,11 @@ def test_a_regex_resolves_only_to_topics_the_member_may_describe(
     with login(acl_broker, "alice") as alice:
         answer = join(alice, "rx-group", "m", [], regex=".*")
         assert answer.error_code == 0, answer
-        epoch = answer.member_epoch
-        owned: Owned = assigned(answer)
         # The regex is resolved off the request path: the topics come a heartbeat or
         # more later, all in one assignment (one resolution, one member).
-        deadline = time.monotonic() + 15
-        while not owned:
-            assert time.monotonic() < deadline, "no assignment"
-            answer = heartbeat(alice, "rx-group", "m", epoch, owned=owned)
-            assert answer.error_code == 0, answer
-            epoch = answer.member_epoch
-            if answer.assignment is not None:
-                owned = assigned(answer)
+        _, owned = heartbeat_until(
+            alice, "rx-group", "m", answer.member_epoch, assigned(answer), bool, 15
+        )
         assert owned == {visible: {0, 1}, other: {0}}
     acl_broker.stop()
     stored = CommittedOffsets.open(acl_broker.data_dir).consumer_groups()["rx-group"]

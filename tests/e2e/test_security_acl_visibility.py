@@ -11,11 +11,11 @@ import pytest
 from protocol.errors import ErrorCode
 from protocol.messages.add_partitions_to_txn import ADD_PARTITIONS_TO_TXN
 from protocol.messages.consumer_group_describe import CONSUMER_GROUP_DESCRIBE
-from protocol.messages.consumer_group_heartbeat import CONSUMER_GROUP_HEARTBEAT
 from protocol.messages.describe_transactions import DESCRIBE_TRANSACTIONS
 from protocol.messages.init_producer_id import INIT_PRODUCER_ID
 from protocol.messages.list_groups import LIST_GROUPS
 from protocol.schema import Message
+from tests.e2e.test_consumer_groups_raw import heartbeat
 from tests.e2e.test_security_acls import (
     DESCRIBE,
     GROUP,
@@ -37,38 +37,22 @@ pytestmark = [
 TOPICS_HIDDEN = "The group has described topic(s) that the client is not authorized to describe."
 
 
-def heartbeat(
-    client: RawClient,
-    group: str,
-    member_id: str,
-    epoch: int,
-    *,
-    topics: list[str] | None = None,
-    regex: str | None = None,
-) -> Message:
-    return client.request(
-        CONSUMER_GROUP_HEARTBEAT,
-        1,
-        Message(
-            group_id=group,
-            member_id=member_id,
-            member_epoch=epoch,
-            instance_id=None,
-            rack_id=None,
-            rebalance_timeout_ms=30000 if epoch == 0 else -1,
-            subscribed_topic_names=topics,
-            subscribed_topic_regex=regex,
-            server_assignor=None,
-            topic_partitions=[] if epoch == 0 else None,
-        ),
-    )
-
-
-def join_until_assigned(client: RawClient, group: str, **subscription: object) -> None:
+def join_until_assigned(
+    client: RawClient, group: str, *, topics: list[str] | None = None, regex: str | None = None
+) -> None:
     """A member joins and heartbeats until it owns a partition (a regex is resolved in the
     background, so its assignment may come a heartbeat later)."""
     member_id = f"{group}-member"  # v1: the member picks its id (KIP-1082)
-    answer = heartbeat(client, group, member_id, 0, **subscription)  # type: ignore[arg-type]
+    answer = heartbeat(
+        client,
+        group,
+        member_id,
+        0,
+        topics=topics,
+        regex=regex,
+        owned={},
+        rebalance_timeout_ms=30000,
+    )
     assert answer.error_code == 0, answer
     epoch = answer.member_epoch
     deadline = time.monotonic() + 15
