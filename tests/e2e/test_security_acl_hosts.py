@@ -75,6 +75,22 @@ def acl(rtype: int, name: str, op: int, perm: int, host: str) -> Message:
     )
 
 
+def join(client: RawClient, group: str, member_id: str) -> Message:
+    return client.request(
+        JOIN_GROUP,
+        5,
+        Message(
+            group_id=group,
+            session_timeout_ms=10000,
+            rebalance_timeout_ms=10000,
+            member_id=member_id,
+            group_instance_id=None,
+            protocol_type="consumer",
+            protocols=[Message(name="range", metadata=b"")],
+        ),
+    )
+
+
 def test_a_host_deny_in_javas_ipv6_spelling_denies_the_loopback_client(
     ipv6_broker: BrokerProcess,
 ) -> None:
@@ -95,33 +111,9 @@ def test_a_host_deny_in_javas_ipv6_spelling_denies_the_loopback_client(
     with login(ipv6_broker, "alice") as alice:
         denied = produce(alice, "v6-topic", records("from-v6"))
         assert denied.error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
-        joined = alice.request(
-            JOIN_GROUP,
-            5,
-            Message(
-                group_id="v6-group",
-                session_timeout_ms=10000,
-                rebalance_timeout_ms=10000,
-                member_id="",
-                group_instance_id=None,
-                protocol_type="consumer",
-                protocols=[Message(name="range", metadata=b"")],
-            ),
-        )
+        joined = join(alice, "v6-group", "")
         assert joined.error_code == ErrorCode.MEMBER_ID_REQUIRED
-        joined = alice.request(
-            JOIN_GROUP,
-            5,
-            Message(
-                group_id="v6-group",
-                session_timeout_ms=10000,
-                rebalance_timeout_ms=10000,
-                member_id=joined.member_id,
-                group_instance_id=None,
-                protocol_type="consumer",
-                protocols=[Message(name="range", metadata=b"")],
-            ),
-        )
+        joined = join(alice, "v6-group", joined.member_id)
         assert joined.error_code == 0
         described = alice.request(
             DESCRIBE_GROUPS, 5, Message(groups=["v6-group"], include_authorized_operations=False)
