@@ -206,7 +206,7 @@ def test_file_source_resumes_from_stored_offsets(
     try:
         assert until_sync(rest.up, 120), worker.log_tail()
         # The connector comes back from the config topic, not from a new request.
-        assert rest.call("GET", "/connectors") == (200, [CONNECTOR])
+        assert until_sync(lambda: rest.call("GET", "/connectors") == (200, [CONNECTOR]), 60)
         assert until_sync(lambda: len(stored_lines()) >= len(lines), 90), worker.log_tail()
         assert until_sync(
             lambda: stored_position(data_dir, source, exactly_once) == source.stat().st_size, 30
