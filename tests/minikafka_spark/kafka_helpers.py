@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -72,3 +73,16 @@ def delete_records_before(bootstrap: str, topic: str, partition: int, offset: in
     futures = admin.delete_records([TopicPartition(topic, partition, offset)])
     result = futures[TopicPartition(topic, partition)].result(30)
     return int(result.low_watermark)
+
+
+def batch_read(spark: Any, source: str, bootstrap: str, topic: str, **options: str) -> Any:
+    """A batch read of ``topic`` with ``spark.read.format(source)`` ("kafka": Spark's own
+    connector, "minikafka": the project's data source) and the given options."""
+    reader = (
+        spark.read.format(source)
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", topic)
+    )
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    return reader.load()

@@ -15,6 +15,7 @@ import pytest
 
 from tests.minikafka_spark.conftest import CONNECTOR_JARS
 from tests.minikafka_spark.kafka_helpers import (
+    batch_read,
     create_topic,
     delete_records_before,
     stored_records,
@@ -42,14 +43,7 @@ def connector(spark: Any) -> Iterator[None]:
 
 
 def kafka_reader(spark: Any, broker: BrokerProcess, topic: str, **options: str) -> Any:
-    reader = (
-        spark.read.format("kafka")
-        .option("kafka.bootstrap.servers", broker.bootstrap)
-        .option("subscribe", topic)
-    )
-    for key, value in options.items():
-        reader = reader.option(key, value)
-    return reader.load()
+    return batch_read(spark, "kafka", broker.bootstrap, topic, **options)
 
 
 def test_batch_read_with_headers_equals_what_the_broker_stored(

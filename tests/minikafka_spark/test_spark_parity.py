@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.minikafka_spark.kafka_helpers import create_topic, stored_records
+from tests.minikafka_spark.kafka_helpers import batch_read, create_topic, stored_records
 from tests.support.broker_process import BrokerProcess
 from tests.support.produce import stored_values
 from tests.support.real_clients import Sent, produce_confluent
@@ -22,14 +22,7 @@ def produce_values(broker: BrokerProcess, topic: str, partition: int, n: int) ->
 
 
 def read(spark: Any, broker: BrokerProcess, topic: str, **options: str) -> Any:
-    frame = (
-        spark.read.format("minikafka")
-        .option("kafka.bootstrap.servers", broker.bootstrap)
-        .option("subscribe", topic)
-    )
-    for key, value in options.items():
-        frame = frame.option(key, value)
-    return frame.load()
+    return batch_read(spark, "minikafka", broker.bootstrap, topic, **options)
 
 
 def test_batch_read_with_nothing_to_read_returns_no_rows(spark: Any, broker: BrokerProcess) -> None:
