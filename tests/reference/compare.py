@@ -68,6 +68,9 @@ def assert_same(kafka: Any, ours: Any, known: Iterable[Known] = (), api_key: int
 
 # Command-line output: what differs between any two runs of the same tool.
 _TEXT_RULES: list[tuple[re.Pattern[str], str]] = [
+    # The console consumer's own group when none is given: a random number (with the column
+    # padding that follows it, whose width depends on the number's).
+    (re.compile(r"console-consumer-\d+ *"), "console-consumer-<n> "),
     (re.compile(r"(127\.0\.0\.1|localhost|0\.0\.0\.0):\d+"), r"\1:<port>"),
     # Kafka's Uuid string form (topic ids, cluster ids, directory ids).
     (re.compile(r"(?<![\w-])[A-Za-z0-9_-]{22}(?![\w-])"), "<uuid>"),

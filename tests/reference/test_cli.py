@@ -70,7 +70,8 @@ _LOG_PREFIX = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+\] ", re.M)
 _RATES = (r"\d+(\.\d+)?", "<n>")
 # Wall-clock times in milliseconds, and a transaction's duration so far (column 8).
 _TIME = (r"\b1\d{12}\b", "<time>")
-_DURATION = (r"(<time>\s+\t)\d+", r"\1<duration>")
+# The number and its column padding: the padding's width depends on the number's.
+_DURATION = (r"(<time>\s+\t)\d+ *", r"\1<duration>")
 # Offsets in the KRaft metadata log, which every metadata change moves.
 _METADATA_OFFSET = (r"(HighWatermark:\s+|\t)\d{3,}(\s)", r"\1<offset>\2")
 
@@ -78,7 +79,8 @@ _METADATA_OFFSET = (r"(HighWatermark:\s+|\t)\d{3,}(\s)", r"\1<offset>\2")
 def norm(text: str, step: Step) -> tuple[str, set[str]]:
     """The text compared, and the known differences that matched a line of it."""
     text = normalise_text(_LOG_PREFIX.sub("", text), step.masks).rstrip()
-    lines = text.splitlines()
+    # Table cells are padded to their column's width, the last line's too or not.
+    lines = [line.rstrip() for line in text.splitlines()]
     if step.sort:
         lines = sorted(lines[:1]) + sorted(lines[1:]) if lines else lines
     used = set()
