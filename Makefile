@@ -10,7 +10,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test lint typecheck unit fuzz bench compat compat-tools peer-tests spark spark-bench java-runtime kafka-jars kafka-reference reference clean
+.PHONY: setup run test lint typecheck unit fuzz bench compat compat-tools peer-tests spark spark-bench java-runtime kafka-jars kafka-reference reference reference-scenarios clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -283,6 +283,10 @@ kafka-reference: setup build/kafka-$(KAFKA_VERSION)/libs/.installed
 # (tests/reference, docs/REFERENCE.md).
 reference: setup kafka-jars
 	$(PY) -m pytest -m reference tests/reference $(PYTEST_ARGS)
+
+# The client scenarios alone against Kafka 4.0.0 (CI: a few minutes; the CLI flows take ten).
+reference-scenarios: setup build/kafka-4.0.0/libs/.installed
+	$(PY) -m pytest -m reference tests/reference/test_scenarios.py $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache $(COMPAT_JS)/node_modules
