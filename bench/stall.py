@@ -148,7 +148,7 @@ def huge_frame(port: int, scale: float, window: Window) -> dict[str, Any]:
             try:
                 outcome = f"error {client.receive()[1].results[0].error_code}"
             except (ConnectionClosed, ConnectionResetError):
-                outcome = "connection closed"  # above broker.dispatch.MAX_DECODED_ELEMENTS
+                outcome = "connection closed"  # above broker.core.dispatch.MAX_DECODED_ELEMENTS
         took = time.perf_counter() - started
     return {"keys": keys, "answered_s": took, "outcome": outcome}
 

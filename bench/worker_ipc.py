@@ -1,7 +1,7 @@
 """What a trip to a validation worker costs the sender (issue 19): ``python -m bench.worker_ipc``.
 
 One 64 KiB batch per round trip to a child process that answers 100 bytes, as
-broker.validation_pool does, two ways: the bytes through a Unix socket pair, or copied into
+broker.produce.validation_pool does, two ways: the bytes through a Unix socket pair, or copied into
 a shared memfd slot with a 16-byte notice. Prints the sender's CPU (process_time) and the
 wall time per round trip; the sender's CPU is what the event loop pays.
 """

@@ -17,8 +17,9 @@ import os
 import sys
 
 from broker import __version__
-from broker.config import ConfigError, load_config, properties_help
-from broker.logging_setup import configure
+from broker.config.loader import load_config, properties_help
+from broker.config.model import ConfigError
+from broker.runtime.logging_setup import configure
 
 __all__ = ["build_parser", "main"]
 
@@ -71,16 +72,16 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else list(argv)
     if args and args[0] == "dump":
         # Imported lazily: the dump tool needs none of the server's machinery.
-        from broker.dump import main as dump_main
+        from broker.tools.dump import main as dump_main
 
         return dump_main(args[1:])
     if args and args[0] == "health":
         # The container health check runs this every few seconds: keep it import-light.
-        from broker.health import main as health_main
+        from broker.tools.health import main as health_main
 
         return health_main(args[1:])
     if args and args[0] == "fault":
-        from broker.fault_cli import main as fault_main
+        from broker.toolkit.fault_cli import main as fault_main
 
         return fault_main(args[1:])
 
@@ -99,9 +100,9 @@ def main(argv: list[str] | None = None) -> int:
     for warning in warnings:
         log.warning("%s", warning)
 
+    from broker.process import run
+    from broker.runtime.startup_errors import StartupError
     from broker.security.authorizer import AclFileError
-    from broker.server import run
-    from broker.startup_errors import StartupError
     from storage.dir_lock import DataDirLockedError
 
     try:

@@ -10,9 +10,9 @@ gives each test a clean broker: fixtures ``kafka_broker``, ``kafka_bootstrap``,
 """
 
 from broker import __version__
-from broker.embedded import Broker, ThreadedBroker
-from broker.fault_cli import FaultClient
-from broker.faults import FaultError, FaultInjector
+from broker.toolkit.embedded import Broker, ThreadedBroker
+from broker.toolkit.fault_cli import FaultClient
+from broker.toolkit.faults import FaultError, FaultInjector
 
 __all__ = [
     "Broker",

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from broker.embedded import ThreadedBroker
+    from broker.toolkit.embedded import ThreadedBroker
 
 _READY_MS = pytest.StashKey[list[float]]()
 _names = itertools.count(1)
@@ -60,7 +60,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _start(config: pytest.Config, tmp: Path, settings: dict[str, Any]) -> ThreadedBroker:
-    from broker.embedded import ThreadedBroker
+    from broker.toolkit.embedded import ThreadedBroker
 
     broker = ThreadedBroker(tmp, **settings).start()
     config.stash[_READY_MS].append(broker.ready_ms)
@@ -76,7 +76,7 @@ def _properties_only(settings: dict[str, Any]) -> dict[str, Any]:
 def kafka_broker(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ThreadedBroker]:
-    from broker.embedded import check_property_names
+    from broker.toolkit.embedded import check_property_names
 
     settings: dict[str, Any] = {}
     for marker in reversed(list(request.node.iter_markers("minikafka"))):

@@ -5,7 +5,7 @@ function of the batch bytes and the topic's settings (issue 19).
 LogValidator's batch checks and the record walk), then storage.record_rules (the per-record
 rules and the rewrites of max_timestamp, timestamp type and irregular offset deltas). It
 reads no broker or partition state, so the broker may run it on the event loop, on a
-worker thread or in a worker process (broker.validation_pool) and get the same answer; the
+worker thread or in a worker process (broker.produce.validation_pool) and get the same answer; the
 idempotence checks belong to the append (PartitionLog.append) and never run here.
 """
 
@@ -40,7 +40,7 @@ class CheckedBatch:
     # LogValidator's verdict (None when the batch failed an earlier check).
     verdict: RecordsVerdict | None = None
     # The batch to append, rewritten as LogValidator rewrites it, and its header (a view
-    # into broker.validation_pool's shared area when ``slot`` >= 0).
+    # into broker.produce.validation_pool's shared area when ``slot`` >= 0).
     batch: bytearray | memoryview | None = None
     header: BatchHeader | None = None
     # The batch was rebuilt (new records section), not only patched in its header.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from broker.dispatch import Dispatcher
+from broker.core.dispatch import Dispatcher
 from broker.handlers import (
     add_offsets_to_txn,
     add_partitions_to_txn,
@@ -66,7 +66,7 @@ MODULES: tuple[ModuleType, ...] = (
     metadata,
     api_versions,
     init_producer_id,
-    # Consumer groups (broker.groups).
+    # Consumer groups (broker.coordinator.groups).
     offset_commit,
     offset_fetch,
     find_coordinator,
@@ -105,13 +105,13 @@ MODULES: tuple[ModuleType, ...] = (
     alter_client_quotas,
     describe_user_scram_credentials,
     alter_user_scram_credentials,
-    # Security (issue 17): the SASL exchange itself is broker.security.sasl_session's.
+    # Security (issue 17): the SASL exchange itself is broker.net.sasl_session's.
     sasl_handshake,
     sasl_authenticate,
     describe_acls,
     create_acls,
     delete_acls,
-    # Transactions (broker.transactions).
+    # Transactions (broker.coordinator.transactions).
     add_partitions_to_txn,
     add_offsets_to_txn,
     end_txn,

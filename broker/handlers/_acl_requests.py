@@ -3,7 +3,7 @@ request filters into AclFilters."""
 
 from __future__ import annotations
 
-from broker.dispatch import RequestContext
+from broker.core.request_context import RequestContext
 from broker.security.acl import CLUSTER, CLUSTER_NAME, AclFilter
 from protocol.schema import Message
 

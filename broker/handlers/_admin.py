@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from broker.topic_configs import ConfigEntry
+from broker.config.topic_configs import ConfigEntry
 from protocol.schema import Message
 from storage.store import MAX_TOPIC_NAME_LENGTH, TopicInfo, valid_topic_name
 

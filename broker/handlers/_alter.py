@@ -8,15 +8,15 @@ import logging
 from collections import Counter
 from collections.abc import Callable
 
-from broker import broker_configs, group_configs, topic_configs
-from broker.dispatch import RequestContext
+from broker.config import broker_configs, group_configs, topic_configs
+from broker.config.topic_configs import InvalidConfigError
+from broker.core.request_context import RequestContext
 from broker.handlers._admin import (
     RESOURCE_BROKER,
     RESOURCE_GROUP,
     RESOURCE_TOPIC,
     topic_name_error,
 )
-from broker.topic_configs import InvalidConfigError
 from protocol.errors import ErrorCode
 from protocol.schema import Message
 
@@ -132,7 +132,7 @@ def _alter_group(
     ctx: RequestContext, resource: Message, change: BrokerChange, validate_only: bool
 ) -> Message:
     """Kafka 4.0's controller on a GROUP resource: the group's whole new set is checked
-    (broker.group_configs.check) and stored; the group needs not exist."""
+    (broker.config.group_configs.check) and stored; the group needs not exist."""
     state = ctx.state
     name = resource.resource_name
     try:

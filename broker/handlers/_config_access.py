@@ -4,7 +4,7 @@ and broker-logger configs on the cluster; the error names the resource type."""
 
 from __future__ import annotations
 
-from broker.dispatch import RequestContext
+from broker.core.request_context import RequestContext
 from broker.security.acl import CLUSTER, CLUSTER_NAME, GROUP, TOPIC
 from protocol.errors import ErrorCode
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from broker.dispatch import RequestContext
-from broker.groups.coordinator import GroupCoordinator
+from broker.coordinator.groups.coordinator import GroupCoordinator
+from broker.core.request_context import RequestContext
 from protocol.schema import Message
 
 

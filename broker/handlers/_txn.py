@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from broker.dispatch import RequestContext
-from broker.transactions import TransactionCoordinator
+from broker.coordinator.transactions import TransactionCoordinator
+from broker.core.request_context import RequestContext
 from protocol.errors import ErrorCode
 
 

@@ -10,7 +10,7 @@ TRANSACTIONAL_ID_AUTHORIZATION_FAILED; READ on the group, else GROUP_AUTHORIZATI
 
 from __future__ import annotations
 
-from broker.dispatch import RequestContext
+from broker.core.request_context import RequestContext
 from broker.handlers._txn import coordinator, for_version
 from broker.security.acl import GROUP, READ, TRANSACTIONAL_ID, WRITE
 from protocol.errors import ErrorCode

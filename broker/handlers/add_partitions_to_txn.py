@@ -20,7 +20,7 @@ UNKNOWN_TOPIC_OR_PARTITION for unknown partitions and OPERATION_NOT_ATTEMPTED fo
 
 from __future__ import annotations
 
-from broker.dispatch import RequestContext
+from broker.core.request_context import RequestContext
 from broker.handlers._txn import coordinator, for_version
 from broker.security.acl import (
     CLUSTER,

@@ -25,8 +25,8 @@ import asyncio
 import logging
 import socket
 
-from broker.client_quotas import check_entity, check_value, is_ip_literal, keys_for
-from broker.dispatch import RequestContext
+from broker.config.client_quotas import check_entity, check_value, is_ip_literal, keys_for
+from broker.core.request_context import RequestContext
 from broker.handlers._acl_requests import cluster_allowed
 from broker.security.acl import ALTER_CONFIGS
 from protocol.errors import ErrorCode

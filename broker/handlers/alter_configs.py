@@ -4,15 +4,15 @@ Behaviour: a topic's overrides become exactly the configs given (those not liste
 their defaults), validated as Kafka's LogConfig does: an unknown name or invalid value ->
 INVALID_CONFIG, a null value -> INVALID_REQUEST, a repeated key or resource ->
 INVALID_REQUEST, a missing topic -> UNKNOWN_TOPIC_OR_PARTITION. Changes take effect at once
-(broker.state.set_topic_configs) and persist across restarts. validate_only checks only.
+(broker.core.state.set_topic_configs) and persist across restarts. validate_only checks only.
 
 Broker resources (this broker's id, or "" for the cluster-wide default): the dynamic
 configs become exactly those given, checked as Kafka's DynamicBrokerConfig.validateConfigs
-(broker.broker_configs.check_dynamic: a non-dynamic config, a bare SSL store config, a value
+(broker.config.broker_configs.check_dynamic: a non-dynamic config, a bare SSL store config, a value
 of the wrong type, a per-broker config at the default level -> INVALID_REQUEST with Kafka's
 message), stored durably and described; the broker does not act on them yet. Another
 broker id -> INVALID_REQUEST. GROUP resources: the group's overrides become exactly those
-given, checked as IncrementalAlterConfigs checks them (broker.group_configs) and stored.
+given, checked as IncrementalAlterConfigs checks them (broker.config.group_configs) and stored.
 BROKER_LOGGER and other types -> INVALID_REQUEST, as Kafka.
 Authorization (with an authorizer): ALTER_CONFIGS on the topic, group or cluster,
 else TOPIC_/GROUP_/CLUSTER_AUTHORIZATION_FAILED.
@@ -20,7 +20,7 @@ else TOPIC_/GROUP_/CLUSTER_AUTHORIZATION_FAILED.
 
 from __future__ import annotations
 
-from broker.dispatch import RequestContext
+from broker.core.request_context import RequestContext
 from broker.handlers._alter import alter, duplicate_resources, result
 from broker.handlers._config_access import denied
 from broker.security import acl

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 
-from broker.dispatch import RequestContext
+from broker.core.request_context import RequestContext
 from broker.handlers._acl_requests import cluster_allowed
 from broker.security.acl import ALTER
 from protocol.errors import ErrorCode

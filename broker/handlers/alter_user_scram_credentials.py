@@ -25,7 +25,7 @@ import hashlib
 import hmac
 import logging
 
-from broker.dispatch import RequestContext
+from broker.core.request_context import RequestContext
 from broker.handlers._acl_requests import cluster_allowed
 from broker.security.acl import ALTER
 from protocol.errors import ErrorCode

@@ -10,7 +10,7 @@ v5 and TxnOffsetCommit v5 work, so Java 4.x uses transactions v2) are finalized,
 Kafka 4.0 cluster. Below v4, supported features whose minimum is 0 are left out
 (ApiVersionsResponse.maybeFilterSupportedFeatureKeys, KAFKA-17492: older clients fail to
 parse them), as Kafka does.
-An unknown version is answered by broker.connection with a v0 body and UNSUPPORTED_VERSION.
+An unknown version is answered by broker.net.connection with a v0 body and UNSUPPORTED_VERSION.
 v3+ requests name the client software (KIP-511): a name or version that does not match
 Kafka's pattern (ApiVersionsRequest.isValid, empty strings included) gets INVALID_REQUEST
 with no api keys, as Kafka answers it.
@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import re
 
-from broker.connection import api_version_entries
-from broker.dispatch import RequestContext
+from broker.core.request_context import RequestContext
+from broker.core.state import ApiTable
 from protocol.errors import ErrorCode
 from protocol.messages.api_versions import API_VERSIONS
 from protocol.schema import Message
@@ -75,6 +75,12 @@ def _supported_features(version: int) -> list[Message]:
             Message(name="transaction.version", min_version=0, max_version=TRANSACTION_VERSION_MAX)
         )
     return features
+
+
+def api_version_entries(apis: ApiTable) -> list[Message]:
+    """ApiVersions' api_keys: every API served, as the dispatcher advertises it (also the
+    v0 body of an UNSUPPORTED_VERSION answer, which the connection writes)."""
+    return [Message(api_key=k, min_version=lo, max_version=hi) for k, lo, hi in apis.advertised()]
 
 
 def handle(ctx: RequestContext, request: Message) -> Message:

@@ -18,10 +18,10 @@ partition counts stay hidden).
 
 from __future__ import annotations
 
-from broker.authorized_operations import GROUP as GROUP_OPERATIONS
-from broker.authorized_operations import NOT_REQUESTED, of
-from broker.dispatch import RequestContext
-from broker.groups.consumer import ConsumerGroup, TopicPartitions
+from broker.coordinator.groups.consumer import ConsumerGroup, TopicPartitions
+from broker.core.authorized_operations import GROUP as GROUP_OPERATIONS
+from broker.core.authorized_operations import NOT_REQUESTED, of
+from broker.core.request_context import RequestContext
 from broker.handlers._groups import coordinator
 from broker.security.acl import DESCRIBE, GROUP, TOPIC
 from protocol.errors import ErrorCode

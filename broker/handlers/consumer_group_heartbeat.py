@@ -1,6 +1,6 @@
 """ConsumerGroupHeartbeat, versions 0-1 (KIP-848 consumer groups, ``group.protocol=consumer``).
 
-Behaviour: broker.groups.consumer_manager, as Kafka 4.0's
+Behaviour: broker.coordinator.groups.consumer_manager, as Kafka 4.0's
 GroupMetadataManager.consumerGroupHeartbeat: join with epoch 0 (v0: the broker names the
 member; v1: the client generates its member id, KIP-1082, and may subscribe by regex), leave
 with -1 (or -2 for a static member's temporary leave); the answer carries the member epoch,
@@ -12,7 +12,8 @@ while shutting down. An error answer has member epoch 0, interval 0 and no membe
 Kafka's. The answer waits for the group's record to be fsynced when it changed.
 A join (epoch 0) to a non-empty classic group upgrades it to a consumer group when
 group.consumer.migration.policy allows (Kafka's default bidirectional; else GROUP_ID_NOT_FOUND
-"Cannot upgrade classic group X to consumer group because ..."), see broker.groups.migration.
+"Cannot upgrade classic group X to consumer group because ..."), see
+broker.coordinator.groups.migration.
 Authorization (with an authorizer), as KafkaApis.handleConsumerGroupHeartbeat: READ on the
 group, else GROUP_AUTHORIZATION_FAILED; DESCRIBE on every subscribed topic name, else
 TOPIC_AUTHORIZATION_FAILED (nothing changes in the group); a regex resolution that a
@@ -24,8 +25,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import partial
 
-from broker.dispatch import RequestContext
-from broker.groups.consumer_manager import HeartbeatRequest
+from broker.coordinator.groups.consumer_manager import HeartbeatRequest
+from broker.core.request_context import RequestContext
 from broker.handlers._groups import client_host, coordinator
 from broker.security.acl import DESCRIBE, GROUP, READ, TOPIC
 from protocol.errors import ErrorCode

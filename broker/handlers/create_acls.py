@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 
-from broker.dispatch import RequestContext
+from broker.core.request_context import RequestContext
 from broker.handlers._acl_requests import CLUSTER_DENIED, NO_AUTHORIZER, cluster_allowed
 from broker.security.acl import ALTER, describe, validate_new
 from protocol.errors import ErrorCode

@@ -16,7 +16,7 @@ topic, are committed. So does this handler: a topic is grown by what fits and an
 UNKNOWN_SERVER_ERROR (ReplicationControlManager.createPartitions, Kafka 4.0). There is no
 up-front MAX_PARTITIONS_PER_BATCH check as CreateTopics has.
 
-The new partitions' directories and files are made on a worker thread (broker.offload): a
+The new partitions' directories and files are made on a worker thread (broker.runtime.offload): a
 large growth takes seconds of fsyncs, during which the loop serves others. Growth and
 deletion of topics take turns (``state.topic_changes``) meanwhile.
 Authorization (with an authorizer): ALTER on each topic, else TOPIC_AUTHORIZATION_FAILED.
@@ -27,9 +27,9 @@ from __future__ import annotations
 import logging
 from collections import Counter
 
-from broker import offload
-from broker.dispatch import RequestContext
+from broker.core.request_context import RequestContext
 from broker.handlers._assignments import manual_assignment_refusal
+from broker.runtime import offload
 from broker.security.acl import ALTER, TOPIC
 from protocol.errors import ErrorCode
 from protocol.messages.create_partitions import CREATE_PARTITIONS

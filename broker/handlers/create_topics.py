@@ -4,7 +4,7 @@ Behaviour, in the order Kafka's controller checks (ControllerApis / ReplicationC
 a name given twice -> INVALID_REQUEST; an illegal name -> INVALID_TOPIC_EXCEPTION (Topic.
 validate's wording), a name colliding with an existing one once '.' and '_' are unified ->
 INVALID_TOPIC_EXCEPTION; an existing topic -> TOPIC_ALREADY_EXISTS; a null, unknown or
-invalid config -> INVALID_CONFIG (broker.topic_configs); then partitions and replicas:
+invalid config -> INVALID_CONFIG (broker.config.topic_configs); then partitions and replicas:
 num_partitions -1 = num.partitions, 0 or below -1 -> INVALID_PARTITIONS; replication
 factor -1 = 1, 0 or below -1 -> INVALID_REPLICATION_FACTOR, and above 1 as well (one
 broker: Kafka's "cannot be reached because only 1 broker(s) are registered"); a manual
@@ -25,7 +25,7 @@ that EventHandlerExceptionInfo turns into) -> POLICY_VIOLATION "Unable to perfor
 excessively large batch operation.", validate_only included. So one topic gets at most
 9,999 partitions.
 
-The directories and files of new partitions are made on a worker thread (broker.offload):
+The directories and files of new partitions are made on a worker thread (broker.runtime.offload):
 thousands of them take seconds of fsyncs, during which the loop serves others. A name
 being created meanwhile counts as existing.
 
@@ -48,12 +48,13 @@ import uuid
 from collections import Counter
 from dataclasses import dataclass
 
-from broker import offload, topic_configs
-from broker.dispatch import RequestContext
+from broker.config import topic_configs
+from broker.config.topic_configs import InvalidConfigError
+from broker.core.request_context import RequestContext
 from broker.handlers._admin import collision, topic_name_error
 from broker.handlers._assignments import manual_assignment_refusal
+from broker.runtime import offload
 from broker.security.acl import CLUSTER, CLUSTER_NAME, CREATE, DESCRIBE_CONFIGS, TOPIC
-from broker.topic_configs import InvalidConfigError
 from protocol.errors import ErrorCode
 from protocol.messages.create_topics import CREATE_TOPICS
 from protocol.primitives import ZERO_UUID

@@ -8,7 +8,7 @@ Authorization (with an authorizer): DELETE on each group, else GROUP_AUTHORIZATI
 
 from __future__ import annotations
 
-from broker.dispatch import RequestContext
+from broker.core.request_context import RequestContext
 from broker.handlers._groups import coordinator
 from broker.security.acl import DELETE, GROUP
 from protocol.errors import ErrorCode

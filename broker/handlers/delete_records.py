@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 
-from broker.dispatch import RequestContext
+from broker.core.request_context import RequestContext
 from broker.security.acl import DELETE, TOPIC
 from protocol.errors import ErrorCode
 from protocol.messages.delete_records import DELETE_RECORDS

@@ -10,7 +10,7 @@ so fetch responses already being sent from them complete (storage.store.delete_t
 configs go too; fetches and produces for it get UNKNOWN_TOPIC_OR_PARTITION from then on,
 and the name can be re-created at once. When the disk refuses (a rename fails) the topic
 answers KAFKA_STORAGE_ERROR with a message and stays whole; the connection stays open.
-The renames run on a worker thread (broker.offload): the topic is gone for other requests
+The renames run on a worker thread (broker.runtime.offload): the topic is gone for other requests
 from their start, and its name cannot be created again until they are done (CreateTopics
 answers TOPIC_ALREADY_EXISTS for that moment; Kafka's controller would already accept it).
 
@@ -30,8 +30,8 @@ from __future__ import annotations
 import logging
 from collections import Counter
 
-from broker import offload
-from broker.dispatch import RequestContext
+from broker.core.request_context import RequestContext
+from broker.runtime import offload
 from broker.security.acl import CLUSTER, CLUSTER_NAME, DELETE, DESCRIBE, TOPIC
 from protocol.errors import ErrorCode
 from protocol.messages.delete_topics import DELETE_TOPICS

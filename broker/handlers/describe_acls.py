@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from itertools import groupby
 
-from broker.dispatch import RequestContext
+from broker.core.request_context import RequestContext
 from broker.handlers._acl_requests import CLUSTER_DENIED, acl_filter, cluster_allowed
 from broker.security.acl import DESCRIBE
 from protocol.errors import ErrorCode

@@ -13,8 +13,8 @@ CLUSTER_AUTHORIZATION_FAILED.
 
 from __future__ import annotations
 
-from broker.client_quotas import InvalidFilter, parse_filter
-from broker.dispatch import RequestContext
+from broker.config.client_quotas import InvalidFilter, parse_filter
+from broker.core.request_context import RequestContext
 from broker.handlers._acl_requests import cluster_allowed
 from broker.security.acl import DESCRIBE_CONFIGS
 from protocol.errors import ErrorCode

@@ -10,9 +10,9 @@ Kafka's broker answers. Authorized operations, when asked for, are the caller's 
 
 from __future__ import annotations
 
-from broker.authorized_operations import CLUSTER as CLUSTER_OPERATIONS
-from broker.authorized_operations import NOT_REQUESTED, of
-from broker.dispatch import RequestContext
+from broker.core.authorized_operations import CLUSTER as CLUSTER_OPERATIONS
+from broker.core.authorized_operations import NOT_REQUESTED, of
+from broker.core.request_context import RequestContext
 from broker.security.acl import CLUSTER, CLUSTER_NAME
 from protocol.errors import ErrorCode
 from protocol.messages.describe_cluster import DESCRIBE_CLUSTER

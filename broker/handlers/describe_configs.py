@@ -1,23 +1,23 @@
 """DescribeConfigs, versions 1-4.
 
 Behaviour (Kafka's ConfigHelper.describeConfigs): a topic resource lists every topic config
-(broker.topic_configs) with its effective value and source: DYNAMIC_TOPIC_CONFIG for an
+(broker.config.topic_configs) with its effective value and source: DYNAMIC_TOPIC_CONFIG for an
 override, else as the broker config behind it (STATIC_BROKER_CONFIG or DEFAULT_CONFIG);
-synonyms (include_synonyms) follow Kafka's chain (broker.config_synonyms); documentation is
+synonyms (include_synonyms) follow Kafka's chain (broker.config.synonyms); documentation is
 filled in v3+ when asked for. configuration_keys null or empty means all. An illegal topic
 name gets INVALID_TOPIC_EXCEPTION with Topic.validate's text; a missing topic
 UNKNOWN_TOPIC_OR_PARTITION with no text. Kafka sets no message on those results, so the
 field keeps its default: "" (not null), as on every successful result.
 
 A broker resource named by this broker's id lists every Kafka 4.0 broker config as Kafka
-does (broker.broker_configs: value, source, synonyms, read_only unless dynamic, config
+does (broker.config.broker_configs: value, source, synonyms, read_only unless dynamic, config
 type, PASSWORD values hidden); the empty name lists the cluster-wide dynamic configs;
 another id gets INVALID_REQUEST. BROKER_LOGGER lists the root logger's level. A GROUP
-resource lists Kafka 4.0's group configs (broker.group_configs: GROUP_CONFIG for the group's
+resource lists Kafka 4.0's group configs (broker.config.group_configs: GROUP_CONFIG for the group's
 stored overrides, else the broker's defaults; an empty name: INVALID_REQUEST). Other
 resource types get INVALID_REQUEST.
 
-Deviations: see broker.broker_configs (dynamic broker configs are described, not acted on;
+Deviations: see broker.config.broker_configs (dynamic broker configs are described, not acted on;
 documentation texts are minikafka's).
 Authorization (with an authorizer): DESCRIBE_CONFIGS on the topic, group or cluster (broker
 resources), else TOPIC_/GROUP_/CLUSTER_AUTHORIZATION_FAILED with Errors.message().
@@ -27,9 +27,10 @@ from __future__ import annotations
 
 import logging
 
-from broker import broker_configs, group_configs, topic_configs
-from broker.broker_config_table import ConfigSource, ConfigType
-from broker.dispatch import RequestContext
+from broker.config import broker_configs, group_configs, topic_configs
+from broker.config.broker_config_table import ConfigSource, ConfigType
+from broker.config.topic_configs import ConfigEntry
+from broker.core.request_context import RequestContext
 from broker.handlers._admin import (
     RESOURCE_BROKER,
     RESOURCE_BROKER_LOGGER,
@@ -41,7 +42,6 @@ from broker.handlers._admin import (
 )
 from broker.handlers._config_access import MESSAGES, denied
 from broker.security import acl
-from broker.topic_configs import ConfigEntry
 from protocol.errors import ErrorCode
 from protocol.messages.describe_configs import DESCRIBE_CONFIGS
 from protocol.schema import Message

@@ -14,10 +14,10 @@ With an authorizer: DESCRIBE on the group, else GROUP_AUTHORIZATION_FAILED with 
 
 from __future__ import annotations
 
-from broker.authorized_operations import GROUP as GROUP_OPERATIONS
-from broker.authorized_operations import NOT_REQUESTED, of
-from broker.dispatch import RequestContext
-from broker.groups.classic import GroupState
+from broker.coordinator.groups.classic import GroupState
+from broker.core.authorized_operations import GROUP as GROUP_OPERATIONS
+from broker.core.authorized_operations import NOT_REQUESTED, of
+from broker.core.request_context import RequestContext
 from broker.handlers._groups import coordinator
 from broker.security.acl import DESCRIBE, GROUP
 from protocol.errors import ErrorCode

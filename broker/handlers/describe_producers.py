@@ -17,7 +17,7 @@ Authorization (with an authorizer): READ on each topic, else TOPIC_AUTHORIZATION
 
 from __future__ import annotations
 
-from broker.dispatch import RequestContext
+from broker.core.request_context import RequestContext
 from broker.security.acl import READ, TOPIC
 from protocol.errors import ErrorCode
 from protocol.messages.describe_producers import DESCRIBE_PRODUCERS

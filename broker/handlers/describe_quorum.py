@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 
-from broker.dispatch import RequestContext
+from broker.core.request_context import RequestContext
 from broker.handlers._acl_requests import cluster_allowed
 from broker.security.acl import DESCRIBE
 from protocol.errors import ErrorCode

@@ -13,9 +13,9 @@ without DESCRIBE gets TOPIC_AUTHORIZATION_FAILED; authorized operations are the 
 
 from __future__ import annotations
 
-from broker.authorized_operations import TOPIC as TOPIC_OPERATIONS
-from broker.authorized_operations import of
-from broker.dispatch import RequestContext
+from broker.core.authorized_operations import TOPIC as TOPIC_OPERATIONS
+from broker.core.authorized_operations import of
+from broker.core.request_context import RequestContext
 from broker.handlers.metadata import led_partition
 from broker.security.acl import DESCRIBE, TOPIC
 from protocol.errors import ErrorCode

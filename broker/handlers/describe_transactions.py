@@ -13,7 +13,7 @@ not DESCRIBE are left out of the partitions listed.
 
 from __future__ import annotations
 
-from broker.dispatch import RequestContext
+from broker.core.request_context import RequestContext
 from broker.handlers._txn import coordinator
 from broker.security.acl import DESCRIBE, TOPIC, TRANSACTIONAL_ID
 from protocol.errors import ErrorCode

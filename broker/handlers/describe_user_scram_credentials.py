@@ -14,7 +14,7 @@ Authorization (with an authorizer): DESCRIBE on the cluster, else CLUSTER_AUTHOR
 
 from __future__ import annotations
 
-from broker.dispatch import RequestContext
+from broker.core.request_context import RequestContext
 from broker.handlers._acl_requests import cluster_allowed
 from broker.security.acl import DESCRIBE
 from protocol.errors import ErrorCode

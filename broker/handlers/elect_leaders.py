@@ -15,7 +15,7 @@ Authorization (with an authorizer): ALTER on the cluster, else CLUSTER_AUTHORIZA
 
 from __future__ import annotations
 
-from broker.dispatch import RequestContext
+from broker.core.request_context import RequestContext
 from broker.handlers._acl_requests import cluster_allowed
 from broker.security.acl import ALTER
 from protocol.errors import ErrorCode

@@ -7,7 +7,7 @@ v2); a change in flight -> CONCURRENT_TRANSACTIONS; Ongoing -> PrepareCommit/Pre
 CompleteCommit/CompleteAbort, then NONE; the same result again (a retry) -> NONE; other
 states -> INVALID_TXN_STATE. Deviation: Kafka answers once the Prepare record is written and
 writes the markers afterwards; here they are written before the answer (see
-broker.transactions).
+broker.coordinator.transactions).
 v5 (TransactionCoordinator.endTransaction with TV2): the epoch is bumped at every end and the
 markers carry the bumped epoch; a retry is a request whose epoch + 1 is the stored one (NONE
 with the stored producer id and epoch after the same result, INVALID_TXN_STATE after the
@@ -20,7 +20,7 @@ TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
 
 from __future__ import annotations
 
-from broker.dispatch import RequestContext
+from broker.core.request_context import RequestContext
 from broker.handlers._txn import coordinator, for_version
 from broker.security.acl import TRANSACTIONAL_ID, WRITE
 from protocol.errors import ErrorCode

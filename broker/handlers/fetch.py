@@ -1,9 +1,9 @@
 """Fetch, versions 4-17 (Kafka 4.0's range).
 
 Serves stored batches exactly as they sit in the segment files, sent from the file with
-sendfile when large (broker.zero_copy). Behaviour as Kafka (KafkaApis.handleFetchRequest,
+sendfile when large (broker.fetch.zero_copy). Behaviour as Kafka (KafkaApis.handleFetchRequest,
 ReplicaManager.fetchMessages / readFromLog, UnifiedLog.read, LogSegment.read):
-- incremental fetch sessions (KIP-227, broker.fetch_sessions): epoch 0 opens a session,
+- incremental fetch sessions (KIP-227, broker.fetch.sessions): epoch 0 opens a session,
   later epochs send only changes and get only partitions with news; session_id 0 with epoch
   -1, and every request below v7, is a sessionless full fetch;
 - partitions are read in request (or session) order; unknown topics and partitions are
@@ -31,7 +31,7 @@ ReplicaManager.fetchMessages / readFromLog, UnifiedLog.read, LogSegment.read):
   fetch offset past the log end answers diverging_epoch (0, log end), as
   Partition.readRecords does;
 - long-poll: with fewer than min_bytes readable (counted over all its partitions) the answer
-  waits up to max_wait_ms, parked per partition (broker.fetch_purgatory, Kafka's DelayedFetch
+  waits up to max_wait_ms, parked per partition (broker.fetch.purgatory, Kafka's DelayedFetch
   purgatory): only an append to one of its partitions wakes it to read again, a topic
   deletion or shutdown answers it; it is sent at once when a read failed or an epoch
   diverged.
@@ -48,18 +48,12 @@ import logging
 import time
 from collections.abc import Callable
 
-from broker.dispatch import RequestContext
-from broker.fetch_purgatory import Watch
-from broker.fetch_sessions import (
-    ZERO_UUID,
-    Answered,
-    PartitionKey,
-    PartitionRef,
-    PartitionRequest,
-)
+from broker.core.request_context import RequestContext
+from broker.fetch.purgatory import Watch
+from broker.fetch.sessions import ZERO_UUID, Answered, PartitionKey, PartitionRef, PartitionRequest
+from broker.fetch.zero_copy import FileRecords
 from broker.handlers.list_offsets import LEADER_EPOCH
 from broker.security.acl import READ, TOPIC
-from broker.zero_copy import FileRecords
 from protocol.errors import ErrorCode
 from protocol.messages.fetch import FETCH
 from protocol.records import CorruptBatchError

@@ -18,7 +18,7 @@ cluster, else CLUSTER_AUTHORIZATION_FAILED for the whole request.
 
 from __future__ import annotations
 
-from broker.dispatch import RequestContext
+from broker.core.request_context import RequestContext
 from broker.security.acl import (
     CLUSTER,
     CLUSTER_ACTION,

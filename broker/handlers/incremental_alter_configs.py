@@ -12,10 +12,10 @@ A non-DELETE operation with a null value -> INVALID_REQUEST "Null value not supp
 
 Broker resources (this broker's id, or "" for the cluster-wide default): the operations
 apply to the stored dynamic configs (APPEND/SUBTRACT on LIST configs only), the result is
-checked as in AlterConfigs (broker.broker_configs) and stored; a DELETE returns a config
+checked as in AlterConfigs (broker.config.broker_configs) and stored; a DELETE returns a config
 to its static or default value. The broker does not act on dynamic values yet.
 
-GROUP resources (Kafka 4.0's GroupConfig, broker.group_configs): SET and DELETE on the
+GROUP resources (Kafka 4.0's GroupConfig, broker.config.group_configs): SET and DELETE on the
 group's stored overrides, APPEND/SUBTRACT -> INVALID_CONFIG (no group config is a list); the
 group's resulting set is checked against GroupConfig's definitions and the broker's bounds
 (INVALID_CONFIG with Kafka's messages) and stored; the group needs not exist. KIP-848
@@ -31,14 +31,14 @@ from __future__ import annotations
 
 import logging
 
-from broker import group_configs
-from broker.broker_configs import apply_operations
-from broker.dispatch import RequestContext
+from broker.config import group_configs
+from broker.config.broker_configs import apply_operations
+from broker.config.topic_configs import incremental
+from broker.core.request_context import RequestContext
 from broker.handlers._admin import RESOURCE_BROKER_LOGGER
 from broker.handlers._alter import alter, duplicate_resources, node_id_error, result
 from broker.handlers._config_access import denied
 from broker.security.acl import ALTER_CONFIGS
-from broker.topic_configs import incremental
 from protocol.errors import ErrorCode
 from protocol.messages.incremental_alter_configs import INCREMENTAL_ALTER_CONFIGS
 from protocol.schema import Message

@@ -5,7 +5,8 @@ across restarts (ids come from storage.producer_ids, which persists reserved blo
 way Kafka's ProducerIdManager reserves blocks of 1000). Kafka does the same for an
 idempotent producer that sends its current id and epoch (v3+): it gets a fresh id.
 
-With a transactional id: broker.transactions (TransactionCoordinator.handleInitProducerId):
+With a transactional id: broker.coordinator.transactions
+(TransactionCoordinator.handleInitProducerId):
 "" -> INVALID_REQUEST; a timeout <= 0 or above transaction.max.timeout.ms ->
 INVALID_TRANSACTION_TIMEOUT; only one of producer id / epoch given -> INVALID_REQUEST; a new
 id gets a new producer id with epoch 0, a known one its epoch bumped (KIP-360 re-init with
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 import logging
 
-from broker.dispatch import RequestContext
+from broker.core.request_context import RequestContext
 from broker.handlers._txn import coordinator, for_version
 from broker.security.acl import (
     CLUSTER,

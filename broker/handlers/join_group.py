@@ -1,6 +1,7 @@
 """JoinGroup, versions 2-9 (Kafka 4.0 dropped 0-1).
 
-Behaviour: broker.groups.classic, as Kafka's classic group coordinator: v4+ members without
+Behaviour: broker.coordinator.groups.classic, as Kafka's classic group coordinator: v4+
+members without
 an id get MEMBER_ID_REQUIRED with their new id first; static membership (v5+
 group.instance.id: a restarted static member rejoining a Stable group gets the current
 generation back unless the group's selected protocol would change; v9+ tells a static
@@ -13,8 +14,8 @@ Authorization (with an authorizer): READ on the group, else GROUP_AUTHORIZATION_
 
 from __future__ import annotations
 
-from broker.dispatch import RequestContext
-from broker.groups.classic import JoinRequest
+from broker.coordinator.groups.classic import JoinRequest
+from broker.core.request_context import RequestContext
 from broker.handlers._groups import client_host, coordinator
 from broker.security.acl import GROUP, READ
 from protocol.errors import ErrorCode

@@ -11,7 +11,7 @@ answer, classic and consumer groups alike).
 
 from __future__ import annotations
 
-from broker.dispatch import RequestContext
+from broker.core.request_context import RequestContext
 from broker.handlers._groups import coordinator
 from broker.security.acl import CLUSTER, CLUSTER_NAME, DESCRIBE, GROUP
 from protocol.errors import ErrorCode

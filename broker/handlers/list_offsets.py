@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import logging
 
-from broker.dispatch import RequestContext
+from broker.core.request_context import RequestContext
 from broker.security.acl import DESCRIBE, TOPIC
 from protocol.errors import ErrorCode
 from protocol.messages.list_offsets import LIST_OFFSETS

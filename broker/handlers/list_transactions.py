@@ -11,10 +11,10 @@ loaded before the listener opens).
 
 from __future__ import annotations
 
-from broker.dispatch import RequestContext
+from broker.coordinator.transactions import wall_ms
+from broker.core.request_context import RequestContext
 from broker.handlers._txn import coordinator
 from broker.security.acl import DESCRIBE, TRANSACTIONAL_ID
-from broker.transactions import wall_ms
 from protocol.errors import ErrorCode
 from protocol.messages.list_transactions import LIST_TRANSACTIONS
 from protocol.schema import Message

@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import logging
 
-from broker import authorized_operations as ops
-from broker.dispatch import CloseConnection, RequestContext
+from broker.core import authorized_operations as ops
+from broker.core.dispatch import CloseConnection
+from broker.core.request_context import RequestContext
 from broker.security.acl import CLUSTER, CLUSTER_NAME, CREATE, DESCRIBE, TOPIC
 from protocol.errors import ErrorCode
 from protocol.messages.metadata import METADATA

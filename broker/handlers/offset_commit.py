@@ -9,7 +9,8 @@ REBALANCE_IN_PROGRESS while the group awaits SyncGroup; an unknown group with a 
 OFFSET_METADATA_TOO_LARGE. Durable before the answer: the records are fsynced (one grouped
 fsync for all commits in flight) before the response is sent.
 Retention: offsets expire after offsets.retention.minutes as Kafka 4.0's group coordinator
-decides (broker.groups.offset_expiration); a retention_time_ms other than -1 (v2-4) gives
+decides (broker.coordinator.groups.offset_expiration); a retention_time_ms other than -1
+(v2-4) gives
 the committed offsets their own expire timestamp, commit time + retention_time_ms, as
 Kafka 4.0's OffsetMetadataManager.expireTimestampMs still does.
 Authorization (with an authorizer): READ on the group (else GROUP_AUTHORIZATION_FAILED on
@@ -18,8 +19,8 @@ every partition) and on each topic (else TOPIC_AUTHORIZATION_FAILED).
 
 from __future__ import annotations
 
-from broker.dispatch import RequestContext
-from broker.groups.coordinator import OffsetToCommit
+from broker.coordinator.groups.coordinator import OffsetToCommit
+from broker.core.request_context import RequestContext
 from broker.handlers._groups import coordinator, offset_commit_answer
 from broker.security.acl import GROUP, READ, TOPIC
 from protocol.errors import ErrorCode

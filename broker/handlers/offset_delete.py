@@ -10,7 +10,7 @@ READ on each topic (else TOPIC_AUTHORIZATION_FAILED on its partitions).
 
 from __future__ import annotations
 
-from broker.dispatch import RequestContext
+from broker.core.request_context import RequestContext
 from broker.handlers._groups import coordinator
 from broker.security.acl import DELETE, GROUP, READ, TOPIC
 from protocol.errors import ErrorCode

@@ -15,8 +15,8 @@ TOPIC_AUTHORIZATION_FAILED on its partitions, and "every partition" leaves such 
 
 from __future__ import annotations
 
-from broker.dispatch import RequestContext
-from broker.groups.coordinator import FetchedOffset, GroupCoordinator
+from broker.coordinator.groups.coordinator import FetchedOffset, GroupCoordinator
+from broker.core.request_context import RequestContext
 from broker.handlers._groups import coordinator
 from broker.security.acl import DESCRIBE, GROUP, TOPIC
 from protocol.errors import ErrorCode

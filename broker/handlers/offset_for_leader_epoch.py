@@ -18,7 +18,7 @@ each topic (KIP-320's consumers), else TOPIC_AUTHORIZATION_FAILED.
 
 from __future__ import annotations
 
-from broker.dispatch import RequestContext
+from broker.core.request_context import RequestContext
 from broker.handlers.list_offsets import LEADER_EPOCH, NO_EPOCH, check_leader_epoch
 from broker.security.acl import CLUSTER, CLUSTER_ACTION, CLUSTER_NAME, DESCRIBE, TOPIC
 from protocol.errors import ErrorCode

@@ -46,17 +46,17 @@ Where the checks run (issues 13 and 19): they are pure functions of the batch by
 the topic's settings (storage.batch_checks), so they run wherever is cheapest. A request of
 minikafka.validation.worker.min.records records or more (256 by default), a compressed
 batch of 1 KiB or more, or 1 MiB or more goes to a validation worker process
-(broker.validation_pool: another core, no GIL); while no worker is ready, or with
+(broker.produce.validation_pool: another core, no GIL); while no worker is ready, or with
 minikafka.validation.workers=0, a request of 1 MiB, 512 records, a compressed batch of 1 KiB
 or records carrying over 512 headers in all (found by the walk on the loop, which then
-stops) goes to a worker thread (broker.offload), and smaller ones are checked on the loop:
+stops) goes to a worker thread (broker.runtime.offload), and smaller ones are checked on the loop:
 a hop costs more than their checks (a 64 x 1 KiB batch takes about 130 us on the loop). A
 worker that dies has its requests checked again in the broker: the answer is the one the
 client would have had. Appends stay in arrival order per partition: each request takes its
 turn on every partition it names before it waits for its checks, and appends only once
 every earlier request's turn on that partition is over (Kafka keeps the order of appends
 to one partition with the log's lock); a Produce pipelined on its connection
-(broker.connection) first waits for the connection's previous request to finish. The
+(broker.net.connection) first waits for the connection's previous request to finish. The
 append itself (PartitionLog.append: idempotence check, offsets, write) stays one
 synchronous step on the loop.
 
@@ -100,11 +100,12 @@ import struct
 import time
 from typing import TYPE_CHECKING
 
-from broker import offload
-from broker.dispatch import CloseConnection, RequestContext
+from broker.config.topic_configs import TopicSettings
+from broker.core.dispatch import CloseConnection
+from broker.core.request_context import RequestContext
+from broker.produce.validation_pool import ValidationPool, WorkerLost
+from broker.runtime import offload
 from broker.security.acl import TOPIC, TRANSACTIONAL_ID, WRITE
-from broker.topic_configs import TopicSettings
-from broker.validation_pool import ValidationPool, WorkerLost
 from protocol.errors import ErrorCode
 from protocol.messages.produce import PRODUCE
 from protocol.records import BatchHeader, LoopBudgetExceeded
@@ -114,7 +115,7 @@ from storage.partition_log import PartitionLog
 from storage.record_rules import TopicRules
 
 if TYPE_CHECKING:
-    from broker.state import BrokerState
+    from broker.core.state import BrokerState
 
 API = PRODUCE
 MIN_VERSION = 3
@@ -239,7 +240,7 @@ async def handle(ctx: RequestContext, request: Message) -> Message | None:
     jobs = [w for _, w in named if isinstance(w, BatchJob)]
     checking = _start_checks(ctx, jobs)
     if ctx.after is not None and not ctx.after.done():
-        # The connection's previous request appends first (broker.connection pipelining).
+        # The connection's previous request appends first (broker.net.connection pipelining).
         try:
             await ctx.after
         except BaseException:
@@ -571,7 +572,7 @@ async def _finish_checks(
     try:
         return await checking
     except WorkerLost:
-        # The checks are pure: run them again here (broker.validation_pool replaces the
+        # The checks are pure: run them again here (broker.produce.validation_pool replaces the
         # worker), so the client gets the answer it would have had.
         return await _check_off_loop(pool, jobs)
 
@@ -579,7 +580,7 @@ async def _finish_checks(
 def _release(
     ctx: RequestContext, checking: list[CheckedBatch] | asyncio.Future[list[CheckedBatch]]
 ) -> None:
-    """Give back the shared-memory slots of checked batches (broker.validation_pool) once
+    """Give back the shared-memory slots of checked batches (broker.produce.validation_pool) once
     the request is done with them, or when its checks finish if it ended first."""
     release = ctx.state.validation_pool.release
     if isinstance(checking, list):

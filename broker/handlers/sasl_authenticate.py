@@ -1,6 +1,6 @@
 """SaslAuthenticate, versions 0-2 (advertised on every listener, as Kafka 4.0).
 
-Behaviour: the exchange itself runs in broker.security.sasl_session; this handler sees only
+Behaviour: the exchange itself runs in broker.net.sasl_session; this handler sees only
 a SaslAuthenticate outside one (PLAINTEXT/SSL listeners, or after authentication) and
 answers as Kafka's KafkaApis.handleSaslAuthenticateRequest: ILLEGAL_SASL_STATE,
 "SaslAuthenticate request received after successful authentication".
@@ -8,7 +8,7 @@ answers as Kafka's KafkaApis.handleSaslAuthenticateRequest: ILLEGAL_SASL_STATE,
 
 from __future__ import annotations
 
-from broker.dispatch import RequestContext
+from broker.core.request_context import RequestContext
 from protocol.errors import ErrorCode
 from protocol.messages.sasl_authenticate import SASL_AUTHENTICATE
 from protocol.schema import Message

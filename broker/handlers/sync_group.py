@@ -9,7 +9,7 @@ Authorization (with an authorizer): READ on the group, else GROUP_AUTHORIZATION_
 
 from __future__ import annotations
 
-from broker.dispatch import RequestContext
+from broker.core.request_context import RequestContext
 from broker.handlers._groups import coordinator
 from broker.security.acl import GROUP, READ
 from protocol.errors import ErrorCode

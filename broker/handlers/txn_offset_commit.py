@@ -24,12 +24,12 @@ Authorization (with an authorizer): WRITE on the transactional id, then READ on 
 
 from __future__ import annotations
 
-from broker.dispatch import RequestContext
-from broker.groups.coordinator import OFFSET_METADATA_MAX_BYTES
+from broker.coordinator.groups.coordinator import OFFSET_METADATA_MAX_BYTES
+from broker.coordinator.transactions import GROUP_OFFSETS_TOPIC, offsets_partition
+from broker.core.request_context import RequestContext
 from broker.handlers._groups import offset_commit_answer
 from broker.handlers._txn import coordinator
 from broker.security.acl import GROUP, READ, TOPIC, TRANSACTIONAL_ID, WRITE
-from broker.transactions import GROUP_OFFSETS_TOPIC, offsets_partition
 from protocol.errors import ErrorCode
 from protocol.messages.txn_offset_commit import TXN_OFFSET_COMMIT
 from protocol.schema import Message

@@ -1,7 +1,7 @@
 """WriteTxnMarkers, version 1 (Kafka 4.0 serves only v1).
 
 Kafka's coordinator sends it to partition leaders; on one node the coordinator writes its
-markers itself (broker.transactions), so this API serves admin tools:
+markers itself (broker.coordinator.transactions), so this API serves admin tools:
 `kafka-transactions.sh abort` (Admin.abortTransaction) ends a hanging transaction with the
 producer id and epoch DescribeProducers reported. As KafkaApis.handleWriteTxnMarkersRequest:
 for each marker and partition, a partition that is not online here ->
@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import logging
 
-from broker.dispatch import RequestContext
+from broker.coordinator.transactions import GROUP_OFFSETS_TOPIC, OFFSETS_TOPIC_PARTITIONS, wall_ms
+from broker.core.request_context import RequestContext
 from broker.handlers._txn import coordinator
 from broker.security.acl import ALTER, CLUSTER, CLUSTER_ACTION, CLUSTER_NAME
-from broker.transactions import GROUP_OFFSETS_TOPIC, OFFSETS_TOPIC_PARTITIONS, wall_ms
 from protocol.errors import ErrorCode
 from protocol.messages.write_txn_markers import WRITE_TXN_MARKERS
 from protocol.schema import Message

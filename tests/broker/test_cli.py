@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from broker import cli, logging_setup
-from broker.config import PROPERTIES, Config
+from broker import cli
+from broker.config.model import Config
+from broker.config.properties import PROPERTIES
+from broker.runtime import logging_setup
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -37,17 +39,17 @@ def isolated(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 @pytest.fixture
 def fake_server(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Config, str]]:
-    """Stands in for broker.server so these tests never open sockets or files."""
+    """Stands in for broker.process so these tests never open sockets or files."""
     calls: list[tuple[Config, str]] = []
 
     def run(config: Config, *, config_source: str) -> int:
         calls.append((config, config_source))
-        logging.getLogger("broker.server").info("pretend to serve")
+        logging.getLogger("broker.process").info("pretend to serve")
         return 0
 
-    module = types.ModuleType("broker.server")
+    module = types.ModuleType("broker.process")
     module.run = run  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "broker.server", module)
+    monkeypatch.setitem(sys.modules, "broker.process", module)
     return calls
 
 
@@ -104,7 +106,7 @@ def test_main_runs_the_server_with_the_loaded_config(
     assert "server.properties" in source
     err = capsys.readouterr().err
     assert "WARNING [broker.cli] unknown property 'unknown.prop'" in err
-    assert "INFO [broker.server] pretend to serve" in err
+    assert "INFO [broker.process] pretend to serve" in err
 
 
 def test_log_level_property_sets_the_root_level(
@@ -149,9 +151,9 @@ def test_dump_subcommand_is_delegated(monkeypatch: pytest.MonkeyPatch) -> None:
         seen.append(argv)
         return 5
 
-    module = types.ModuleType("broker.dump")
+    module = types.ModuleType("broker.tools.dump")
     module.main = dump_main  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "broker.dump", module)
+    monkeypatch.setitem(sys.modules, "broker.tools.dump", module)
     assert cli.main(["dump", "--files", "x.log"]) == 5
     assert seen == [["--files", "x.log"]]
 
@@ -159,11 +161,11 @@ def test_dump_subcommand_is_delegated(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_log_format_matches_kafka_layout(capsys: pytest.CaptureFixture[str]) -> None:
     logging_setup.configure("INFO")
     logging_setup.configure("DEBUG")  # reconfiguring replaces, never duplicates
-    logging.getLogger("broker.server").info("hello %s", "there")
+    logging.getLogger("broker.lifecycle.server").info("hello %s", "there")
     logging.getLogger("broker.x").debug("fine detail")
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 2
-    pattern = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} INFO \[broker\.server\] hello there"
+    pattern = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} INFO \[broker\.lifecycle\.server\] hello there"
     assert re.fullmatch(pattern, lines[0])
     assert lines[1].endswith("DEBUG [broker.x] fine detail")
 

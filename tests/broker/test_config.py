@@ -10,20 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from broker.broker_config_table import ConfigSource, ConfigType
-from broker.broker_configs import describe_broker
-from broker.config import (
-    ACCEPTED_IGNORED,
-    PROPERTIES,
-    Config,
-    ConfigError,
-    Listener,
-    env_var_to_property,
-    load_config,
-    make_config,
-    parse_properties,
-    properties_help,
-)
+from broker.config.broker_config_table import ConfigSource, ConfigType
+from broker.config.broker_configs import describe_broker
+from broker.config.loader import load_config, make_config, properties_help
+from broker.config.model import Config, ConfigError, Listener
+from broker.config.properties import ACCEPTED_IGNORED, PROPERTIES
+from broker.config.sources import env_var_to_property, parse_properties
 
 
 def write(tmp_path: Path, text: str) -> str:
@@ -789,7 +781,7 @@ def test_kafka_values_of_configs_not_acted_on_are_accepted() -> None:
 
 
 def test_properties_without_effect_are_named() -> None:
-    from broker.kafka_config_checks import without_effect
+    from broker.config.kafka_checks import without_effect
 
     assert without_effect(
         ["num.partitions", "compression.type", "process.roles", "ssl.keystore.location"]

@@ -1,5 +1,5 @@
 """A connection that goes away in the middle of a frame gives its read buffers back and no
-longer counts as reading (broker.frame_buffers sizes every connection's reads by how many
+longer counts as reading (broker.limits.frame_buffers sizes every connection's reads by how many
 are reading: a count left behind would shrink everybody's reads for good). Real sockets
 against a broker on this loop; the counts read from the broker's own pool."""
 
@@ -10,7 +10,7 @@ import socket
 import struct
 
 import minikafka
-from broker.frame_buffers import MAX_SCRATCH_BYTES
+from broker.limits.frame_buffers import MAX_SCRATCH_BYTES
 from tests.support.polling import until
 
 

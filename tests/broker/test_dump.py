@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.dump import find_partition_dirs, iter_partition_batches, main
+from broker.tools.dump import find_partition_dirs, iter_partition_batches, main
 from protocol import compression
 from protocol.records import CorruptBatchError, Record, build_batch, set_base_offset
 

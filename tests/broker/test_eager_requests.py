@@ -1,4 +1,4 @@
-"""Requests handled in the read callback (broker.connection, ``_start_eagerly``).
+"""Requests handled in the read callback (broker.net.connection, ``_start_eagerly``).
 
 A request that arrives alone while the connection's worker task waits for one, after
 LONE_BEFORE_EAGER others that did, is handled at once where it was read: a client with one
@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 import minikafka
-from broker import connection as connection_module
-from broker.connection import KafkaConnection
+from broker.net import connection as connection_module
+from broker.net.connection import KafkaConnection
 from protocol import codec
 from protocol.header import decode_response_header
 from protocol.messages.api_versions import API_VERSIONS

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import minikafka
-from broker.config import ConfigError
+from broker.config.model import ConfigError
 from protocol.messages.api_versions import API_VERSIONS
 from storage.dir_lock import DataDirLockedError
 from tests.support.in_process_broker import in_process_broker

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.log_limiter import LogLimiter
+from broker.runtime.log_limiter import LogLimiter
 from protocol.errors import ErrorCode
 from tests.support.in_process_broker import in_process_broker
 from tests.support.raw_client import RawClient
@@ -26,7 +26,7 @@ class Clock:
 def test_failed_logins_are_counted_between_lines(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.DEBUG, logger="broker.security.sasl_session")
+    caplog.set_level(logging.DEBUG, logger="broker.net.sasl_session")
     clock = Clock()
     with in_process_broker(tmp_path / "data", sasl_overrides()) as broker:
         assert broker.state is not None

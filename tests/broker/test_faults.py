@@ -1,10 +1,10 @@
-"""broker.faults on its own: argument checks, scopes, expiry and the operations table."""
+"""broker.toolkit.faults on its own: argument checks, scopes, expiry and the operations table."""
 
 from __future__ import annotations
 
 import pytest
 
-from broker.faults import FaultError, FaultInjector, call_operation, json_safe, resolve_api
+from broker.toolkit.faults import FaultError, FaultInjector, call_operation, json_safe, resolve_api
 from protocol.records import build_batch
 from protocol.schema import Message
 

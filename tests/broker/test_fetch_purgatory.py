@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from broker.config import make_config
-from broker.dispatch import RequestContext
-from broker.fetch_purgatory import FetchPurgatory
+from broker.config.loader import make_config
+from broker.core.request_context import RequestContext
+from broker.core.state import BrokerState
+from broker.fetch.purgatory import FetchPurgatory
+from broker.fetch.zero_copy import FileRecords
 from broker.handlers import build_dispatcher, fetch, produce
-from broker.state import BrokerState
-from broker.zero_copy import FileRecords
 from protocol import codec
 from protocol.header import RequestHeader
 from protocol.messages.fetch import FETCH

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from broker.fetch_sessions import (
+from broker.fetch.sessions import (
     EVICTION_MS,
     INT32_MAX,
     NUM_SHARDS,

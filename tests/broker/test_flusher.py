@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from broker.flusher import Flusher
+from broker.runtime.flusher import Flusher
 
 
 class FakeLog:

@@ -1,4 +1,4 @@
-"""broker.frame_reader and broker.frame_buffers: frames split anywhere come out whole, a
+"""broker.net.frame_reader and broker.limits.frame_buffers: frames split anywhere come out whole, a
 large frame is read into a buffer of its own (bounded reads) and that buffer is used again
 only when nothing can see it any more. Over real sockets: tests/e2e/test_connection_limits.py,
 test_fuzz_frames.py, test_security_tls.py."""
@@ -10,8 +10,8 @@ import struct
 
 import pytest
 
-from broker.frame_buffers import MAX_POOLED_BYTES, FrameBuffers
-from broker.frame_reader import (
+from broker.limits.frame_buffers import MAX_POOLED_BYTES, FrameBuffers
+from broker.net.frame_reader import (
     LARGE_FRAME_BYTES,
     MAX_SCRATCH_BYTES,
     MIN_READ_CHUNK_BYTES,

@@ -1,13 +1,14 @@
-"""broker.group_configs: Kafka 4.0's GroupConfig checks, operations and descriptions."""
+"""broker.config.group_configs: Kafka 4.0's GroupConfig checks, operations and descriptions."""
 
 from __future__ import annotations
 
 import pytest
 
-from broker.broker_config_table import ConfigSource
-from broker.config import Config, load_config
-from broker.group_configs import apply_operations, check, defaults, describe
-from broker.topic_configs import InvalidConfigError
+from broker.config.broker_config_table import ConfigSource
+from broker.config.group_configs import apply_operations, check, defaults, describe
+from broker.config.loader import load_config
+from broker.config.model import Config
+from broker.config.topic_configs import InvalidConfigError
 from protocol.errors import ErrorCode
 
 

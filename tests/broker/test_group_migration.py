@@ -8,10 +8,14 @@ import struct
 
 import pytest
 
-from broker.groups import consumer_protocol as cp
-from broker.groups.classic import ClassicGroup, GroupSettings, Member
-from broker.groups.consumer import MemberState
-from broker.groups.migration import CustomAssignorInUse, to_classic_members, to_consumer_group
+from broker.coordinator.groups import consumer_protocol as cp
+from broker.coordinator.groups.classic import ClassicGroup, GroupSettings, Member
+from broker.coordinator.groups.consumer import MemberState
+from broker.coordinator.groups.migration import (
+    CustomAssignorInUse,
+    to_classic_members,
+    to_consumer_group,
+)
 
 SETTINGS = GroupSettings(
     initial_rebalance_delay_ms=0, min_session_timeout_ms=1, max_session_timeout_ms=10**9

@@ -1,4 +1,4 @@
-"""broker.groups: the classic group state machine, driven with explicit time, and the
+"""broker.coordinator.groups: the classic group state machine, driven with explicit time, and the
 coordinator's group metadata records (persisted on Stable/Empty, reloaded at start-up)."""
 
 from __future__ import annotations
@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.flusher import Flusher
-from broker.groups.classic import (
+from broker.coordinator.groups.classic import (
     FENCED_INSTANCE_ID,
     ClassicGroup,
     GroupSettings,
@@ -20,7 +19,8 @@ from broker.groups.classic import (
     Member,
     SyncResult,
 )
-from broker.groups.coordinator import GroupCoordinator, monotonic_ms
+from broker.coordinator.groups.coordinator import GroupCoordinator, monotonic_ms
+from broker.runtime.flusher import Flusher
 from protocol.errors import ErrorCode
 from storage import committed_offsets
 from storage.committed_offsets import CommittedOffset, CommittedOffsets, GroupRecord

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from broker import health
+from broker.tools import health
 from tests.support.broker_process import BrokerProcess
 
 

@@ -14,9 +14,9 @@ import time
 import pytest
 
 from bench.stall import describe_configs_frame
-from broker.dispatch import decode_on_loop
+from broker.core.dispatch import decode_on_loop
 from broker.handlers.produce import _check_on_loop, _for_worker_process, _heavy
-from broker.validation_pool import ValidationPool
+from broker.produce.validation_pool import ValidationPool
 from protocol import codec, uniform_records
 from protocol.compression import GZIP
 from protocol.messages.api_versions import API_VERSIONS

@@ -1,8 +1,9 @@
-"""broker.log_limiter: one line per key and interval, with the count of the ones left out."""
+"""broker.runtime.log_limiter: one line per key and interval, with the count of the ones
+left out."""
 
 from __future__ import annotations
 
-from broker.log_limiter import MAX_KEYS, LogLimiter
+from broker.runtime.log_limiter import MAX_KEYS, LogLimiter
 
 
 class Clock:

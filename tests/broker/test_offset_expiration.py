@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from broker.flusher import Flusher
-from broker.groups.classic import ClassicGroup, GroupSettings, GroupState, JoinRequest
-from broker.groups.consumer_manager import HeartbeatRequest
-from broker.groups.coordinator import GroupCoordinator, OffsetToCommit
+from broker.coordinator.groups.classic import ClassicGroup, GroupSettings, GroupState, JoinRequest
+from broker.coordinator.groups.consumer_manager import HeartbeatRequest
+from broker.coordinator.groups.coordinator import GroupCoordinator, OffsetToCommit
+from broker.runtime.flusher import Flusher
 from storage.committed_offsets import CommittedOffsets
 
 RETENTION = 10_000

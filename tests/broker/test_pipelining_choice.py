@@ -1,4 +1,4 @@
-"""Which Produce requests a connection pipelines (broker.connection, ``_pipelinable``).
+"""Which Produce requests a connection pipelines (broker.net.connection, ``_pipelinable``).
 
 Pipelining pays only when the batch checks run in a validation worker process while the
 loop appends earlier requests; for batches checked on the loop it only adds a task, a
@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 import minikafka
-from broker.connection import KafkaConnection
+from broker.net.connection import KafkaConnection
 from protocol import codec
 from protocol.header import decode_response_header
 from protocol.messages.produce import PRODUCE

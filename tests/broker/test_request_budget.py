@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from broker.connection_quotas import ConnectionQuotas, normalize
-from broker.request_budget import RequestBudget
+from broker.limits.connection_quotas import ConnectionQuotas, normalize
+from broker.limits.request_budget import RequestBudget
 
 
 def test_the_pool_is_overdrawn_by_one_request_at_most_then_waiters_go_first_in_first_out() -> None:

@@ -1,5 +1,5 @@
 """What one connection holds of queued.max.requests and of requests read ahead
-(broker.connection ``_sync_charge``, broker.frame_reader ``backlog``).
+(broker.net.connection ``_sync_charge``, broker.net.frame_reader ``backlog``).
 
 Kafka mutes a channel once a request is complete (SocketServer.Processor), so a connection
 has at most one request in the RequestChannel queue, none while it is handled or parked in
@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 import minikafka
-from broker.connection import READ_AHEAD_REQUESTS, KafkaConnection
-from broker.request_budget import RequestBudget
+from broker.limits.request_budget import RequestBudget
+from broker.net.connection import READ_AHEAD_REQUESTS, KafkaConnection
 from protocol.messages.api_versions import API_VERSIONS
 from protocol.messages.fetch import FETCH
 from protocol.schema import Message

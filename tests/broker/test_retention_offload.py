@@ -13,8 +13,8 @@ from typing import Any, cast
 
 import pytest
 
-from broker.background import Background
-from broker.state import BrokerState
+from broker.core.state import BrokerState
+from broker.lifecycle.background import Background
 from protocol.errors import ErrorCode
 from protocol.records import parse_header
 from storage import snapshot as snapshots

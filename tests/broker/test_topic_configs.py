@@ -1,13 +1,13 @@
-"""The topic config table (broker.topic_configs): validation, defaults, sources, effects."""
+"""The topic config table (broker.config.topic_configs): validation, defaults, sources, effects."""
 
 from __future__ import annotations
 
 import pytest
 
-from broker.broker_config_table import ConfigSource
-from broker.broker_configs import describe_broker
-from broker.config import make_config
-from broker.topic_configs import (
+from broker.config.broker_config_table import ConfigSource
+from broker.config.broker_configs import describe_broker
+from broker.config.loader import make_config
+from broker.config.topic_configs import (
     TOPIC_CONFIGS,
     InvalidConfigError,
     describe_topic,

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from broker.groups import topic_regex
-from broker.groups.topic_regex import InvalidRegex, compile_regex, resolve
+from broker.coordinator.groups import topic_regex
+from broker.coordinator.groups.topic_regex import InvalidRegex, compile_regex, resolve
 
 
 @pytest.mark.parametrize(

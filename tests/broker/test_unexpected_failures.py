@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
+from broker.lifecycle.server import Broker
+from broker.net.sasl_session import SaslSession
 from broker.security.sasl_plain import PlainServer
-from broker.security.sasl_session import SaslSession
-from broker.server import Broker
 from protocol.errors import ErrorCode
 from protocol.messages.api_versions import API_VERSIONS
 from protocol.schema import Message

@@ -1,4 +1,5 @@
-"""broker.validation_pool and broker.validation_worker: real worker processes, no broker.
+"""broker.produce.validation_pool and broker.produce.validation_worker: real worker
+processes, no broker.
 
 What a worker answers must be exactly what storage.batch_checks answers in the broker
 process (the pool only moves the work); a worker that dies fails its jobs with WorkerLost
@@ -15,8 +16,8 @@ import time
 
 import pytest
 
-from broker import validation_worker as wire
-from broker.validation_pool import ValidationPool, WorkerLost, default_count
+from broker.produce import validation_worker as wire
+from broker.produce.validation_pool import ValidationPool, WorkerLost, default_count
 from protocol.compression import GZIP
 from protocol.errors import ErrorCode
 from protocol.records import HEADER_SIZE, Record, build_batch

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from broker.config import load_config
+from broker.config.loader import load_config
 
 REPO = Path(__file__).resolve().parents[2]
 DOCKERFILE = REPO / "Dockerfile"
@@ -250,6 +250,6 @@ def test_compose_broker_serves_sasl_ssl_with_certificates_from_the_certs_service
 
 
 def _as_properties(env: dict[str, str]) -> dict[str, str]:
-    from broker.config import env_var_to_property
+    from broker.config.sources import env_var_to_property
 
     return {name: v for k, v in env.items() if (name := env_var_to_property(k)) is not None}

@@ -18,9 +18,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from broker.config import is_loopback
-from broker.embedded import ThreadedBroker
-from broker.fault_cli import FaultClient
+from broker.config.listeners import is_loopback
+from broker.toolkit.embedded import ThreadedBroker
+from broker.toolkit.fault_cli import FaultClient
 from protocol.messages.api_versions import API_VERSIONS
 from tests.support.fault_broker import FaultBroker
 from tests.support.polling import until_sync

@@ -108,7 +108,7 @@ def test_a_topic_with_the_longest_name_stays_deleted_after_restart(tmp_path: Pat
 # when the second partition's segment is deleted.
 BLOCKING_BATCHES, BLOCKING_VALUE = 12, 999_000
 BLOCKING_BYTES = BLOCKING_BATCHES * BLOCKING_VALUE
-SENDFILE_MIN = 64 * 1024  # broker.zero_copy.SENDFILE_MIN_BYTES
+SENDFILE_MIN = 64 * 1024  # broker.fetch.zero_copy.SENDFILE_MIN_BYTES
 
 
 @pytest.fixture(scope="module")

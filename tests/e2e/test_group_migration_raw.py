@@ -9,7 +9,7 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
-from broker.groups import consumer_protocol as cp
+from broker.coordinator.groups import consumer_protocol as cp
 from protocol.messages.consumer_group_heartbeat import CONSUMER_GROUP_HEARTBEAT
 from protocol.messages.describe_groups import DESCRIBE_GROUPS
 from protocol.messages.heartbeat import HEARTBEAT

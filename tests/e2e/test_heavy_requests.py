@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from bench.stall import describe_configs_frame
-from broker.dispatch import MAX_DECODED_ELEMENTS
+from broker.core.dispatch import MAX_DECODED_ELEMENTS
 from protocol.messages.api_versions import API_VERSIONS
 from protocol.messages.create_partitions import CREATE_PARTITIONS
 from protocol.messages.create_topics import CREATE_TOPICS

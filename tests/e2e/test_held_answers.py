@@ -1,4 +1,4 @@
-"""Produce answers held back to leave together (broker.connection, KafkaConnection._hold).
+"""Produce answers held back to leave together (broker.net.connection, KafkaConnection._hold).
 
 A Produce answered while the next request, a Produce too, has already arrived waits for
 that one's answer, so both leave in one send (issue 19). Clients must see no difference but

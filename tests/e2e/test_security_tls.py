@@ -282,7 +282,7 @@ def test_kafka_python_and_aiokafka_with_client_certificates_when_required(
 def test_pipelined_small_and_large_frames_over_tls_are_read_whole_and_stored(
     tmp_path: Path, pki: Pki, loop: str
 ) -> None:
-    # Frames are read straight into their buffers (broker.frame_reader): small ones into a
+    # Frames are read straight into their buffers (broker.net.frame_reader): small ones into a
     # scratch buffer, a 1 MiB one into a pooled buffer, a 9 MiB one into a mapping; TLS
     # decrypts into them the same way, on either event loop (uvloop's reads are bounded per
     # pass by the connection). Every answer in order, every record in the segments.

@@ -9,7 +9,7 @@ from __future__ import annotations
 import io
 import struct
 
-from broker import dump
+from broker.tools import dump
 from protocol.errors import ErrorCode
 from protocol.messages.describe_producers import DESCRIBE_PRODUCERS
 from protocol.messages.describe_transactions import DESCRIBE_TRANSACTIONS

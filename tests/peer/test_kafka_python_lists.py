@@ -80,12 +80,12 @@ def test_must_pass_plus_excluded_tests_kafka_passes_are_kafkas_count() -> None:
 
 
 def test_broker_log_errors_tracebacks_and_criticals_are_picked_out() -> None:
-    error = "2026-01-01 10:00:02,000 ERROR [broker.connection] handler failed"
+    error = "2026-01-01 10:00:02,000 ERROR [broker.net.connection] handler failed"
     traceback = "Traceback (most recent call last):"
-    critical = "2026-01-01 10:00:03,000 CRITICAL [broker.server] giving up"
+    critical = "2026-01-01 10:00:03,000 CRITICAL [broker.lifecycle.server] giving up"
     log = "\n".join(
         [
-            "2026-01-01 10:00:00,000 INFO [broker.server] minikafka started",
+            "2026-01-01 10:00:00,000 INFO [broker.lifecycle.server] minikafka started",
             "2026-01-01 10:00:01,000 WARNING [broker.cli] unknown property 'x' is ignored",
             error,
             traceback,

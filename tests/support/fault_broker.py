@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from broker.fault_cli import FaultClient
+from broker.toolkit.fault_cli import FaultClient
 from tests.support.broker_process import BrokerProcess
 
 CONTROL_LINE = r"control plane on (http://[^/\s]+)/v1/"

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from broker.config import make_config
-from broker.server import Broker
+from broker.config.loader import make_config
+from broker.lifecycle.server import Broker
 
 START_TIMEOUT_S = 20.0
 

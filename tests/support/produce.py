@@ -6,7 +6,7 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from broker.dump import iter_partition_batches
+from broker.tools.dump import iter_partition_batches
 from protocol.messages.create_topics import CREATE_TOPICS
 from protocol.messages.fetch import FETCH
 from protocol.messages.init_producer_id import INIT_PRODUCER_ID

@@ -13,10 +13,10 @@ import os
 import sys
 
 import broker.cli
-import broker.host
+import broker.process
+import broker.runtime.startup_errors
 import broker.security.authorizer
-import broker.server
-import broker.startup_errors
+import broker.toolkit.host
 import storage.dir_lock  # noqa: F401
 
 

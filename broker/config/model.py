@@ -1,0 +1,112 @@
+"""What a loaded configuration is: ``Config``, its ``Listener``s, and ``ConfigError``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from broker.security.scram_bootstrap import BootstrapUser
+from broker.security.settings import PLAINTEXT, AuthorizerSettings, ListenerSecurity
+
+
+class ConfigError(Exception):
+    """An invalid configuration; ``property`` is None for errors not tied to one property."""
+
+    def __init__(self, property: str | None, message: str) -> None:
+        self.property = property
+        self.message = message
+        super().__init__(
+            f"invalid value for {property}: {message}" if property is not None else message
+        )
+
+
+@dataclass(frozen=True)
+class Listener:
+    """One socket the broker serves.
+
+    ``host`` is the bind address: ``""`` means all interfaces (asyncio's
+    ``create_server`` treats ``""`` that way). ``port`` 0 binds an ephemeral port;
+    ``advertised_port`` 0 means "advertise whatever port was bound".
+    """
+
+    name: str
+    host: str
+    port: int
+    advertised_host: str
+    advertised_port: int
+    security: ListenerSecurity = PLAINTEXT
+
+    @property
+    def protocol(self) -> str:
+        return self.security.protocol
+
+
+@dataclass(frozen=True)
+class Config:
+    listeners: tuple[Listener, ...]
+    log_dir: str
+    node_id: int
+    num_partitions: int
+    auto_create_topics_enable: bool
+    default_replication_factor: int
+    segment_bytes: int
+    message_max_bytes: int
+    message_timestamp_before_max_ms: int
+    message_timestamp_after_max_ms: int
+    socket_request_max_bytes: int
+    # Connection limits and request queueing (Kafka's SocketServer, ConnectionQuotas).
+    max_connections: int
+    max_connections_per_ip: int
+    max_connections_per_ip_overrides: tuple[tuple[str, int], ...]
+    connections_max_idle_ms: int
+    queued_max_requests: int
+    queued_max_request_bytes: int
+    index_interval_bytes: int
+    producer_id_expiration_ms: int
+    producer_id_expiration_check_interval_ms: int
+    transaction_max_timeout_ms: int
+    transactional_id_expiration_ms: int
+    transaction_abort_timed_out_transaction_cleanup_interval_ms: int
+    transaction_remove_expired_transaction_cleanup_interval_ms: int
+    # Derived from log.retention.{ms,minutes,hours} / log.roll.{ms,hours} as Kafka does.
+    retention_ms: int
+    retention_bytes: int
+    retention_check_interval_ms: int
+    segment_ms: int
+    flush_messages: int
+    flush_ms: int
+    flush_scheduler_interval_ms: int
+    snapshot_interval_ms: int
+    file_delete_delay_ms: int
+    group_initial_rebalance_delay_ms: int
+    group_coordinator_append_linger_ms: int
+    group_min_session_timeout_ms: int
+    group_max_session_timeout_ms: int
+    # KIP-848 consumer groups (broker.coordinator.groups.consumer_manager).
+    group_consumer_session_timeout_ms: int
+    group_consumer_heartbeat_interval_ms: int
+    group_consumer_max_size: int
+    group_consumer_assignors: str
+    group_consumer_migration_policy: str
+    # offsets.retention.minutes in ms (or minikafka.offsets.retention.ms when set).
+    offsets_retention_ms: int
+    offsets_retention_check_interval_ms: int
+    max_incremental_fetch_session_cache_slots: int
+    log_level: str
+    record_validation: str
+    # Worker processes for Produce's batch checks (broker.produce.validation_pool); -1 = from the
+    # cores, 0 = none (validated in the broker process, as embedded brokers do by default).
+    validation_workers: int
+    validation_worker_min_records: int
+    validation_workers_eager: bool
+    event_loop: str
+    scram_bootstrap_users: tuple[BootstrapUser, ...]
+    cluster_id: str | None
+    authorizer: AuthorizerSettings
+    # Fault-injection control plane (broker.toolkit.control_http): bind host (None = off) and port.
+    control_host: str | None
+    control_port: int
+    control_allow_remote: bool
+    # Where the configuration came from, for the start-up log line.
+    source_summary: str
+    # Properties set explicitly (canonical name, raw value), e.g. for DescribeConfigs.
+    explicit: tuple[tuple[str, str], ...]

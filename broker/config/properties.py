@@ -1,0 +1,580 @@
+"""The property table: every property minikafka acts on, once, with its kind, default,
+documentation and the ``Config`` attribute it sets; and the KRaft properties accepted but
+ignored. Defaults, ``--help`` and validation all come from here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from broker.config.kinds import (
+    BOOLEAN,
+    INT,
+    LIST,
+    LOG_DIR,
+    LOG_LEVEL,
+    LONG,
+    OPTIONAL_STRING,
+    STRING,
+    Kind,
+    at_least,
+    check_assignors,
+    choice,
+    parse_ip_overrides,
+    scram_users,
+)
+
+
+@dataclass(frozen=True)
+class Property:
+    name: str
+    kind: Kind
+    default: str | None  # the raw default, parsed like user input; None = unset
+    doc: str
+    # Config attribute that receives the parsed value; None when the value is consumed by
+    # a derived attribute (listeners) or the property is accepted and ignored.
+    attr: str | None = None
+    validator: Callable[[Any], None] | None = None
+    aliases: tuple[str, ...] = ()
+    ignored: bool = False
+
+
+DEFAULT_PROTOCOL_MAP = (
+    "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SSL:SSL,"
+    "SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
+)
+
+PROPERTIES: tuple[Property, ...] = (
+    Property(
+        "listeners",
+        LIST,
+        "PLAINTEXT://127.0.0.1:9092",
+        "NAME://host:port,... to serve; empty host = all interfaces, port 0 = ephemeral.",
+    ),
+    Property(
+        "advertised.listeners",
+        LIST,
+        None,
+        "NAME://host:port,... told to clients (default: bind address, 127.0.0.1 if wildcard).",
+    ),
+    Property(
+        "listener.security.protocol.map",
+        LIST,
+        DEFAULT_PROTOCOL_MAP,
+        "Comma-separated NAME:PROTOCOL pairs (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL).",
+    ),
+    Property(
+        "controller.listener.names",
+        LIST,
+        "",
+        "KRaft controller listeners: accepted for compatibility and NOT served.",
+    ),
+    Property(
+        "log.dirs",
+        LOG_DIR,
+        "/tmp/kafka-logs",
+        "Directory holding topic data and broker state (exactly one directory).",
+        attr="log_dir",
+        aliases=("log.dir",),
+    ),
+    Property(
+        "node.id",
+        INT,
+        "1",
+        "Id of this broker, reported in Metadata.",
+        attr="node_id",
+        validator=at_least(0),
+        aliases=("broker.id",),
+    ),
+    Property(
+        "num.partitions",
+        INT,
+        "1",
+        "Partition count of auto-created topics.",
+        attr="num_partitions",
+        validator=at_least(1),
+    ),
+    Property(
+        "auto.create.topics.enable",
+        BOOLEAN,
+        "true",
+        "Create a missing topic when a client asks for it in Metadata (as Kafka, not on Produce).",
+        attr="auto_create_topics_enable",
+    ),
+    Property(
+        "default.replication.factor",
+        INT,
+        "1",
+        "Replication factor of auto-created topics; a single broker stores one replica.",
+        attr="default_replication_factor",
+        validator=at_least(1),
+    ),
+    Property(
+        "log.segment.bytes",
+        INT,
+        "1073741824",
+        "Size at which a log segment file is rolled.",
+        attr="segment_bytes",
+        # 14 is Kafka's minimum (the size of the smallest legacy record).
+        validator=at_least(14),
+        aliases=("segment.bytes",),
+    ),
+    Property(
+        "message.max.bytes",
+        INT,
+        "1048588",
+        "Largest record batch accepted from a producer.",
+        attr="message_max_bytes",
+        validator=at_least(0),
+    ),
+    Property(
+        "log.message.timestamp.before.max.ms",
+        LONG,
+        str(2**63 - 1),
+        "How far behind the broker clock a CreateTime record timestamp may be "
+        "(INVALID_TIMESTAMP beyond it); Kafka's default accepts any past timestamp.",
+        attr="message_timestamp_before_max_ms",
+        validator=at_least(0),
+    ),
+    Property(
+        "log.message.timestamp.after.max.ms",
+        LONG,
+        "3600000",
+        "How far ahead of the broker clock a CreateTime record timestamp may be "
+        "(INVALID_TIMESTAMP beyond it; KIP-937, Kafka 4.0's default is one hour).",
+        attr="message_timestamp_after_max_ms",
+        validator=at_least(0),
+    ),
+    Property(
+        "socket.request.max.bytes",
+        INT,
+        "104857600",
+        "Largest request frame; a larger one closes the connection.",
+        attr="socket_request_max_bytes",
+        validator=at_least(1),
+    ),
+    Property(
+        "max.connections",
+        INT,
+        "2147483647",
+        "Connections served at once; a new one waits (unread) until another closes.",
+        attr="max_connections",
+        validator=at_least(0),
+    ),
+    Property(
+        "max.connections.per.ip",
+        INT,
+        "2147483647",
+        "Connections allowed from one address; a new one beyond it is closed at once.",
+        attr="max_connections_per_ip",
+        validator=at_least(0),
+    ),
+    Property(
+        "max.connections.per.ip.overrides",
+        Kind("list of host:count", parse_ip_overrides),
+        "",
+        "Per-address (or host name) exceptions to max.connections.per.ip, e.g. "
+        "'hostName:100,127.0.0.1:200'.",
+        attr="max_connections_per_ip_overrides",
+    ),
+    Property(
+        "connections.max.idle.ms",
+        LONG,
+        "600000",
+        "Close a connection with no bytes read or written for this long; -1 = never.",
+        attr="connections_max_idle_ms",
+    ),
+    Property(
+        "queued.max.requests",
+        INT,
+        "500",
+        "Requests read and not yet started, over all connections, before reading stops.",
+        attr="queued_max_requests",
+        validator=at_least(1),
+    ),
+    Property(
+        "queued.max.request.bytes",
+        LONG,
+        "-1",
+        "Bytes of requests held (read, not yet answered) before no more are read; -1 = no limit.",
+        attr="queued_max_request_bytes",
+    ),
+    Property(
+        "log.index.interval.bytes",
+        INT,
+        "4096",
+        "Bytes of log between two entries of the sparse offset index.",
+        attr="index_interval_bytes",
+        validator=at_least(0),
+    ),
+    Property(
+        "producer.id.expiration.ms",
+        INT,
+        "86400000",
+        "Idle time after which an idempotent producer's state is forgotten.",
+        attr="producer_id_expiration_ms",
+        validator=at_least(1),
+    ),
+    Property(
+        "producer.id.expiration.check.interval.ms",
+        INT,
+        "600000",
+        "How often expired producer ids are looked for.",
+        attr="producer_id_expiration_check_interval_ms",
+        validator=at_least(1),
+    ),
+    Property(
+        "transaction.max.timeout.ms",
+        INT,
+        "900000",
+        "Largest transaction.timeout.ms a transactional producer may ask for in "
+        "InitProducerId (above it: INVALID_TRANSACTION_TIMEOUT).",
+        attr="transaction_max_timeout_ms",
+        validator=at_least(1),
+    ),
+    Property(
+        "transactional.id.expiration.ms",
+        INT,
+        "604800000",
+        "Idle time after which a transactional id with no open transaction is forgotten.",
+        attr="transactional_id_expiration_ms",
+        validator=at_least(1),
+    ),
+    Property(
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+        INT,
+        "10000",
+        "How often transactions open longer than their timeout are looked for and aborted.",
+        attr="transaction_abort_timed_out_transaction_cleanup_interval_ms",
+        validator=at_least(1),
+    ),
+    Property(
+        "transaction.remove.expired.transaction.cleanup.interval.ms",
+        INT,
+        "3600000",
+        "How often expired transactional ids are looked for.",
+        attr="transaction_remove_expired_transaction_cleanup_interval_ms",
+        validator=at_least(1),
+    ),
+    Property(
+        "log.retention.hours",
+        INT,
+        "168",
+        "Retention by time in hours (used when log.retention.minutes/ms are unset).",
+    ),
+    Property(
+        "log.retention.minutes",
+        INT,
+        None,
+        "Retention by time in minutes (used when log.retention.ms is unset).",
+    ),
+    Property(
+        "log.retention.ms",
+        LONG,
+        None,
+        "Retention by time; whole segments older than this are deleted; -1 = forever.",
+        validator=at_least(-1),
+        aliases=("retention.ms",),
+    ),
+    Property(
+        "log.retention.bytes",
+        LONG,
+        "-1",
+        "Retention by size per partition; oldest segments deleted beyond it; -1 = no limit.",
+        attr="retention_bytes",
+        validator=at_least(-1),
+        aliases=("retention.bytes",),
+    ),
+    Property(
+        "log.retention.check.interval.ms",
+        LONG,
+        "300000",
+        "How often segments are checked for deletion by retention.",
+        attr="retention_check_interval_ms",
+        validator=at_least(1),
+    ),
+    Property(
+        "log.roll.hours",
+        INT,
+        "168",
+        "Roll a segment this old (used when log.roll.ms is unset).",
+        validator=at_least(1),
+    ),
+    Property(
+        "log.roll.ms",
+        LONG,
+        None,
+        "Roll a segment whose first batch is older than this, on the next append.",
+        validator=at_least(1),
+        aliases=("segment.ms",),
+    ),
+    Property(
+        "log.flush.interval.messages",
+        LONG,
+        str(2**63 - 1),
+        "fsync a partition once this many messages are unflushed (default: never, "
+        "leave it to the page cache, as Kafka).",
+        attr="flush_messages",
+        validator=at_least(1),
+        aliases=("flush.messages",),
+    ),
+    Property(
+        "log.flush.interval.ms",
+        LONG,
+        None,
+        "fsync a partition whose oldest unflushed message is this old (default: never).",
+        validator=at_least(0),
+        aliases=("flush.ms",),
+    ),
+    Property(
+        "log.flush.scheduler.interval.ms",
+        LONG,
+        None,
+        "How often log.flush.interval.ms is checked (default: every second when it is set).",
+        validator=at_least(1),
+    ),
+    Property(
+        "log.segment.delete.delay.ms",
+        LONG,
+        "60000",
+        "How long the files of a segment deleted by retention or DeleteRecords, or of a "
+        "deleted topic, stay (renamed *.deleted / *-delete) before they are removed, so "
+        "fetch responses being sent from them complete.",
+        attr="file_delete_delay_ms",
+        validator=at_least(0),
+        aliases=("file.delete.delay.ms",),
+    ),
+    Property(
+        "group.initial.rebalance.delay.ms",
+        INT,
+        "100",
+        "How long the first rebalance of an empty group waits for more members (Kafka's "
+        "default is 3000; a low default keeps tests fast).",
+        attr="group_initial_rebalance_delay_ms",
+        validator=at_least(0),
+    ),
+    Property(
+        "group.coordinator.append.linger.ms",
+        INT,
+        "5",
+        "How long the group coordinator holds its writes (offset commits, group records) "
+        "to write them together; its answers wait as long, as Kafka's. 0 = no wait.",
+        attr="group_coordinator_append_linger_ms",
+        validator=at_least(0),
+    ),
+    Property(
+        "group.min.session.timeout.ms",
+        INT,
+        "6000",
+        "Smallest session.timeout.ms a consumer may ask for in JoinGroup.",
+        attr="group_min_session_timeout_ms",
+        validator=at_least(0),
+    ),
+    Property(
+        "group.max.session.timeout.ms",
+        INT,
+        "1800000",
+        "Largest session.timeout.ms a consumer may ask for in JoinGroup.",
+        attr="group_max_session_timeout_ms",
+        validator=at_least(0),
+    ),
+    Property(
+        "group.consumer.session.timeout.ms",
+        INT,
+        "45000",
+        "KIP-848 consumer groups: a member not heard from for this long is fenced.",
+        attr="group_consumer_session_timeout_ms",
+        validator=at_least(1),
+    ),
+    Property(
+        "group.consumer.heartbeat.interval.ms",
+        INT,
+        "5000",
+        "KIP-848 consumer groups: the heartbeat interval told to members.",
+        attr="group_consumer_heartbeat_interval_ms",
+        validator=at_least(1),
+    ),
+    Property(
+        "group.consumer.max.size",
+        INT,
+        "2147483647",
+        "KIP-848 consumer groups: the most members a group takes (GROUP_MAX_SIZE_REACHED).",
+        attr="group_consumer_max_size",
+        validator=at_least(1),
+    ),
+    Property(
+        "group.consumer.assignors",
+        LIST,
+        "uniform,range",
+        "KIP-848 consumer groups: the server-side assignors (uniform, range, or Kafka's class "
+        "names for them); the first is the default.",
+        attr="group_consumer_assignors",
+        validator=check_assignors,
+    ),
+    Property(
+        "group.consumer.migration.policy",
+        choice("disabled", "upgrade", "downgrade", "bidirectional"),
+        "bidirectional",
+        "Online migration between classic and KIP-848 consumer groups: bidirectional, "
+        "upgrade (a classic group becomes a consumer group when a consumer-protocol member "
+        "joins), downgrade (back when the last one leaves) or disabled.",
+        attr="group_consumer_migration_policy",
+    ),
+    Property(
+        "offsets.retention.minutes",
+        INT,
+        "10080",
+        "Committed offsets expire this long after the group became Empty (or, for a group "
+        "that never had members, after their commit; a Stable consumer group keeps the "
+        "offsets of the topics it subscribes to); an Empty group is deleted with its last "
+        "offset (Kafka's default: 7 days).",
+        validator=at_least(1),
+    ),
+    Property(
+        "offsets.retention.check.interval.ms",
+        LONG,
+        "600000",
+        "How often expired offsets and Empty groups without offsets are removed.",
+        attr="offsets_retention_check_interval_ms",
+        validator=at_least(1),
+    ),
+    Property(
+        "minikafka.offsets.retention.ms",
+        LONG,
+        None,
+        "minikafka: offsets retention in ms, replacing offsets.retention.minutes when set "
+        "(Kafka's minimum of one minute is too long for tests).",
+        validator=at_least(1),
+    ),
+    Property(
+        "max.incremental.fetch.session.cache.slots",
+        INT,
+        "1000",
+        "Incremental fetch sessions (KIP-227) kept at most, split over 8 shards as in Kafka.",
+        attr="max_incremental_fetch_session_cache_slots",
+        validator=at_least(0),
+    ),
+    Property(
+        "minikafka.producer.snapshot.interval.ms",
+        LONG,
+        "60000",
+        "minikafka: how often changed producer state is snapshotted (also on roll/shutdown).",
+        attr="snapshot_interval_ms",
+        validator=at_least(1),
+    ),
+    Property(
+        "cluster.id",
+        OPTIONAL_STRING,
+        None,
+        "Expected cluster id; must match the one stored in the log directory.",
+        attr="cluster_id",
+    ),
+    Property(
+        "log.level",
+        LOG_LEVEL,
+        "INFO",
+        "minikafka: logging level (case-insensitive; WARN means WARNING).",
+        attr="log_level",
+    ),
+    Property(
+        "minikafka.record.validation",
+        choice("header", "records"),
+        "records",
+        "minikafka: check batch header and CRC only ('header') or each record too.",
+        attr="record_validation",
+    ),
+    Property(
+        "minikafka.validation.workers",
+        INT,
+        "-1",
+        "minikafka: worker processes that check and rewrite Produce batches, so every core "
+        "works; -1 = one per core besides the event loop's (at least one), 0 = none.",
+        attr="validation_workers",
+        validator=at_least(-1),
+    ),
+    Property(
+        "minikafka.validation.worker.min.records",
+        INT,
+        "256",
+        "minikafka: a Produce request goes to a validation worker from this many records "
+        "(or a compressed batch); smaller ones are cheaper to check on the event loop.",
+        attr="validation_worker_min_records",
+        validator=at_least(1),
+    ),
+    Property(
+        "minikafka.validation.workers.eager",
+        BOOLEAN,
+        "false",
+        "minikafka: start the validation workers with the broker and wait until they are "
+        "ready before serving (benchmarks, tests); by default the first big batch starts them.",
+        attr="validation_workers_eager",
+    ),
+    Property(
+        "minikafka.scram.bootstrap.users",
+        Kind("password", scram_users),
+        "",
+        "minikafka: SCRAM users for a new data directory, as kafka-storage format "
+        "--add-scram: 'SCRAM-SHA-256=[name=alice,password=alice-secret];...'.",
+        attr="scram_bootstrap_users",
+    ),
+    Property(
+        "minikafka.control.listener",
+        OPTIONAL_STRING,
+        None,
+        "minikafka: host:port of the HTTP fault-injection control plane (off when unset; "
+        "port 0 = ephemeral). Loopback only unless minikafka.control.allow.remote=true.",
+    ),
+    Property(
+        "minikafka.control.allow.remote",
+        BOOLEAN,
+        "false",
+        "minikafka: let the control plane bind and answer non-loopback addresses.",
+        attr="control_allow_remote",
+    ),
+    Property(
+        "minikafka.event.loop",
+        choice("asyncio", "uvloop"),
+        "asyncio",
+        "minikafka: event loop; uvloop (pip install 'minikafka[uvloop]') is optional.",
+        attr="event_loop",
+    ),
+)
+
+
+def _ignored(name: str, doc: str) -> Property:
+    return Property(name, STRING, None, doc, ignored=True)
+
+
+# Set by Kafka's stock KRaft server.properties and by the apache/kafka Docker quickstart.
+# Accepting them keeps those configurations loading without warnings; none changes what a
+# single, controller-less broker does.
+ACCEPTED_IGNORED: tuple[Property, ...] = (
+    _ignored("process.roles", "KRaft roles; minikafka is always a broker."),
+    _ignored("controller.quorum.voters", "KRaft controller quorum; there is none."),
+    _ignored("controller.quorum.bootstrap.servers", "KRaft controller quorum; there is none."),
+    _ignored("inter.broker.listener.name", "No other brokers to talk to."),
+    _ignored("security.inter.broker.protocol", "No other brokers to talk to."),
+    _ignored("offsets.topic.replication.factor", "One replica on one broker."),
+    _ignored("offsets.topic.num.partitions", "No internal offsets topic."),
+    _ignored("transaction.state.log.replication.factor", "One replica on one broker."),
+    _ignored("transaction.state.log.min.isr", "One replica on one broker."),
+    _ignored("transaction.state.log.num.partitions", "No transaction log topic."),
+    _ignored("share.coordinator.state.topic.replication.factor", "One replica."),
+    _ignored("share.coordinator.state.topic.min.isr", "One replica."),
+    _ignored("min.insync.replicas", "One replica on one broker."),
+    _ignored("num.network.threads", "asyncio: one event loop."),
+    _ignored("num.io.threads", "asyncio: one event loop."),
+    _ignored("num.recovery.threads.per.data.dir", "Recovery runs in one thread."),
+    _ignored("socket.send.buffer.bytes", "Operating-system defaults are used."),
+    _ignored("socket.receive.buffer.bytes", "Operating-system defaults are used."),
+)
+
+BY_NAME: dict[str, Property] = {p.name: p for p in (*PROPERTIES, *ACCEPTED_IGNORED)}
+# StandardAuthorizer's own properties (not in KafkaConfig's table), read by
+# broker.security.settings.authorizer.
+AUTHORIZER_PROPERTIES = frozenset({"super.users", "allow.everyone.if.no.acl.found"})
+# Kafka accepts any config under a listener prefix (listener.name.<name>.<config>, and for
+# SASL listener.name.<name>.<mechanism>.<config>); broker.security.settings reads them.
+LISTENER_PREFIX = "listener.name."
+ALIASES: dict[str, str] = {a: p.name for p in PROPERTIES for a in p.aliases}

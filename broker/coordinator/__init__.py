@@ -1,0 +1,1 @@
+"""The coordinators: consumer groups (both protocols) and transactions."""

@@ -1,0 +1,1 @@
+"""The one owner of broker state, the request context and the dispatcher every request passes."""

@@ -1,0 +1,170 @@
+"""Registry ApiKey -> handler and served version range; ApiVersions is derived from it.
+
+A handler module declares ``API`` (its description), the versions it serves and a
+``handle(ctx, request)`` function. Registering it here is what makes the broker advertise
+it: the broker never advertises an API it cannot serve.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from broker.core import request_log
+from broker.core.request_context import RequestContext
+from broker.runtime import offload
+from protocol import codec
+from protocol.codec import Deferred
+from protocol.primitives import DecodeError, Reader
+from protocol.schema import Api, Message
+
+log = logging.getLogger(__name__)
+
+# Array elements one request may hold, all arrays together (beyond: DecodeError, and the
+# connection is closed with a log line). Deviation: Kafka has no such limit, but no client
+# comes near it (the largest requests list thousands of partitions), while a 100 MiB frame
+# of one-byte elements would take this codec minutes and gigabytes; Kafka itself parses it
+# into some 100 million Java objects, past its default heap.
+MAX_DECODED_ELEMENTS = 1_000_000
+# Bodies from this size on are decoded on a worker thread (broker.runtime.offload): decoding costs
+# up to a few microseconds per byte, so a body this large may hold the loop for tens of ms.
+# Unless it holds few elements: the bulk of a Produce request is its records, decoded as
+# one slice, and a thread hop costs more than that decode (issue 19). So such a body is
+# first decoded on the loop within INLINE_DECODE_ELEMENTS array elements and tagged fields
+# (a step of Python each), and only one holding more goes to a worker.
+OFFLOAD_DECODE_BYTES = 16 * 1024
+INLINE_DECODE_ELEMENTS = 256
+
+
+class CloseConnection(Exception):
+    """Raised by a handler when Kafka would close the connection (after earlier responses)."""
+
+
+HandlerResult = Message | None
+HandlerFn = Callable[[RequestContext, Message], HandlerResult | Awaitable[HandlerResult]]
+
+
+@dataclass(frozen=True, slots=True)
+class Handler:
+    api: Api
+    min_version: int
+    max_version: int
+    # Versions advertised but answered with an error (Produce v0-2 in Kafka 4.0).
+    advertised_min: int
+    fn: HandlerFn
+
+    def serves(self, version: int) -> bool:
+        return self.advertised_min <= version <= self.max_version
+
+
+Interceptor = Callable[[RequestContext, Message], Awaitable[None] | None]
+
+
+class HandlerWrapper(Protocol):
+    """Runs handlers its own way while ``engaged``: the test toolkit's fault injection
+    (broker.toolkit.faults) wraps the dispatcher from outside through this."""
+
+    @property
+    def engaged(self) -> bool: ...
+
+    async def around(self, handler: Handler, ctx: RequestContext, request: Message) -> Any: ...
+
+
+class Dispatcher:
+    def __init__(self) -> None:
+        self.handlers: dict[int, Handler] = {}
+        # A seam for tests: called before each handler.
+        self.interceptors: list[Interceptor] = []
+        # Fault injection (broker.toolkit.faults) wraps the handler while any fault is set.
+        self.wrapper: HandlerWrapper | None = None
+
+    def register(
+        self,
+        api: Api,
+        fn: HandlerFn,
+        min_version: int,
+        max_version: int,
+        advertised_min: int | None = None,
+    ) -> None:
+        assert api.versions.low <= min_version <= max_version <= api.versions.high, api.name
+        self.handlers[api.key] = Handler(
+            api,
+            min_version,
+            max_version,
+            min_version if advertised_min is None else advertised_min,
+            fn,
+        )
+
+    def advertised(self) -> list[tuple[int, int, int]]:
+        """(api_key, min, max) in ascending key order, as Kafka lists them."""
+        return [(k, h.advertised_min, h.max_version) for k, h in sorted(self.handlers.items())]
+
+    async def call(
+        self, handler: Handler, ctx: RequestContext, body: memoryview, head: bytes = b""
+    ) -> list[bytes | bytearray | Deferred] | None:
+        """Decode, run the handler, encode. Returns the response body as parts (records the
+        connection sends itself stay Deferred), the first starting with ``head``, or None
+        (no response)."""
+        api = handler.api
+        flexible = api.is_flexible(ctx.version)
+        decoded = None
+        if len(body) >= OFFLOAD_DECODE_BYTES:
+            decoded = decode_on_loop(api, ctx.version, flexible, body)
+        if decoded is not None:
+            request, reader = decoded
+        else:
+            reader = Reader(body, max_elements=MAX_DECODED_ELEMENTS)
+            if len(body) >= OFFLOAD_DECODE_BYTES:
+                request = await offload.run(_decode, api, ctx.version, flexible, reader)
+            else:
+                request = _decode(api, ctx.version, flexible, reader)
+        if reader.remaining:
+            # Kafka's AbstractRequest.parseRequest reads the fields it knows and never checks
+            # that the body was consumed: librdkafka's all-topics Metadata v13 carries 3 bytes
+            # more, and Kafka answers it. So do we, with a debug line only.
+            log.debug(
+                "ignoring %d bytes after the %s v%d request body (%s)",
+                reader.remaining,
+                api.name,
+                ctx.version,
+                ctx.describe(),
+            )
+        for interceptor in self.interceptors:
+            res = interceptor(ctx, request)
+            if inspect.isawaitable(res):
+                await res
+        wrapper = self.wrapper
+        result: Any
+        if wrapper is not None and wrapper.engaged:
+            result = await wrapper.around(handler, ctx, request)
+        else:
+            result = handler.fn(ctx, request)
+            if inspect.isawaitable(result):
+                result = await result
+        if request_log.log.isEnabledFor(logging.DEBUG):
+            request_log.log.debug("%s", request_log.describe(api, ctx, request, result))
+        if result is None:
+            return None
+        return codec.encode_parts(api.response, ctx.version, flexible, result, head)
+
+
+def _decode(api: Api, version: int, flexible: bool, reader: Reader) -> Message:
+    return codec.decode(api.request, version, flexible, reader, exact=False)
+
+
+def decode_on_loop(
+    api: Api, version: int, flexible: bool, body: memoryview
+) -> tuple[Message, Reader] | None:
+    """The request and its reader if it decodes within INLINE_DECODE_ELEMENTS, else None.
+
+    Any DecodeError also gives None: the worker decodes it again with the full budget, so
+    a malformed body is refused exactly as before, with the same message.
+    """
+    reader = Reader(body, max_elements=INLINE_DECODE_ELEMENTS)
+    try:
+        return _decode(api, version, flexible, reader), reader
+    except DecodeError:
+        return None

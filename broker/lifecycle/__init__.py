@@ -1,0 +1,1 @@
+"""Starting and stopping one broker, and its background tasks."""

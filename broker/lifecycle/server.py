@@ -1,0 +1,317 @@
+"""Lifecycle: open the store, listen on every listener, shut down cleanly on SIGTERM/SIGINT."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import functools
+import logging
+import socket
+import ssl
+import time
+from typing import Protocol
+
+from broker import __version__
+from broker.config.kinds import consumer_assignors
+from broker.config.model import Config, ConfigError, Listener
+from broker.coordinator.groups import GroupCoordinator, GroupSettings
+from broker.coordinator.groups.consumer_manager import ConsumerGroupSettings
+from broker.coordinator.transactions import Settings as TransactionSettings
+from broker.coordinator.transactions import TransactionCoordinator
+from broker.core.dispatch import Dispatcher
+from broker.core.state import BrokerState
+from broker.handlers import build_dispatcher
+from broker.lifecycle.background import Background
+from broker.net.acceptor import Acceptor, bind
+from broker.net.connection import KafkaConnection
+from broker.net.fd_headroom import FdHeadroom
+from broker.runtime.flusher import Flusher
+from broker.runtime.startup_errors import data_dir_failure, listeners_fix
+from broker.security.tls import TlsConfigError, server_context
+from storage.committed_offsets import CommittedOffsets
+from storage.dir_lock import DataDirLock, DataDirLockedError
+from storage.log_config import LogConfig
+from storage.producer_ids import ProducerIdAllocator
+from storage.store import Store
+from storage.txn_state_log import TxnStateLog
+
+log = logging.getLogger(__name__)
+
+# Announced on stderr once every listener is bound; tests and scripts wait for it.
+READY_MARKER = "minikafka started"
+
+
+class ServerFaults(Protocol):
+    """Fault injection (broker.toolkit.faults) as a broker sees it: attached to each start's
+    state and dispatcher, and it may refuse new connections for a while."""
+
+    def attach(self, state: BrokerState, dispatcher: Dispatcher) -> None: ...
+
+    def refusing(self) -> bool: ...
+
+    def refused_connection(self) -> asyncio.BaseProtocol: ...
+
+
+# How long requests in flight may take to finish on SIGTERM (Docker waits 10 s, then kills).
+SHUTDOWN_GRACE_S = 3.0
+
+
+class Broker:
+    def __init__(self, config: Config, faults: ServerFaults | None = None) -> None:
+        self.config = config
+        self.faults = faults
+        self.state: BrokerState | None = None
+        self.servers: list[Acceptor] = []
+        self.stopped = asyncio.Event()
+        self.background: Background | None = None
+        # The data directory's lock, held from start to stop (or crash).
+        self._lock: DataDirLock | None = None
+
+    async def start(self) -> None:
+        config = self.config
+        started = time.monotonic()
+        listening: list[list[socket.socket]] = []
+        lock: DataDirLock | None = None
+        store: Store | None = None
+        try:
+            # TLS material and ports first, then the data directory's lock (Kafka's
+            # LogManager takes it before it reads the directory), then recovery: a start
+            # that is going to fail leaves the directory as it found it (not even a .lock).
+            contexts = _tls_contexts(config)
+            names = [(lst.name, lst.host, lst.port) for lst in config.listeners]
+            for listener in config.listeners:
+                listening.append(
+                    bind(
+                        listener.host,
+                        listener.port,
+                        f"listener {listener.name}",
+                        listeners_fix(names, listener.name),
+                    )
+                )
+            try:
+                lock = DataDirLock.acquire(config.log_dir)
+            except DataDirLockedError:
+                raise
+            except OSError as exc:
+                raise data_dir_failure(config.log_dir, exc) from exc
+            try:
+                store = Store.open(
+                    config.log_dir, node_id=config.node_id, log_config=log_config(config)
+                )
+            except PermissionError as exc:
+                # A file or topic directory another user made (a bind mount's old contents).
+                raise data_dir_failure(config.log_dir, exc) from exc
+            producer_ids = ProducerIdAllocator(config.log_dir)
+            dispatcher = build_dispatcher()
+            state = BrokerState(config, store, producer_ids, dispatcher)
+            state.groups = _open_groups(config, state)
+            state.transactions = _open_transactions(config, state)
+        except BaseException:
+            for sockets in listening:
+                for sock in sockets:
+                    sock.close()
+            if store is not None:
+                # Recovered but not serving: closed as a crash would leave it.
+                store.close_unclean()
+            if lock is not None:
+                lock.release()
+            raise
+        self._lock = lock
+        state.transactions.on_markers = state.notify_appended
+        self.state = state
+        faults = self.faults
+        if faults is not None:
+            faults.attach(state, dispatcher)
+        resolved: dict[str, Listener] = {}
+
+        def connection(name: str, address: str) -> asyncio.BaseProtocol:
+            if faults is not None and faults.refusing():
+                # Refused on purpose (fault injection): it never counts against the quotas.
+                state.connection_quotas.dec(address)
+                return faults.refused_connection()
+            return KafkaConnection(state, dispatcher, resolved[name], address, contexts.get(name))
+
+        # One count of the process's file descriptors for every listener's acceptor.
+        headroom = FdHeadroom()
+        for listener, sockets in zip(config.listeners, listening, strict=True):
+            server = Acceptor(
+                sockets,
+                functools.partial(connection, listener.name),
+                state.connection_quotas,
+                headroom,
+            )
+            self.servers.append(server)
+            port = server.port
+            # Port 0 binds an ephemeral port; advertise the real one.
+            resolved[listener.name] = dataclasses.replace(
+                listener, port=port, advertised_port=listener.advertised_port or port
+            )
+        bound = [resolved[lst.name] for lst in config.listeners]
+        config = dataclasses.replace(config, listeners=tuple(bound))
+        self.config = config
+        state.config = config
+        for server in self.servers:
+            server.start()
+        self.background = Background(state)
+        self.background.start()
+        state.groups.start()
+        state.transactions.start()
+        if config.validation_workers_eager:
+            # Benchmarks and tests: every worker ready before the broker says it started.
+            await state.validation_pool.start(timeout_s=30.0)
+        log.info(
+            "%s version=%s node.id=%d cluster.id=%s log.dirs=%s listeners=%s startup_ms=%.0f",
+            READY_MARKER,
+            __version__,
+            config.node_id,
+            store.cluster_id,
+            config.log_dir,
+            ",".join(
+                f"{lst.name}://{lst.host}:{lst.port} (advertised {lst.advertised_host}:"
+                f"{lst.advertised_port})"
+                for lst in bound
+            ),
+            (time.monotonic() - started) * 1000,
+        )
+
+    async def stop(self) -> None:
+        """Graceful shutdown: stop accepting, finish requests in flight, snapshot, flush."""
+        state = self.state
+        for server in self.servers:
+            server.close()
+        if state is not None:
+            state.shutting_down = True
+            # Parked JoinGroup/SyncGroup answers go out now (NOT_COORDINATOR), not at timeout.
+            state.groups.shutdown()
+            # Long-polling fetches wake up and answer with what they have.
+            state.complete_parked_fetches()
+            waits = [conn.idle.wait() for conn in list(state.connections)]
+            if waits:
+                try:
+                    await asyncio.wait_for(asyncio.gather(*waits), timeout=SHUTDOWN_GRACE_S)
+                except TimeoutError:
+                    log.warning("requests still in flight after %ss; closing", SHUTDOWN_GRACE_S)
+            for conn in list(state.connections):
+                conn.close()
+            if self.background is not None:
+                await self.background.stop()
+            await state.transactions.close()
+            await state.groups.close()
+            state.validation_pool.close()
+            started = time.monotonic()
+            # Final snapshots, fsync, close files, then the clean-shutdown marker.
+            state.store.close()
+            log.info("store closed cleanly in %.0f ms", (time.monotonic() - started) * 1000)
+        self._release_lock()
+        log.info("minikafka stopped")
+        self.stopped.set()
+
+    async def crash(self) -> None:
+        """Stop as SIGKILL would: connections reset, nothing flushed, snapshotted or marked
+        clean, so the next start on this data directory recovers (fault injection)."""
+        state = self.state
+        for server in self.servers:
+            server.close()
+        if state is not None:
+            state.shutting_down = True
+            for conn in list(state.connections):
+                if conn.transport is not None:
+                    conn.transport.abort()
+            if self.background is not None:
+                await self.background.stop()
+            # The coordinator's log is fsynced at every change: closing it loses nothing a
+            # SIGKILL would keep, and stops its timers.
+            await state.transactions.close()
+            await state.groups.abandon()
+            state.validation_pool.close()
+            # A flush round in a worker thread must not find its files closed under it.
+            await state.flusher.settle()
+            state.store.close_unclean()
+        # A killed process's lock goes with it: the restart takes it again.
+        self._release_lock()
+        log.warning("minikafka crashed on purpose (fault injection)")
+        self.stopped.set()
+
+    def _release_lock(self) -> None:
+        lock, self._lock = self._lock, None
+        if lock is not None:
+            lock.release()
+
+
+def _open_transactions(config: Config, state: BrokerState) -> TransactionCoordinator:
+    settings = TransactionSettings(
+        max_timeout_ms=config.transaction_max_timeout_ms,
+        id_expiration_ms=config.transactional_id_expiration_ms,
+        abort_interval_ms=config.transaction_abort_timed_out_transaction_cleanup_interval_ms,
+        expire_interval_ms=config.transaction_remove_expired_transaction_cleanup_interval_ms,
+    )
+    return TransactionCoordinator(
+        settings,
+        state.store,
+        TxnStateLog.open(config.log_dir),
+        state.producer_ids,
+        state.flusher,
+        state.groups,
+    )
+
+
+def _tls_contexts(config: Config) -> dict[str, ssl.SSLContext]:
+    """One SSLContext per TLS listener; an unreadable key stops start-up, as in Kafka."""
+    contexts: dict[str, ssl.SSLContext] = {}
+    for listener in config.listeners:
+        if listener.security.tls is None:
+            continue
+        try:
+            contexts[listener.name] = server_context(listener.security.tls)
+        except TlsConfigError as exc:
+            raise ConfigError(None, f"listener {listener.name}: {exc}") from exc
+    return contexts
+
+
+def _open_groups(config: Config, state: BrokerState) -> GroupCoordinator:
+    offsets = CommittedOffsets.open(config.log_dir)
+    if offsets.recovery.dropped_bytes:
+        log.warning(
+            "committed offsets: dropped a torn tail of %d byte(s)", offsets.recovery.dropped_bytes
+        )
+    settings = GroupSettings(
+        initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,
+        min_session_timeout_ms=config.group_min_session_timeout_ms,
+        max_session_timeout_ms=config.group_max_session_timeout_ms,
+        offsets_retention_ms=config.offsets_retention_ms,
+    )
+    consumer_settings = ConsumerGroupSettings(
+        session_timeout_ms=config.group_consumer_session_timeout_ms,
+        heartbeat_interval_ms=config.group_consumer_heartbeat_interval_ms,
+        max_size=config.group_consumer_max_size,
+        assignors=consumer_assignors(config.group_consumer_assignors),
+        migration_policy=config.group_consumer_migration_policy,
+    )
+
+    def topics() -> dict[str, tuple[bytes, int]]:
+        return {t.name: (t.topic_id, len(t.partitions)) for t in state.store.topics()}
+
+    return GroupCoordinator(
+        settings,
+        offsets,
+        # Its own rounds: the coordinator's writes linger (group.coordinator.append.linger.ms).
+        Flusher(config.group_coordinator_append_linger_ms),
+        consumer_settings,
+        topics,
+        group_configs=state.group_config_overrides,
+    )
+
+
+def log_config(config: Config) -> LogConfig:
+    """The broker-wide defaults for every partition (topic-level overrides come later)."""
+    return LogConfig(
+        segment_bytes=config.segment_bytes,
+        segment_ms=config.segment_ms,
+        index_interval_bytes=config.index_interval_bytes,
+        retention_ms=config.retention_ms,
+        retention_bytes=config.retention_bytes,
+        flush_messages=config.flush_messages,
+        flush_ms=config.flush_ms,
+        snapshot_interval_ms=config.snapshot_interval_ms,
+        file_delete_delay_ms=config.file_delete_delay_ms,
+    )

@@ -1,0 +1,1 @@
+"""What clients may hold: connection quotas, the request budget, reused frame buffers."""

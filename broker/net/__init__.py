@@ -1,0 +1,1 @@
+"""The socket server: accepting, one connection's frames, SASL exchanges, zero-copy sends."""

@@ -1,0 +1,149 @@
+"""One listener's server sockets and the loop that accepts from them (Kafka's Acceptor).
+
+Accepting is our own loop rather than asyncio's server so that it can stop, as Kafka's
+Acceptor does, while ``max.connections`` connections are open: the accepted connection
+waits unread for a slot and the ones behind it stay in the listen backlog
+(ConnectionQuotas.inc -> waitForConnectionSlot). A connection over its address's
+``max.connections.per.ip`` is closed at once. It also stops while accepting would leave
+the log too few file descriptors (broker.net.fd_headroom), until a connection closes or the
+log gives some back. Everything else is asyncio's own transport
+(``connect_accepted_socket``), with asyncio's TCP_NODELAY; SO_KEEPALIVE as Kafka sets it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import functools
+import logging
+import socket
+from collections.abc import Callable
+
+from broker.limits.connection_quotas import ConnectionQuotas, normalize
+from broker.net.fd_headroom import FdHeadroom
+from broker.runtime.startup_errors import StartupError, bind_failure
+
+log = logging.getLogger(__name__)
+
+# Kafka's socket.listen.backlog.size default is 50; asyncio's create_server uses 100.
+LISTEN_BACKLOG = 100
+# After EMFILE/ENFILE, wait before accepting again (asyncio's ACCEPT_RETRY_DELAY).
+ACCEPT_RETRY_DELAY_S = 1.0
+# Stopped for want of file descriptors: how often to look again when no connection closes
+# (the log may free some: retention, deletions).
+DESCRIPTOR_POLL_S = 1.0
+
+ProtocolFactory = Callable[[str], asyncio.BaseProtocol]
+
+
+class BindError(StartupError):
+    """A listener's address cannot be bound (in use, not local): the broker does not start."""
+
+
+def bind(
+    host: str, port: int, what: str = "listener", fix: str = "another port"
+) -> list[socket.socket]:
+    """Listening sockets for ``host`` ("" = every interface) as asyncio.create_server binds.
+
+    Raises BindError naming ``what`` (the listener), the address and the reason, with
+    ``fix`` (the setting that moves it) as the suggestion (broker.runtime.startup_errors).
+    """
+    sockets: list[socket.socket] = []
+    try:
+        infos = socket.getaddrinfo(
+            host or None, port, socket.AF_UNSPEC, socket.SOCK_STREAM, 0, socket.AI_PASSIVE
+        )
+        for family, type_, proto, _, address in dict.fromkeys(infos):
+            sock = socket.socket(family, type_, proto)
+            sockets.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6 and hasattr(socket, "IPPROTO_IPV6"):
+                # Each family gets its own socket, as asyncio does.
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            sock.bind(address)
+            sock.listen(LISTEN_BACKLOG)
+            sock.setblocking(False)
+    except OSError as exc:
+        for sock in sockets:
+            sock.close()
+        raise BindError(str(bind_failure(what, host, port, exc, fix))) from exc
+    return sockets
+
+
+class Acceptor:
+    def __init__(
+        self,
+        sockets: list[socket.socket],
+        factory: ProtocolFactory,
+        quotas: ConnectionQuotas,
+        headroom: FdHeadroom | None = None,
+    ) -> None:
+        self.sockets = sockets
+        self._factory = factory
+        self._quotas = quotas
+        self._headroom = headroom
+        self._tasks: list[asyncio.Task[None]] = []
+
+    @property
+    def port(self) -> int:
+        port: int = self.sockets[0].getsockname()[1]
+        return port
+
+    def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._tasks = [loop.create_task(self._accept_from(sock)) for sock in self.sockets]
+
+    def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for sock in self.sockets:
+            sock.close()
+
+    async def _accept_from(self, server: socket.socket) -> None:
+        loop = asyncio.get_running_loop()
+        headroom = self._headroom
+        while True:
+            if headroom is not None and not headroom.room_for_a_connection():
+                await self._wait_for_descriptors(headroom)
+            try:
+                conn, peer = await loop.sock_accept(server)
+            except OSError as exc:
+                if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+                    log.error("cannot accept connections for now: %s", exc)
+                    await asyncio.sleep(ACCEPT_RETRY_DELAY_S)
+                    continue
+                if exc.errno in (errno.ECONNABORTED, errno.EAGAIN):
+                    continue
+                raise
+            if headroom is not None:
+                headroom.accepted()
+            try:
+                await self._quotas.wait_for_slot()
+            except asyncio.CancelledError:
+                conn.close()
+                raise
+            address = normalize(peer[0])
+            if not self._quotas.try_inc(address):
+                conn.close()
+                continue
+            try:
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+                await loop.connect_accepted_socket(functools.partial(self._factory, address), conn)
+            except OSError as exc:
+                log.warning("closing connection from %s: setting it up failed: %s", address, exc)
+                self._quotas.dec(address)
+                with contextlib.suppress(OSError):
+                    conn.close()
+
+    async def _wait_for_descriptors(self, headroom: FdHeadroom) -> None:
+        """Accept nothing (connections wait in the listen backlog) until accepting one
+        leaves the log its reserve of file descriptors."""
+        if not headroom.stopped:
+            headroom.stopped = True
+            log.warning("stopped accepting connections: %s", headroom.describe())
+        while not headroom.room_for_a_connection():
+            await self._quotas.wait_for_close(DESCRIPTOR_POLL_S)
+        if headroom.stopped:
+            headroom.stopped = False
+            log.info("accepting connections again: %s", headroom.describe())

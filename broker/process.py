@@ -1,0 +1,47 @@
+"""The broker as an operating-system process (the ``minikafka`` command's serving part): the
+event loop it runs on, and a ``BrokerHost`` served until SIGTERM or SIGINT."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+
+from broker.config.kafka_checks import without_effect
+from broker.config.model import Config
+from broker.toolkit.host import BrokerHost
+
+log = logging.getLogger(__name__)
+
+
+async def serve(config: Config) -> int:
+    # The host keeps faults, the control plane and the ports across fault-injected crashes.
+
+    broker = BrokerHost(config)
+    loop = asyncio.get_running_loop()
+    stop_requested = asyncio.Event()
+    # Before the start: a SIGTERM right after the ready line must stop cleanly, not kill.
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop_requested.set)
+    await broker.start()
+    await stop_requested.wait()
+    log.info("shutting down (signal received)")
+    await broker.stop()
+    return 0
+
+
+def run(config: Config, *, config_source: str = "defaults") -> int:
+    log.info("configuration from %s; pid %d", config_source, os.getpid())
+
+    idle = without_effect(name for name, _ in config.explicit)
+    if idle:
+        log.info("set but without effect here (accepted as Kafka's): %s", ", ".join(idle))
+    if config.event_loop == "uvloop":
+        try:
+            import uvloop
+        except ImportError:
+            log.error("minikafka.event.loop=uvloop, but uvloop is not installed")
+            return 2
+        return int(uvloop.run(serve(config)))
+    return asyncio.run(serve(config))

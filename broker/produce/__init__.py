@@ -1,0 +1,1 @@
+"""Produce's batch checks in worker processes."""

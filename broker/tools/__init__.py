@@ -1,0 +1,1 @@
+"""Operator tools: dump (segments, indexes, snapshots) and health."""
