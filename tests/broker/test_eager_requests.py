@@ -1,4 +1,4 @@
-"""Requests handled in the read callback (broker.net.connection, ``_start_eagerly``).
+"""Requests handled in the read callback (broker.net.eager_start, ``_start_eagerly``).
 
 A request that arrives alone while the connection's worker task waits for one, after
 LONE_BEFORE_EAGER others that did, is handled at once where it was read: a client with one
@@ -21,7 +21,8 @@ from typing import Any
 import pytest
 
 import minikafka
-from broker.net import connection as connection_module
+from broker.fetch import zero_copy
+from broker.net import eager_start
 from broker.net.connection import KafkaConnection
 from protocol import codec
 from protocol.header import decode_response_header
@@ -54,8 +55,8 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     counts = {"eager": 0, "continued": 0, "handed_over": 0}
     keys.clear()
     start = KafkaConnection._start_eagerly
-    resume_init = connection_module._Resume.__init__
-    answered_init = connection_module._Answered.__init__
+    resume_init = eager_start.Resume.__init__
+    answered_init = eager_start.Answered.__init__
 
     def counting_start(self: KafkaConnection) -> None:
         counts["eager"] += 1
@@ -71,8 +72,8 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
         answered_init(self, *args)
 
     monkeypatch.setattr(KafkaConnection, "_start_eagerly", counting_start)
-    monkeypatch.setattr(connection_module._Answered, "__init__", counting_answered)
-    monkeypatch.setattr(connection_module._Resume, "__init__", counting_resume)
+    monkeypatch.setattr(eager_start.Answered, "__init__", counting_answered)
+    monkeypatch.setattr(eager_start.Resume, "__init__", counting_resume)
     return counts
 
 
@@ -111,7 +112,7 @@ def test_requests_one_at_a_time_are_handled_where_they_are_read(counted: dict[st
     assert answers == [(0, i * 2) for i in range(20)]
     # Metadata (twice: the first one creates the topic), InitProducerId and the 20 Produce
     # requests each came alone: from the third on, they were handled where they were read.
-    assert connection_module.LONE_BEFORE_EAGER == 2
+    assert eager_start.LONE_BEFORE_EAGER == 2
     assert keys == [22] + [0] * 20
     assert eager == 21
     assert counted["continued"] == 0
@@ -173,7 +174,7 @@ def test_a_request_that_waits_is_finished_by_the_worker_in_order(counted: dict[s
 
 def _one_at_a_time(client: RawClient) -> None:
     """Requests one at a time, enough for the next one to be started in the read callback."""
-    for _ in range(connection_module.LONE_BEFORE_EAGER + 1):
+    for _ in range(eager_start.LONE_BEFORE_EAGER + 1):
         assert client.request(API_VERSIONS, 3, _api_versions_body()).error_code == 0
 
 
@@ -202,7 +203,7 @@ def test_an_answer_with_file_parts_is_written_by_the_worker(counted: dict[str, i
     fetched, log = asyncio.run(scenario())
     part = fetched.responses[0].partitions[0]
     assert part.error_code == 0
-    assert len(bytes(part.records)) >= connection_module.SENDFILE_MIN_BYTES
+    assert len(bytes(part.records)) >= zero_copy.SENDFILE_MIN_BYTES
     assert bytes(part.records) == b"".join(body for _, body in log)
     # Answered in the read callback; written by the worker task.
     assert counted["handed_over"] == 1

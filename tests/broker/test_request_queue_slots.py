@@ -17,7 +17,8 @@ import pytest
 
 import minikafka
 from broker.limits.request_budget import RequestBudget
-from broker.net.connection import READ_AHEAD_REQUESTS, KafkaConnection
+from broker.net.connection import KafkaConnection
+from broker.net.read_bounds import READ_AHEAD_REQUESTS
 from protocol.messages.api_versions import API_VERSIONS
 from protocol.messages.fetch import FETCH
 from protocol.schema import Message
