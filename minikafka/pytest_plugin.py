@@ -76,6 +76,16 @@ def _properties_only(settings: dict[str, Any]) -> dict[str, Any]:
 def kafka_broker(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ThreadedBroker]:
+    """A Kafka broker for this test only (a minikafka.ThreadedBroker), on a free loopback port
+    with a temporary data directory, stopped afterwards.
+
+    Attributes: .bootstrap ("127.0.0.1:PORT"), .port, .data_dir, .faults (inject errors,
+    dropped answers, delays, offline partitions), .crash_restart(), .create_topic(name, n).
+    Broker properties, Kafka's names with "_" for ".":
+    @pytest.mark.minikafka(num_partitions=3), or
+    @pytest.mark.parametrize("kafka_broker", [{"num_partitions": 3}], indirect=True).
+    control=True in the marker also opens the HTTP control plane (.control_url).
+    """
     from broker.toolkit.embedded import check_property_names
 
     settings: dict[str, Any] = {}
@@ -100,6 +110,9 @@ def kafka_broker(
 def kafka_session_broker(
     pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ThreadedBroker]:
+    """One Kafka broker for the whole session, with the default properties, started on first
+    use; tests share it, so give each its own topics: kafka_topic(broker=kafka_session_broker).
+    """
     broker = _start(pytestconfig, tmp_path_factory.mktemp("minikafka-session"), {})
     try:
         yield broker
@@ -109,6 +122,8 @@ def kafka_session_broker(
 
 @pytest.fixture
 def kafka_bootstrap(kafka_broker: ThreadedBroker) -> str:
+    """The bootstrap address of this test's kafka_broker, e.g. "127.0.0.1:40123": pass it to
+    any client as bootstrap.servers."""
     return kafka_broker.bootstrap
 
 
@@ -116,6 +131,10 @@ def kafka_bootstrap(kafka_broker: ThreadedBroker) -> str:
 def kafka_topic(
     request: pytest.FixtureRequest,
 ) -> Callable[..., str]:
+    """A factory of topic names no other test uses: kafka_topic() creates one on this test's
+    kafka_broker (the broker's num.partitions) and returns its name; kafka_topic(3) with
+    3 partitions; broker=... on another broker (kafka_session_broker); create=False only
+    makes the name."""
     base = re.sub(r"[^a-zA-Z0-9._-]", "-", request.node.name)[:120]
 
     def make(

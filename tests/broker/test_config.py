@@ -705,7 +705,8 @@ def test_bad_scram_bootstrap_users_stop_start_up_with_kafka_storages_messages(
 
 def test_the_readme_security_example_loads_as_written(tmp_path: Path) -> None:
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = readme[readme.index("## Security") : readme.index("## Docker")]
+    start = readme.index("\n## Security\n")
+    section = readme[start : readme.index("\n## ", start + 1)]
     (example,) = re.findall(r"```properties\n(.*?)```", section, re.S)
     path = tmp_path / "server.properties"
     path.write_text(example)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -15,6 +18,8 @@ from tests.minikafka_spark.kafka_helpers import create_topic, stored_records
 from tests.minikafka_spark.test_spark_sink import read_committed
 from tests.support.broker_process import BrokerProcess
 from tests.support.real_clients import Sent, produce_confluent
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def produce_words(broker: BrokerProcess, topic: str, n: int) -> None:
@@ -73,3 +78,47 @@ def test_audit_reports_duplicate_sequences_and_offset_gaps(spark: Any) -> None:
     assert duplicates == [(0, 7, 1, [1, 2])]
     gaps = [(r["partition"], r["after"], r["before"]) for r in offset_gaps(frame).collect()]
     assert gaps == [(0, 2, 5)]
+
+
+def run_example(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """`.venv/bin/python examples/<script> ...` from a shell whose virtualenv is not activated:
+    no PYSPARK_PYTHON, the venv's bin directory not on PATH (so `python3` there is one without
+    pyarrow or minikafka_spark), none of the test session's PYTHONPATH."""
+    venv_bin = str(Path(sys.executable).parent)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "VIRTUAL_ENV", "PYTHONPATH")
+    }
+    env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if p != venv_bin)
+    env["SPARK_LOCAL_IP"] = "127.0.0.1"  # as the session fixture: loopback only
+    return subprocess.run(
+        [sys.executable, str(ROOT / "examples" / script), *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=400,
+        check=False,
+    )
+
+
+def test_example_scripts_run_without_an_activated_virtualenv(
+    broker: BrokerProcess, tmp_path: Path
+) -> None:
+    create_topic(broker.bootstrap, "script-words", 2)
+    create_topic(broker.bootstrap, "script-upper", 2)
+    produce_words(broker, "script-words", 100)
+    done = run_example(
+        "spark_pipeline.py", broker.bootstrap, "script-words", "script-upper", str(tmp_path / "cp")
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    (result,) = done.stdout.splitlines()
+    assert result.startswith("script-words -> script-upper: input read up to ")
+    assert '"script-words"' in result and "50" in result  # 50 records in each partition
+    values = Counter(read_committed(broker.bootstrap, "script-upper", 2, 100))
+    assert values == Counter(b"WORD-%d" % i for i in range(100))
+
+    audit = run_example("spark_audit.py", broker.bootstrap, "script-words")
+    assert audit.returncode == 0, audit.stderr[-4000:]
+    assert audit.stdout.splitlines() == ["100 records, 0 duplicate sequences, 0 gaps"]
