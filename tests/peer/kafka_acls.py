@@ -420,7 +420,7 @@ def kafka_acls(argv: list[str]) -> int:
 
     extra: dict[str, str] = {}
     if args.command_config:
-        from broker.config.sources import parse_properties
+        from broker.config import parse_properties
 
         with open(args.command_config) as props:
             extra = parse_properties(props.read())
