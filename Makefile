@@ -26,6 +26,7 @@ run: setup
 lint: setup
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/ruff check .
+	$(PY) dev/check_layers.py
 
 typecheck: setup
 	$(VENV)/bin/mypy
