@@ -44,6 +44,9 @@ COMPRESSION_MASK = 0x07
 TIMESTAMP_TYPE_BIT = 0x08
 TRANSACTIONAL_BIT = 0x10
 CONTROL_BIT = 0x20
+# DefaultRecordBatch.DELETE_HORIZON_FLAG_MASK: base_timestamp holds the delete horizon the log
+# cleaner set on a batch with tombstones or a marker (KIP-534).
+DELETE_HORIZON_BIT = 0x40
 
 CODEC_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 
@@ -106,6 +109,11 @@ class BatchHeader:
         return bool(self.attributes & TIMESTAMP_TYPE_BIT)
 
     @property
+    def delete_horizon_ms(self) -> int | None:
+        """DefaultRecordBatch.deleteHorizonMs: set by the log cleaner, else None."""
+        return self.base_timestamp if self.attributes & DELETE_HORIZON_BIT else None
+
+    @property
     def last_offset(self) -> int:
         return self.base_offset + self.last_offset_delta
 
@@ -122,7 +130,9 @@ class BatchHeader:
         """Sequence of the last record; sequences wrap at 2^31 as in Kafka."""
         if self.base_sequence < 0:
             return NO_SEQUENCE
-        return (self.base_sequence + self.records_count - 1) & 0x7FFFFFFF
+        # DefaultRecordBatch.lastSequence: from last_offset_delta, not the record count, so
+        # an empty batch the log cleaner kept (Kafka's writeEmptyHeader) keeps its sequence.
+        return (self.base_sequence + self.last_offset_delta) & 0x7FFFFFFF
 
 
 def parse_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeader:
@@ -166,7 +176,9 @@ def set_partition_leader_epoch(batch: bytearray | memoryview, epoch: int, pos: i
 
 # Attribute bits Kafka's DefaultRecordBatch.computeAttributes writes back (codec, timestamp
 # type, transactional, control, delete horizon); anything else is dropped by a rewrite.
-_KNOWN_ATTRIBUTES = COMPRESSION_MASK | TIMESTAMP_TYPE_BIT | TRANSACTIONAL_BIT | CONTROL_BIT | 0x40
+_KNOWN_ATTRIBUTES = (
+    COMPRESSION_MASK | TIMESTAMP_TYPE_BIT | TRANSACTIONAL_BIT | CONTROL_BIT | DELETE_HORIZON_BIT
+)
 
 
 def set_timestamp_type_and_max(batch: bytearray, log_append_time: bool, timestamp: int) -> bool:
@@ -607,3 +619,29 @@ def parse_end_txn_marker(
     value = records[0].value or b""
     epoch = _MARKER_VALUE.unpack_from(value)[1] if len(value) >= _MARKER_VALUE.size else -1
     return EndTxnMarker(kind == CONTROL_COMMIT, epoch)
+
+
+def encode_batch(header: BatchHeader, body: bytes | bytearray) -> bytes:
+    """A complete batch of ``header``'s fields around the records section ``body`` (already
+    compressed as the header's attributes say); batch_length and CRC computed here."""
+    buf = bytearray(HEADER_SIZE)
+    _HEADER.pack_into(
+        buf,
+        0,
+        header.base_offset,
+        HEADER_SIZE - LOG_OVERHEAD + len(body),
+        header.partition_leader_epoch,
+        2,
+        0,
+        header.attributes,
+        header.last_offset_delta,
+        header.base_timestamp,
+        header.max_timestamp,
+        header.producer_id,
+        header.producer_epoch,
+        header.base_sequence,
+        header.records_count,
+    )
+    buf += body
+    write_crc(buf)
+    return bytes(buf)

@@ -34,6 +34,21 @@ class LogConfig:
     # file.delete.delay.ms: how long the files of a segment that left the log (retention,
     # DeleteRecords) stay, renamed *.deleted, before they are removed (Kafka: 60 s).
     file_delete_delay_ms: int = 60000
+    # cleanup.policy: compact (the log cleaner keeps the latest record of each key) and/or
+    # delete (retention; with compact too, the cleaner thread runs it, as Kafka's does).
+    compact: bool = False
+    delete: bool = True
+    # min.cleanable.dirty.ratio: dirty bytes over all bytes above which the cleaner takes it.
+    min_cleanable_ratio: float = 0.5
+    # min.compaction.lag.ms / max.compaction.lag.ms: a record stays uncleaned at least / at
+    # most this long (max: the log is cleaned whatever its dirty ratio).
+    min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int = LONG_MAX
+    # delete.retention.ms: how long a tombstone (or a marker of an emptied transaction)
+    # stays after the cleaning that first reached it.
+    delete_retention_ms: int = 86400000
+    # segment.index.bytes: the cleaner merges segments while their indexes fit this.
+    segment_index_bytes: int = 10485760
 
     def __post_init__(self) -> None:
         if not 0 < self.segment_bytes <= INT32_MAX:

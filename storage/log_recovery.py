@@ -22,11 +22,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from protocol.records import BatchHeader, parse_end_txn_marker
+from protocol.records import (
+    HEADER_SIZE,
+    BatchHeader,
+    CorruptBatchError,
+    parse_end_txn_marker,
+    parse_header,
+)
 
 from . import snapshot as snapshots
 from .aborted_txns import AbortedTxns
 from .atomic_file import TMP_SUFFIX, fsync_dir
+from .log_cleaner import CLEANED_SUFFIX, SWAP_SUFFIX
 from .log_config import LogConfig
 from .offset_index import INDEX_SUFFIX
 from .producer_state import ProducerStateManager
@@ -63,6 +70,7 @@ class RecoveryInfo:
 
 def tidy_directory(d: Path, name: str) -> list[int]:
     """Remove leftovers of interrupted writes and deletions; return the segment bases."""
+    complete_swaps(d, name)
     names = os.listdir(d)
     bases = sorted(b for n in names if (b := parse_file_name(n, LOG_SUFFIX)) is not None)
     have = set(bases)
@@ -82,6 +90,84 @@ def tidy_directory(d: Path, name: str) -> list[int]:
             "%s: removed %d snapshot(s) set aside as corrupt by an earlier open", name, removed
         )
     return bases
+
+
+def complete_swaps(d: Path, name: str) -> None:
+    """Finish or discard a log cleaner's swap cut short by a crash, as Kafka's LogLoader
+    (removeTempFilesAndCollectSwapFiles, then load's passes over the swap files).
+
+    ``.cleaned`` files go (the cleaning never reached its swap), and with them any ``.swap``
+    file at or above the lowest ``.cleaned`` offset (KAFKA-6264: part of a swap that could
+    not complete). The remaining ``.swap`` segments were flushed whole before being named
+    so: every other file whose offset lies in [lowest swap base, highest swap log end) is
+    what they replace and goes, then the ``.swap`` names lose their suffix.
+    """
+    names = os.listdir(d)
+    cleaned = [n for n in names if n.endswith(CLEANED_SUFFIX)]
+    min_cleaned = min((o for n in cleaned if (o := _offset_of(n)) is not None), default=None)
+    for n in cleaned:
+        (d / n).unlink()
+    swaps: list[str] = []
+    for n in names:
+        if not n.endswith(SWAP_SUFFIX):
+            continue
+        offset = _offset_of(n)
+        if min_cleaned is not None and offset is not None and offset >= min_cleaned:
+            log.info("%s: deleting %s, part of a swap that could not complete", name, n)
+            (d / n).unlink()
+        else:
+            swaps.append(n)
+    if not swaps:
+        if cleaned:
+            fsync_dir(d)
+        return
+    low, high = 2**63 - 1, -(2**63)
+    for n in swaps:
+        base = parse_file_name(n[: -len(SWAP_SUFFIX)], LOG_SUFFIX)
+        if base is None:
+            continue
+        log.info(
+            "%s: found log file %s from interrupted swap operation, which is recoverable "
+            "from .swap files by renaming",
+            name,
+            n,
+        )
+        low = min(low, base)
+        high = max(high, _log_end_of(d / n, base))
+    for n in os.listdir(d):
+        offset = _offset_of(n)
+        if not n.endswith(SWAP_SUFFIX) and offset is not None and low <= offset < high:
+            log.info("%s: deleting segment file %s that is compacted but not deleted yet", name, n)
+            (d / n).unlink()
+    for n in swaps:
+        log.info("%s: recovering file %s by renaming from .swap", name, n)
+        os.rename(d / n, d / n[: -len(SWAP_SUFFIX)])
+    fsync_dir(d)
+
+
+def _offset_of(file: str) -> int | None:
+    """Kafka's offsetFromFile: the digits before the first dot, None for other names."""
+    stem = file.split(".", 1)[0]
+    return int(stem) if stem.isdigit() else None
+
+
+def _log_end_of(path: Path, base: int) -> int:
+    """The offset after the last whole batch of a log file (readNextOffset)."""
+    end = base
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        pos = 0
+        while pos + HEADER_SIZE <= size:
+            f.seek(pos)
+            try:
+                header = parse_header(f.read(HEADER_SIZE))
+            except CorruptBatchError:
+                break
+            if pos + header.size > size:
+                break
+            end = header.next_offset
+            pos += header.size
+    return end
 
 
 def valid_snapshots(d: Path, name: str, info: RecoveryInfo) -> Iterator[snapshots.Snapshot]:

@@ -50,10 +50,12 @@ from protocol.records import (
 )
 from protocol.value_type import value_type
 
-from . import log_recovery, log_retention
+from . import cleaned_swap, log_recovery, log_retention
 from .aborted_txns import AbortedTxns
 from .atomic_file import fsync_dir
+from .cleaner_selection import LogToClean
 from .delayed_delete import DelayedDeletes
+from .log_cleaner import CleanedGroup, CleaningJob, LastRecord
 from .log_config import LogConfig
 from .log_recovery import RecoveryInfo, RecoveryMode
 from .producer_snapshots import PendingSnapshot, ProducerSnapshots
@@ -233,6 +235,10 @@ class PartitionLog:
     @property
     def log_start_offset(self) -> int:
         return self._log_start_offset
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     @property
     def log_end_offset(self) -> int:
@@ -678,6 +684,51 @@ class PartitionLog:
             del self._bases[:count]
             self._log_start_offset = log_start_offset
             self._recovery_point = max(self._recovery_point, log_start_offset)
+
+    # -- the log cleaner (log_cleaner, cleaned_swap) -------------------------------------
+
+    def cleaning_job(self, to_clean: LogToClean, now_ms: int) -> CleaningJob:
+        """What a cleaning of this log reads, taken on the owner's thread."""
+        last_records = {
+            e.producer_id: LastRecord(e.last_offset if e.last_offset >= 0 else None, e.epoch)
+            for e in self._producers.entries()
+        }
+        return CleaningJob(
+            self.name,
+            self.path,
+            list(self._segments),
+            self.config,
+            to_clean,
+            list(self.aborted_txns.entries),
+            last_records,
+            now_ms,
+        )
+
+    def replace_segments(self, group: CleanedGroup) -> bool:
+        """Swap a cleaned segment in for the ones it replaces (LocalLog.replaceSegments), on
+        the owner's thread; False (nothing changed) when they are no longer all in the log
+        (DeleteRecords or deletion meanwhile): the caller discards the cleaned files."""
+        with self._lock:
+            if self._closed or self.offline is not None:
+                return False
+            old = group.replaced
+            first = next((i for i, s in enumerate(self._segments) if s is old[0]), None)
+            if first is None or self._segments[first : first + len(old)] != old:
+                return False
+            if first + len(old) >= len(self._segments):
+                return False  # never the active segment
+            try:
+                cleaned_swap.rename_files(self, group)
+            except OSError as exc:
+                # Half renamed: the next open finishes the swap from the files (LogLoader),
+                # which a restart needs; until then no appends (Kafka: log dir offline).
+                self.go_offline(f"swap of cleaned segment failed: {exc}")
+                raise
+            self._segments[first : first + len(old)] = [group.segment]
+            self._bases[first : first + len(old)] = [group.segment.base_offset]
+            # The renames are made durable by the next flush (fsync of the directory).
+            self._dir_unsynced = True
+        return True
 
     def expire_producers(self, now_ms: int, expiration_ms: int) -> int:
         """Forget producers idle for ``expiration_ms`` (producer.id.expiration.ms)."""

@@ -174,20 +174,27 @@ class Segment:
         created_ms: int | None = None,
         *,
         sync_dir: bool = True,
+        suffix: str = "",
     ) -> Segment:
         """Start an empty segment. An existing empty file (crash during a roll) is reused.
 
         ``sync_dir=False``: the caller makes the new names durable itself (a roll leaves it
         to the partition's next flush, before anything written to the segment counts as
-        durable)."""
+        durable). ``suffix``: every file named with it (the log cleaner's ``.cleaned``
+        segments, Kafka's LogSegment.open with a fileSuffix)."""
         d = Path(directory)
-        path = d / file_name(base_offset, LOG_SUFFIX)
+        path = d / (file_name(base_offset, LOG_SUFFIX) + suffix)
+        if suffix:
+            # A cleaning that died before its swap left these: start afresh.
+            path.unlink(missing_ok=True)
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         if os.fstat(fd).st_size:
             os.close(fd)
             raise FileExistsError(f"segment {path} already holds data")
         try:
-            index = OffsetIndex.open(d / file_name(base_offset, INDEX_SUFFIX), base_offset)
+            index = OffsetIndex.open(
+                d / (file_name(base_offset, INDEX_SUFFIX) + suffix), base_offset
+            )
         except BaseException:
             # Out of descriptors, say: no segment, and no empty file left for a later roll.
             os.close(fd)
@@ -196,8 +203,18 @@ class Segment:
         index.replace([])
         # A leftover time index of an earlier segment at this offset would outlive the
         # entries written over its start: the new one starts without a file.
-        (d / file_name(base_offset, TIME_INDEX_SUFFIX)).unlink(missing_ok=True)
-        seg = cls(d, base_offset, fd, index, index_interval_bytes, created_ms)
+        time_path = d / (file_name(base_offset, TIME_INDEX_SUFFIX) + suffix)
+        time_path.unlink(missing_ok=True)
+        seg = cls(
+            d,
+            base_offset,
+            fd,
+            index,
+            index_interval_bytes,
+            created_ms,
+            TimeIndex(time_path, base_offset),
+        )
+        seg._log_suffix = suffix
         seg.fully_scanned = True
         if sync_dir:
             fsync_dir(d)  # the new names must survive a crash before the first flush
@@ -526,6 +543,15 @@ class Segment:
             return ts
         return int(os.fstat(self._fd).st_mtime * 1000)
 
+    def last_modified_ms(self) -> int:
+        """The log file's mtime (Kafka's LogSegment.lastModified)."""
+        return int(os.fstat(self._fd).st_mtime * 1000)
+
+    def set_last_modified(self, ms: int) -> None:
+        """Kafka's LogSegment.setLastModified: the cleaner gives a cleaned segment the mtime
+        of the last segment it replaces."""
+        os.utime(self._fd, ns=(ms * 1_000_000, ms * 1_000_000))
+
     def first_batch_timestamp(self) -> int:
         """max_timestamp of the first batch (Kafka's rollingBasedTimestamp), -1 if none."""
         if self._first_timestamp is None:
@@ -725,6 +751,20 @@ class Segment:
         for index in (self.index, self.time_index):
             if not index.path.name.endswith(DELETED_SUFFIX):
                 index.rename_to(index.path.with_name(index.path.name + DELETED_SUFFIX))
+
+    def change_file_suffixes(self, old: str, new: str) -> None:
+        """Kafka's LogSegment.changeFileSuffixes: the log, then each index, renamed from
+        ``old`` to ``new`` (the cleaner's ``.cleaned`` -> ``.swap`` -> ``""``); the
+        descriptors stay open."""
+        if self._log_suffix != old:
+            raise ValueError(f"{self.log_path} does not end with {old!r}")
+        stem = file_name(self.base_offset, LOG_SUFFIX)
+        os.rename(self.directory / (stem + old), self.directory / (stem + new))
+        self._log_suffix = new
+        for index in (self.index, self.time_index):
+            name = index.path.name
+            base = name[: len(name) - len(old)] if old else name
+            index.rename_to(index.path.with_name(base + new))
 
     @property
     def marked_deleted(self) -> bool:

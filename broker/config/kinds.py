@@ -148,6 +148,17 @@ def parse_ip_overrides(raw: str) -> tuple[tuple[str, int], ...]:
 
 INT = Kind("int", _parse_int)
 LONG = Kind("long", _parse_long)
+
+
+def _parse_double(raw: str) -> float:
+    """Kafka's DOUBLE (Double.parseDouble on the trimmed value)."""
+    try:
+        return float(raw.strip())
+    except ValueError:
+        raise ValueError(f"{raw.strip()!r} is not a number") from None
+
+
+DOUBLE = Kind("double", _parse_double)
 BOOLEAN = Kind("boolean", _parse_bool)
 STRING = Kind("string", _parse_string)
 OPTIONAL_STRING = Kind("string", _parse_optional)

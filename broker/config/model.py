@@ -110,3 +110,16 @@ class Config:
     source_summary: str
     # Properties set explicitly (canonical name, raw value), e.g. for DescribeConfigs.
     explicit: tuple[tuple[str, str], ...]
+    # The log cleaner (broker.lifecycle.log_cleaner_threads), log.cleaner.*; the last four
+    # are the broker defaults of the topic configs delete.retention.ms,
+    # min.cleanable.dirty.ratio, min.compaction.lag.ms and max.compaction.lag.ms.
+    cleaner_enable: bool = True
+    cleaner_threads: int = 1
+    cleaner_backoff_ms: int = 15000
+    cleaner_dedupe_buffer_size: int = 134217728
+    cleaner_io_buffer_load_factor: float = 0.9
+    cleaner_io_max_bytes_per_second: float = 1.7976931348623157e308
+    cleaner_delete_retention_ms: int = 86400000
+    cleaner_min_cleanable_ratio: float = 0.5
+    cleaner_min_compaction_lag_ms: int = 0
+    cleaner_max_compaction_lag_ms: int = 2**63 - 1

@@ -10,6 +10,7 @@ from typing import Any
 
 from broker.config.kinds import (
     BOOLEAN,
+    DOUBLE,
     INT,
     LIST,
     LOG_DIR,
@@ -38,6 +39,14 @@ class Property:
     validator: Callable[[Any], None] | None = None
     aliases: tuple[str, ...] = ()
     ignored: bool = False
+
+
+def _ratio(value: Any) -> None:
+    """Kafka's Range.between(0, 1) and its messages."""
+    if value < 0:
+        raise ValueError("Value must be at least 0")
+    if value > 1:
+        raise ValueError("Value must be no more than 1")
 
 
 DEFAULT_PROTOCOL_MAP = (
@@ -285,6 +294,82 @@ PROPERTIES: tuple[Property, ...] = (
         attr="retention_bytes",
         validator=at_least(-1),
         aliases=("retention.bytes",),
+    ),
+    Property(
+        "log.cleaner.enable",
+        BOOLEAN,
+        "true",
+        "Run the log cleaner, which compacts topics with cleanup.policy compact.",
+        attr="cleaner_enable",
+    ),
+    Property(
+        "log.cleaner.threads",
+        INT,
+        "1",
+        "Cleaner threads; each cleans one log at a time.",
+        attr="cleaner_threads",
+        validator=at_least(0),
+    ),
+    Property(
+        "log.cleaner.backoff.ms",
+        LONG,
+        "15000",
+        "How long a cleaner thread sleeps when no log needs cleaning.",
+        attr="cleaner_backoff_ms",
+        validator=at_least(0),
+    ),
+    Property(
+        "log.cleaner.dedupe.buffer.size",
+        LONG,
+        "134217728",
+        "Memory of the cleaners' key -> offset maps (24 bytes a key), shared among the threads.",
+        attr="cleaner_dedupe_buffer_size",
+    ),
+    Property(
+        "log.cleaner.io.buffer.load.factor",
+        DOUBLE,
+        "0.9",
+        "How full a cleaner's key map is filled before a pass stops there.",
+        attr="cleaner_io_buffer_load_factor",
+    ),
+    Property(
+        "log.cleaner.io.max.bytes.per.second",
+        DOUBLE,
+        "1.7976931348623157E308",
+        "Cleaner reads plus writes per second, over all cleaner threads.",
+        attr="cleaner_io_max_bytes_per_second",
+    ),
+    Property(
+        "log.cleaner.delete.retention.ms",
+        LONG,
+        "86400000",
+        "Default delete.retention.ms of compacted topics.",
+        attr="cleaner_delete_retention_ms",
+        validator=at_least(0),
+    ),
+    Property(
+        "log.cleaner.min.cleanable.ratio",
+        DOUBLE,
+        "0.5",
+        "Default min.cleanable.dirty.ratio of compacted topics.",
+        attr="cleaner_min_cleanable_ratio",
+        validator=_ratio,
+    ),
+    Property(
+        "log.cleaner.min.compaction.lag.ms",
+        LONG,
+        "0",
+        "Default min.compaction.lag.ms of compacted topics.",
+        attr="cleaner_min_compaction_lag_ms",
+        validator=at_least(0),
+    ),
+    Property(
+        "log.cleaner.max.compaction.lag.ms",
+        LONG,
+        "9223372036854775807",
+        "Default max.compaction.lag.ms of compacted topics.",
+        attr="cleaner_max_compaction_lag_ms",
+        validator=at_least(1),
     ),
     Property(
         "log.retention.check.interval.ms",

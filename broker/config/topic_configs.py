@@ -13,17 +13,18 @@ unchanged. Those marked ``applied`` change what this broker does:
 - message.timestamp.before.max.ms / after.max.ms (broker: log.message.timestamp.*.max.ms):
   CreateTime record timestamps outside [now - before, now + after] get INVALID_TIMESTAMP
   with one record error each, as Kafka's LogValidator.validateTimestamp;
-- cleanup.policy: ``compact`` rejects records without a key (INVALID_RECORD, as Kafka's
-  LogValidator); a policy without ``delete`` disables retention and DeleteRecords
-  (POLICY_VIOLATION), as in Kafka. Compaction itself is not implemented yet: a compacted
-  topic keeps every record.
+- cleanup.policy: ``compact`` hands the log to the log cleaner and rejects records without
+  a key (INVALID_RECORD, as Kafka's LogValidator); a policy without ``delete`` disables
+  retention and DeleteRecords (POLICY_VIOLATION), as in Kafka;
+- delete.retention.ms, min.cleanable.dirty.ratio, min.compaction.lag.ms,
+  max.compaction.lag.ms, segment.index.bytes: the log cleaner's (storage.log_cleaner);
 
 The rest are stored and described but change nothing (compression.type: the broker keeps
 the producer's codec; min.insync.replicas: one replica, always in sync, and Kafka caps
 min.insync.replicas at the replication factor (Partition.effectiveMinIsr, KAFKA-15583), so
-acks=all never fails with NOT_ENOUGH_REPLICAS on one broker; tiered-storage and cleaner
-settings have nothing to act on). remote.storage.enable=true is refused, as Kafka refuses it when
-tiered storage is disabled on the broker.
+acks=all never fails with NOT_ENOUGH_REPLICAS on one broker; tiered-storage settings have
+nothing to act on; segment.index.bytes does not cap index files). remote.storage.enable=true
+is refused, as Kafka refuses it when tiered storage is disabled on the broker.
 
 Defaults follow the broker's configuration where the broker has the synonym
 (log.retention.ms/minutes/hours, log.segment.bytes, log.roll.ms/hours, message.max.bytes,
@@ -179,8 +180,8 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
             "cleanup.policy",
             _C.LIST,
             "delete",
-            "delete: old segments are removed by retention. compact: records without a key are "
-            "rejected (compaction itself is not implemented by minikafka yet).",
+            "delete: old segments are removed by retention. compact: the log cleaner keeps the "
+            "latest record of each key, and records without a key are rejected.",
             ("log.cleanup.policy",),
             _one_of("compact", "delete"),
             applied=True,
@@ -222,9 +223,11 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
             "delete.retention.ms",
             _C.LONG,
             "86400000",
-            "How long delete tombstones are kept on compacted topics (stored only).",
+            "How long delete tombstones are kept on compacted topics, counted from the "
+            "cleaning that first reached them.",
             ("log.cleaner.delete.retention.ms",),
             _at_least(0),
+            applied=True,
         ),
         TopicConfigDef(
             "file.delete.delay.ms",
@@ -301,9 +304,10 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
             "max.compaction.lag.ms",
             _C.LONG,
             str(LONG_MAX),
-            "Longest time a record stays uncompacted (stored only).",
+            "Longest time a record stays uncompacted.",
             ("log.cleaner.max.compaction.lag.ms",),
             _at_least(1),
+            applied=True,
         ),
         TopicConfigDef(
             "max.message.bytes",
@@ -348,17 +352,19 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
             "min.cleanable.dirty.ratio",
             _C.DOUBLE,
             "0.5",
-            "Dirty ratio that makes a compacted log eligible for cleaning (stored only).",
+            "Dirty ratio that makes a compacted log eligible for cleaning.",
             ("log.cleaner.min.cleanable.ratio",),
             _between(0, 1),
+            applied=True,
         ),
         TopicConfigDef(
             "min.compaction.lag.ms",
             _C.LONG,
             "0",
-            "Shortest time a record stays uncompacted (stored only).",
+            "Shortest time a record stays uncompacted.",
             ("log.cleaner.min.compaction.lag.ms",),
             _at_least(0),
+            applied=True,
         ),
         TopicConfigDef(
             "min.insync.replicas",
@@ -428,9 +434,11 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
             "segment.index.bytes",
             _C.INT,
             "10485760",
-            "Size of the offset index file (stored only: indexes grow as needed).",
+            "Size of the offset index file: indexes grow as needed, and the log cleaner "
+            "merges segments while their indexes fit it.",
             ("log.index.size.max.bytes",),
             _at_least(4),
+            applied=True,
         ),
         TopicConfigDef(
             "segment.jitter.ms",
@@ -491,7 +499,7 @@ def validate(configs: Mapping[str, str | None]) -> dict[str, Any]:
 
 # The effective broker value behind each applied topic config, as Config computes it (with
 # Kafka's ms > minutes > hours precedence already resolved).
-_BROKER_VALUE: dict[str, Callable[[Config], int]] = {
+_BROKER_VALUE: dict[str, Callable[[Config], float]] = {
     "retention.ms": lambda c: c.retention_ms,
     "retention.bytes": lambda c: c.retention_bytes,
     "segment.bytes": lambda c: c.segment_bytes,
@@ -503,6 +511,10 @@ _BROKER_VALUE: dict[str, Callable[[Config], int]] = {
     "flush.messages": lambda c: c.flush_messages,
     "flush.ms": lambda c: c.flush_ms,
     "file.delete.delay.ms": lambda c: c.file_delete_delay_ms,
+    "delete.retention.ms": lambda c: c.cleaner_delete_retention_ms,
+    "min.cleanable.dirty.ratio": lambda c: c.cleaner_min_cleanable_ratio,
+    "min.compaction.lag.ms": lambda c: c.cleaner_min_compaction_lag_ms,
+    "max.compaction.lag.ms": lambda c: c.cleaner_max_compaction_lag_ms,
 }
 
 
@@ -606,6 +618,13 @@ def settings(config: Config, base: LogConfig, overrides: Mapping[str, str]) -> T
         flush_messages=get("flush.messages"),
         flush_ms=get("flush.ms"),
         file_delete_delay_ms=get("file.delete.delay.ms"),
+        compact="compact" in policy,
+        delete=delete,
+        min_cleanable_ratio=get("min.cleanable.dirty.ratio"),
+        min_compaction_lag_ms=get("min.compaction.lag.ms"),
+        max_compaction_lag_ms=get("max.compaction.lag.ms"),
+        delete_retention_ms=get("delete.retention.ms"),
+        segment_index_bytes=get("segment.index.bytes"),
     )
     return TopicSettings(
         max_message_bytes=get("max.message.bytes"),

@@ -2,7 +2,10 @@
 
 - retention (log.retention.check.interval.ms): delete whole expired or surplus segments;
   the producer-state snapshot each partition needs before its log start moves is written
-  on a worker thread first;
+  on a worker thread first; compacted logs are left to the log cleaner's threads while
+  they run (Kafka's pauseCleaningForNonCompactedPartitions), which apply the same
+  retention to ``compact,delete`` logs;
+- the log cleaner (log_cleaner_threads): log.cleaner.threads cleaners of compacted logs;
 - producer expiration (producer.id.expiration.check.interval.ms): forget producers idle
   longer than producer.id.expiration.ms, counted from their last batch's max timestamp, as
   Kafka's ProducerStateManager.removeExpiredProducers does; also once at start-up, where
@@ -31,8 +34,9 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from broker.core.state import BrokerState
+from broker.lifecycle.log_cleaner_threads import LogCleanerThreads
 from broker.runtime import offload
-from storage.partition_log import PendingSnapshot
+from storage.partition_log import PartitionLog, PendingSnapshot
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +53,7 @@ class Background:
         self.state = state
         self.tasks: list[asyncio.Task[None]] = []
         self._snapshot_writes: set[asyncio.Task[None]] = set()
+        self.cleaner = LogCleanerThreads(state, self.retain)
 
     def start(self) -> None:
         config = self.state.config
@@ -71,6 +76,7 @@ class Background:
         )
         loop = asyncio.get_running_loop()
         self.tasks.append(loop.create_task(self._delete_files(), name="delete-files"))
+        self.cleaner.start()
         # A roll's producer-state snapshot is written on a worker thread too.
         self.state.store.set_snapshot_writer(self._write_roll_snapshot)
 
@@ -98,6 +104,7 @@ class Background:
 
     async def stop(self) -> None:
         self.state.store.set_snapshot_writer(None)
+        await self.cleaner.stop()
         # A partition's closing snapshot waits for a write still running on a worker.
         for task in [*self.tasks, *self._snapshot_writes]:
             task.cancel()
@@ -127,6 +134,13 @@ class Background:
             deletes.on_schedule = None
 
     async def _retention(self) -> None:
+        logs = self.state.store.partition_logs()
+        if self.cleaner.enabled:
+            logs = [plog for plog in logs if not plog.config.compact]
+        await self.retain(logs)
+
+    async def retain(self, logs: list[PartitionLog]) -> None:
+        """Retention (Kafka's deleteOldSegments) of ``logs``."""
         now = now_ms()
         # Before the log start moves, a snapshot at or above the new start must be on disk
         # (PartitionLog._snapshot_before_the_log_start_moves). Encoded here, written on a
@@ -134,12 +148,12 @@ class Background:
         # failed write leaves the in-line one to apply_retention.
         pending = [
             job
-            for plog in self.state.store.partition_logs()
+            for plog in logs
             if plog.retention_due(now) and (job := plog.prepare_snapshot()) is not None
         ]
         if pending:
             await self._write_off_loop(pending)
-        deleted = self.state.store.apply_retention(now)
+        deleted = sum(plog.apply_retention(now) for plog in logs if not plog.closed)
         if deleted:
             log.info("retention deleted %d segment(s)", deleted)
 
