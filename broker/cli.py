@@ -102,12 +102,11 @@ def main(argv: list[str] | None = None) -> int:
 
     from broker.process import run
     from broker.runtime.startup_errors import StartupError
-    from broker.security.authorizer import AclFileError
     from storage.dir_lock import DataDirLockedError
 
     try:
         return run(config, config_source=config.source_summary)
-    except (ConfigError, AclFileError, StartupError, DataDirLockedError) as exc:
+    except (ConfigError, StartupError, DataDirLockedError) as exc:
         # Found at start-up (a TLS key that does not load, a port in use, a data directory
         # locked or not writable): Kafka does not start either ("Fatal error during
         # KafkaServer startup"); one line, and nothing in the data directory touched.

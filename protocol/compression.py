@@ -19,12 +19,10 @@ of a few KiB can otherwise expand to gigabytes (a "zip bomb") and exhaust memory
 
 from __future__ import annotations
 
+import functools
 import struct
 import zlib
-
-import lz4.frame
-import snappy
-import zstandard
+from types import ModuleType
 
 NONE = 0
 GZIP = 1
@@ -51,6 +49,31 @@ _ZSTD_MAX_SLICE = 64 * 1024
 Buffer = bytes | bytearray | memoryview
 
 
+# Each codec's library is imported the first time a batch uses it: most brokers only ever see
+# one codec or none, and the three together take about as long to import as asyncio.
+@functools.cache
+def _lz4_frame() -> ModuleType:
+    import lz4.frame
+
+    module: ModuleType = lz4.frame
+    return module
+
+
+@functools.cache
+def _snappy() -> ModuleType:
+    import snappy
+
+    module: ModuleType = snappy
+    return module
+
+
+@functools.cache
+def _zstandard() -> ModuleType:
+    import zstandard
+
+    return zstandard
+
+
 class CompressionError(ValueError):
     """Compressed data is malformed, uses an unknown codec, or expands past the cap."""
 
@@ -66,17 +89,18 @@ def compress(codec: int, data: Buffer) -> bytes:
     if codec == SNAPPY:
         return _xerial_compress(data)
     if codec == LZ4:
+        lz4_frame = _lz4_frame()
         return bytes(
-            lz4.frame.compress(
+            lz4_frame.compress(
                 data,
-                block_size=lz4.frame.BLOCKSIZE_MAX64KB,
+                block_size=lz4_frame.BLOCKSIZE_MAX64KB,
                 block_linked=False,
                 content_checksum=False,
                 store_size=False,
             )
         )
     if codec == ZSTD:
-        return bytes(zstandard.ZstdCompressor(write_content_size=False).compress(data))
+        return bytes(_zstandard().ZstdCompressor(write_content_size=False).compress(data))
     raise CompressionError(f"unknown compression codec id {codec}")
 
 
@@ -133,7 +157,7 @@ def _xerial_compress(data: Buffer) -> bytes:
     view = memoryview(data)
     parts = [_XERIAL_HEADER]
     for start in range(0, len(view), _XERIAL_BLOCK):
-        block = bytes(snappy.compress(bytes(view[start : start + _XERIAL_BLOCK])))
+        block = bytes(_snappy().compress(bytes(view[start : start + _XERIAL_BLOCK])))
         parts.append(_INT32.pack(len(block)))
         parts.append(block)
     return b"".join(parts)
@@ -181,6 +205,7 @@ def _raw_snappy(block: memoryview, budget: int) -> bytes:
         raise CompressionError("malformed snappy length preamble")
     if size > budget:
         raise CompressionError(f"decompressed data exceeds the size cap ({size} > {budget})")
+    snappy = _snappy()
     try:
         return bytes(snappy.uncompress(bytes(block)))
     except snappy.UncompressError as exc:
@@ -188,10 +213,11 @@ def _raw_snappy(block: memoryview, budget: int) -> bytes:
 
 
 def _lz4_decompress(data: Buffer, max_size: int) -> bytes:
+    lz4_frame = _lz4_frame()
     out = bytearray()
     pending: Buffer = data
     while True:
-        d = lz4.frame.LZ4FrameDecompressor()
+        d = lz4_frame.LZ4FrameDecompressor()
         out += d.decompress(pending, max_length=max_size - len(out) + 1)
         while not d.eof and not d.needs_input and len(out) <= max_size:
             out += d.decompress(b"", max_length=max_size - len(out) + 1)
@@ -206,7 +232,7 @@ def _lz4_decompress(data: Buffer, max_size: int) -> bytes:
 
 def _zstd_decompress(data: Buffer, max_size: int) -> bytes:
     view = memoryview(data)
-    dctx = zstandard.ZstdDecompressor()
+    dctx = _zstandard().ZstdDecompressor()
     out = bytearray()
     pos = 0
     while True:

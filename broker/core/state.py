@@ -18,9 +18,7 @@ from broker.limits.request_budget import RequestBudget
 from broker.produce.validation_pool import ValidationPool, default_count
 from broker.runtime.flusher import Flusher
 from broker.runtime.log_limiter import LogLimiter
-from broker.security.authorizer import StandardAuthorizer
 from broker.security.sasl_scram import MECHANISMS
-from storage.acl_store import AclStore
 from storage.broker_config_store import BrokerConfigStore
 from storage.client_quota_store import ClientQuotaStore
 from storage.group_config_store import GroupConfigStore
@@ -34,6 +32,7 @@ if TYPE_CHECKING:
     from broker.config.model import Config
     from broker.coordinator.groups import GroupCoordinator
     from broker.coordinator.transactions import TransactionCoordinator
+    from broker.security.authorizer import StandardAuthorizer
 
 log = logging.getLogger(__name__)
 
@@ -133,6 +132,10 @@ class BrokerState:
         # (every request allowed, the ACL APIs answer SECURITY_DISABLED, as in Kafka).
         self.authorizer: StandardAuthorizer | None = None
         if config.authorizer.enabled:
+            # Imported only here: a broker without an authorizer never loads the ACL code.
+            from broker.security.authorizer import StandardAuthorizer
+            from storage.acl_store import AclStore
+
             self.authorizer = StandardAuthorizer(config.authorizer, AclStore.open(store.data_dir))
 
     def _bootstrap_scram_users(self) -> None:

@@ -35,7 +35,6 @@ from typing import TYPE_CHECKING, Protocol
 
 from broker.security.principal import KafkaPrincipal
 from broker.security.sasl_mechanism import SaslAuthenticationError, SaslError, SaslServer
-from broker.security.sasl_oauthbearer import OAuthBearerServer
 from broker.security.sasl_plain import PlainServer
 from broker.security.sasl_scram import MECHANISMS as SCRAM_MECHANISMS
 from broker.security.sasl_scram import ScramServer
@@ -339,6 +338,10 @@ class SaslSession:
         if mechanism in SCRAM_MECHANISMS:
             return ScramServer(mechanism, self.state.scram_credentials.get)
         if mechanism == OAUTHBEARER:
+            # Imported at the first OAUTHBEARER handshake (it brings json): most brokers
+            # never see one.
+            from broker.security.sasl_oauthbearer import OAuthBearerServer
+
             return OAuthBearerServer(self.settings.jaas.get(OAUTHBEARER))
         raise AssertionError(mechanism)
 

@@ -31,7 +31,6 @@ on the way back. A batch bigger than a slot, or with no slot free, travels in th
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import mmap
 import os
 import pickle
@@ -181,6 +180,10 @@ def _recv_exactly(sock: socket.socket, buf: bytearray, size: int) -> memoryview 
 
 def _die_with_parent() -> None:
     """Linux: SIGKILL this process when the broker dies (PR_SET_PDEATHSIG)."""
+    # Imported here, in the worker process: the broker imports this module for its wire
+    # format and never needs ctypes.
+    import ctypes
+
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(1, signal.SIGKILL, 0, 0, 0)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
+from broker.runtime.startup_errors import StartupError
 from broker.security.acl import (
     ALL,
     ALLOW,
@@ -46,8 +47,10 @@ _IMPLIES_DESCRIBE = {DESCRIBE, READ, WRITE, DELETE, ALTER}
 _IMPLIES_DESCRIBE_CONFIGS = {DESCRIBE_CONFIGS, ALTER_CONFIGS}
 
 
-class AclFileError(Exception):
-    pass
+class AclFileError(StartupError):
+    """The ACL file cannot be read: the broker does not start (the command line reports it
+    as every other start-up failure, without importing this module when no authorizer is
+    configured)."""
 
 
 class StandardAuthorizer:

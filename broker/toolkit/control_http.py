@@ -82,7 +82,9 @@ class ControlledBroker(Protocol):
     and restart, and a description for /v1/status."""
 
     config: Config
-    faults: FaultInjector
+
+    @property
+    def faults(self) -> FaultInjector: ...
 
     async def crash_restart(self, *, down_s: float | None = None) -> dict[str, Any]: ...
 

@@ -15,11 +15,11 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from broker.lifecycle.server import Broker
-from broker.toolkit.faults import FaultInjector, check_seconds
 
 if TYPE_CHECKING:
     from broker.config.model import Config
     from broker.toolkit.control_http import ControlServer
+    from broker.toolkit.faults import FaultInjector
 
 log = logging.getLogger(__name__)
 
@@ -27,12 +27,22 @@ log = logging.getLogger(__name__)
 class BrokerHost:
     def __init__(self, config: Config, faults: FaultInjector | None = None) -> None:
         self.config = config
-        self.faults = faults if faults is not None else FaultInjector()
+        # Made when asked for (the control plane, or the caller's own): a broker nobody can
+        # inject faults into neither imports nor wraps anything for them.
+        self._faults = faults
         self.broker: Broker | None = None
         self.control: ControlServer | None = None
         # Start (or restart) to ready, for the pytest plugin's report.
         self.ready_ms = 0.0
         self.restarts = 0
+
+    @property
+    def faults(self) -> FaultInjector:
+        if self._faults is None:
+            from broker.toolkit.faults import FaultInjector
+
+            self._faults = FaultInjector()
+        return self._faults
 
     @property
     def port(self) -> int:
@@ -49,6 +59,8 @@ class BrokerHost:
             from broker.toolkit.control_http import ControlServer
 
             # Bound before the broker starts (and recovers): a port in use touches nothing.
+            # Its faults exist from the first start, so that they are attached to it.
+            _ = self.faults
             control = ControlServer.bind_to(
                 self, self.config.control_host, self.config.control_port
             )
@@ -64,7 +76,7 @@ class BrokerHost:
 
     async def _start_broker(self) -> None:
         started = time.monotonic()
-        broker = Broker(self.config, self.faults)
+        broker = Broker(self.config, self._faults)
         await broker.start()
         self.broker = broker
         # Ports bound as 0 are now real: a restart binds the same ones.
@@ -93,6 +105,8 @@ class BrokerHost:
 
     async def crash_restart(self, *, down_s: float | None = None) -> dict[str, Any]:
         """Crash, stay down ``down_s`` seconds (connections refused), start again."""
+        from broker.toolkit.faults import check_seconds
+
         down = 0.0 if down_s is None else check_seconds("down_s", down_s)
         await self.crash()
         if down:
