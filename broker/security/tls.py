@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import os
 import ssl
-import tempfile
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -103,6 +102,9 @@ def _loading(store: str, source: str) -> Iterator[None]:
 
 def _load_inline_keystore(ctx: ssl.SSLContext, settings: TlsSettings) -> None:
     # ssl loads keys from files only: write them to a private temporary file, then remove it.
+    # (tempfile imported here: only inline PEM keystores need it.)
+    import tempfile
+
     fd, path = tempfile.mkstemp(prefix="minikafka-keystore-", suffix=".pem")
     try:
         with os.fdopen(fd, "w") as out:

@@ -1,8 +1,9 @@
 """A plain broker (PLAINTEXT, no authorizer, no control plane, no compressed batch yet)
 imports only what it uses: what is checked here is loaded at first use instead (ACLs, fault
-injection, the control plane, SASL/OAUTHBEARER, the codec libraries, worker-process-only
-code, crc32c's version lookup). A test on what is imported, in a fresh interpreter; the
-time it saves is measured by the bench (bench/startup.py), not here."""
+injection, the control plane, SASL/OAUTHBEARER, the codec libraries, RE2 for regex
+subscriptions, inline PEM keystores' tempfile, worker-process-only code, crc32c's version
+lookup). A test on what is imported, in a fresh interpreter; the time it saves is measured
+by the bench (bench/startup.py), not here."""
 
 from __future__ import annotations
 
@@ -45,6 +46,8 @@ LAZY = (
     "broker.toolkit.fault_responses",
     "broker.toolkit.control_http",
     "ctypes",
+    "re2",  # regex subscriptions
+    "tempfile",  # inline PEM keystores
     "uvloop",
     "minikafka_spark",
     "pyspark",

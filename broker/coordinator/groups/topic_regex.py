@@ -18,10 +18,14 @@ at most R x T of those.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Iterable
+from types import ModuleType
+from typing import TYPE_CHECKING
 
-import re2
+if TYPE_CHECKING:
+    import re2
 
 log = logging.getLogger(__name__)
 
@@ -72,11 +76,21 @@ class TopicRegex:
         return self._compiled.fullmatch(topic_name) is not None
 
 
+@functools.cache
+def _re2() -> ModuleType:
+    """google-re2, imported at the first regex subscription: most brokers never see one."""
+    import re2
+
+    module: ModuleType = re2
+    return module
+
+
 def compile_regex(pattern: str) -> TopicRegex:
     """Compile ``pattern`` with RE2/J's syntax rules, or raise InvalidRegex."""
     if len(pattern) > MAX_PATTERN_LENGTH:
         raise InvalidRegex(f"pattern longer than {MAX_PATTERN_LENGTH} characters")
     _refuse_what_re2j_refuses(pattern)
+    re2 = _re2()
     options = re2.Options()
     options.log_errors = False
     options.max_mem = MAX_MEMORY_BYTES
