@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench import hostile, workloads
+from bench import hostile, startup, workloads
 from bench.process import COMMON_OVERRIDES, BenchBroker
 
 RESULTS = Path(__file__).parent / "results"
@@ -70,6 +70,9 @@ def main() -> int:
     parser.add_argument("--skip-recovery", action="store_true")
     parser.add_argument("--loop", choices=("asyncio", "uvloop"), default="asyncio")
     parser.add_argument(
+        "--no-tansu", action="store_true", help="start and memory figures without Tansu"
+    )
+    parser.add_argument(
         "--transactions",
         action="store_true",
         help="only the transaction workloads (EndTxn round trip, transactional producer)",
@@ -97,6 +100,12 @@ def main() -> int:
         return write_results(results, "transactions")
 
     figures["startup_s"] = repeat(1 if args.quick else 5, workloads.startup_once)
+    # Start and memory, each figure from fresh processes, next to Tansu in the same runs.
+    side = startup.measure(3 if args.quick else 7, tansu=not args.no_tansu)
+    for key in startup.FIGURES:
+        figures[f"start_{key}"] = side["minikafka"][key]
+        if "tansu" in side:
+            results.setdefault("tansu", {})[f"start_{key}"] = side["tansu"][key]
     with BenchBroker() as broker:
         figures["rss_after_start_mb"] = summarize([broker.rss_mb()])
         n = int(200_000 * scale)
@@ -173,6 +182,7 @@ def hostile_main(quick: bool) -> int:
 LABELS = {
     "startup_s": ("start-up to first acknowledged idempotent produce", "s", 3),
     "rss_after_start_mb": ("resident memory after start", "MB", 1),
+    **{f"start_{key}": label for key, label in startup.FIGURES.items()},
     "confluent_produce_msg_s": (
         "confluent-kafka produce, 1 KiB, acks=all, idempotent, linger 5 ms",
         "msg/s",
@@ -214,19 +224,23 @@ def markdown(results: dict[str, Any]) -> str:
         f"Measured {results['when']} on {m['cores']} cores, "
         f"Python {m['python']}, {m['loop']} loop.",
         "",
-        "| figure | median | spread (min-max) | runs | bar | Kafka 4.0.0 here |",
-        "|---|---|---|---|---|---|",
+        "| figure | median | spread (min-max) | runs | bar | Kafka 4.0.0 here "
+        "| Tansu 0.6, same runs |",
+        "|---|---|---|---|---|---|---|",
     ]
+    tansu = results.get("tansu", {})
     for key, value in results["figures"].items():
         label, unit, digits = LABELS[key]
         fmt = f"{{:,.{digits}f}}"
         bar = BAR.get(key)
         bar_text = f"{bar[0]} {bar[1]:,}" if bar else ""
         kafka = bar[2] if bar else ""
+        peer = tansu.get(key)
+        peer_text = f"{fmt.format(peer['median'])} {unit}" if peer else ""
         lines.append(
             f"| {label} | {fmt.format(value['median'])} {unit} | "
             f"{fmt.format(value['min'])}-{fmt.format(value['max'])} | {value['runs']} | "
-            f"{bar_text} | {kafka} |"
+            f"{bar_text} | {kafka} | {peer_text} |"
         )
     return "\n".join(lines) + "\n"
 

@@ -44,7 +44,8 @@ class TansuBroker:
         self.port = free_port()
         self.proc: subprocess.Popen[bytes] | None = None
 
-    def __enter__(self) -> TansuBroker:
+    def spawn(self) -> subprocess.Popen[bytes]:
+        """Start the process without waiting for it to accept (bench/startup.py times that)."""
         url = f"tcp://127.0.0.1:{self.port}"
         self.proc = subprocess.Popen(
             [
@@ -61,6 +62,10 @@ class TansuBroker:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
+        return self.proc
+
+    def __enter__(self) -> TansuBroker:
+        self.spawn()
         wait_accepting(self.port, time.perf_counter() + 30)
         return self
 
