@@ -20,11 +20,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from broker.core.state import BrokerState
+from broker.runtime import offload
 from storage import cleaner_checkpoint
 from storage.cleaner_selection import LogToClean, log_to_clean
 from storage.io_throttle import Throttler
@@ -72,6 +74,9 @@ class LogCleanerThreads:
     def start(self) -> None:
         if not self.enabled:
             return
+        # The record walk holds the GIL: a 1 ms switch interval lets the loop back in
+        # within about that (as broker.runtime.offload's workers).
+        sys.setswitchinterval(offload.SWITCH_INTERVAL_S)
         self._executor = ThreadPoolExecutor(
             max_workers=self.threads, thread_name_prefix="kafka-log-cleaner-thread"
         )
