@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench import hostile, startup, workloads
+from bench import hostile, process, startup, workloads
 from bench.process import COMMON_OVERRIDES, BenchBroker
 
 RESULTS = Path(__file__).parent / "results"
@@ -161,11 +161,7 @@ def transaction_figures(figures: dict[str, Any], port: int, runs: int, scale: fl
 
 
 def write_results(results: dict[str, Any], stem: str) -> int:
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"{stem}.json").write_text(json.dumps(results, indent=2) + "\n")
-    table = markdown(results)
-    (RESULTS / f"{stem}.md").write_text(table)
-    print(table)
+    process.write_results(stem, results, markdown(results))
     return 0
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import socket
 import subprocess
@@ -96,3 +97,12 @@ class BenchBroker:
         self.stop()
         if self._tmp is not None:
             shutil.rmtree(self._tmp, ignore_errors=True)
+
+
+def write_results(stem: str, result: object, table: str) -> None:
+    """``result`` as bench/results/<stem>.json and its ``table`` as <stem>.md, printed too."""
+    results = Path(__file__).parent / "results"
+    results.mkdir(exist_ok=True)
+    (results / f"{stem}.json").write_text(json.dumps(result, indent=2) + "\n")
+    (results / f"{stem}.md").write_text(table)
+    print(table)

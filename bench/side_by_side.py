@@ -11,18 +11,14 @@ bench/results/ingest.json and bench/results/ingest.md.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import time
 from contextlib import ExitStack
-from pathlib import Path
 from typing import Any
 
 from bench import ingest
-from bench.process import BenchBroker
+from bench.process import BenchBroker, write_results
 from bench.tansu import TansuBroker
-
-RESULTS = Path(__file__).parent / "results"
 
 # Higher is better for ingest, lower for latency: the ratio is always "how many times
 # better minikafka is" (above 1 means minikafka wins).
@@ -158,9 +154,5 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="ingest", help="results file stem in bench/results")
     args = parser.parse_args(argv)
     result = run(args)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"{args.out}.json").write_text(json.dumps(result, indent=2) + "\n")
-    table = markdown(result)
-    (RESULTS / f"{args.out}.md").write_text(table)
-    print(table)
+    write_results(args.out, result, markdown(result))
     return 0

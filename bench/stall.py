@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from bench.hostile import percentiles
 from bench.process import BenchBroker
 from protocol.messages.create_topics import CREATE_TOPICS
 from protocol.messages.delete_topics import DELETE_TOPICS
@@ -101,17 +102,6 @@ class Probe:
         out, _ = self.proc.communicate(b"stop\n", timeout=120)
         self.samples = sorted(json.loads(out.decode().splitlines()[-1]))
         return percentiles(self.samples)
-
-
-def percentiles(samples: list[float]) -> dict[str, float]:
-    if not samples:
-        return {"p50": float("nan"), "p99": float("nan"), "max": float("nan"), "n": 0}
-    ordered = sorted(samples)
-
-    def pct(q: float) -> float:
-        return ordered[min(int(len(ordered) * q), len(ordered) - 1)]
-
-    return {"p50": pct(0.5), "p99": pct(0.99), "max": ordered[-1], "n": len(ordered)}
 
 
 def describe_configs_frame(keys: int) -> bytes:
