@@ -10,24 +10,17 @@ import pytest
 
 from broker.runtime.log_limiter import LogLimiter
 from protocol.errors import ErrorCode
+from tests.support.clock import ManualClock
 from tests.support.in_process_broker import in_process_broker
 from tests.support.raw_client import RawClient
 from tests.support.sasl import plain_login, sasl_overrides
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def test_failed_logins_are_counted_between_lines(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG, logger="broker.net.sasl_session")
-    clock = Clock()
+    clock = ManualClock(1000.0)
     with in_process_broker(tmp_path / "data", sasl_overrides()) as broker:
         assert broker.state is not None
         broker.state.failed_login_log = LogLimiter(60.0, clock=clock)

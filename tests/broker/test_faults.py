@@ -7,14 +7,7 @@ import pytest
 from broker.toolkit.faults import FaultError, FaultInjector, call_operation, json_safe, resolve_api
 from protocol.records import build_batch
 from protocol.schema import Message
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.support.clock import ManualClock
 
 
 def test_api_names_are_read_as_kafka_spells_them() -> None:
@@ -41,7 +34,7 @@ def test_faults_engage_the_dispatcher_only_while_something_is_set() -> None:
 
 
 def test_a_fault_with_a_duration_is_gone_once_it_has_passed() -> None:
-    clock = Clock()
+    clock = ManualClock(100.0)
     faults = FaultInjector(clock)
     faults.delay("Fetch", 10, duration_s=5)
     faults.take_offline("t", 0, duration_s=1)

@@ -97,41 +97,40 @@ def test_listener_that_never_answers_exits_1_within_the_timeout(
     assert f"no answer from 127.0.0.1:{silent_listener} within 0.5 s" in capsys.readouterr().err
 
 
-def test_peer_that_is_not_kafka_exits_1() -> None:
-    # An HTTP server, say, answering with text: the "length prefix" is absurd.
+@pytest.mark.parametrize(
+    ("reply", "match", "named"),
+    [
+        # An HTTP server, say, answering with text: the "length prefix" is absurd.
+        pytest.param(
+            b"HTTP/1.1 400 Bad Request\r\n\r\n",
+            "bad answer",
+            "this looks like HTTP ('HTTP'...), not the Kafka protocol",
+            id="http-is-a-bad-answer",
+        ),
+        # A TLS listener answers a plaintext ApiVersions with an alert record.
+        pytest.param(
+            b"\x15\x03\x03\x00\x02\x02\x46",
+            "this looks like TLS, not plaintext",
+            "this looks like TLS, not plaintext",
+            id="tls-is-named",
+        ),
+    ],
+)
+def test_peer_that_is_not_kafka_is_refused_and_named(reply: bytes, match: str, named: str) -> None:
     with socket.create_server(("127.0.0.1", 0)) as server:
 
-        def answer_like_http() -> None:
+        def answer() -> None:
             conn, _ = server.accept()
             with conn:
                 conn.recv(1024)
-                conn.sendall(b"HTTP/1.1 400 Bad Request\r\n\r\n")
+                conn.sendall(reply)
 
-        thread = threading.Thread(target=answer_like_http)
+        thread = threading.Thread(target=answer)
         thread.start()
         try:
-            with pytest.raises(health.HealthError, match="bad answer") as refused:
+            with pytest.raises(health.HealthError, match=match) as refused:
                 health.check("127.0.0.1", server.getsockname()[1], timeout=5)
-            assert "this looks like HTTP ('HTTP'...), not the Kafka protocol" in str(refused.value)
-        finally:
-            thread.join(5)
-
-
-def test_peer_speaking_tls_is_named() -> None:
-    # A TLS listener answers a plaintext ApiVersions with an alert record.
-    with socket.create_server(("127.0.0.1", 0)) as server:
-
-        def answer_like_tls() -> None:
-            conn, _ = server.accept()
-            with conn:
-                conn.recv(1024)
-                conn.sendall(b"\x15\x03\x03\x00\x02\x02\x46")
-
-        thread = threading.Thread(target=answer_like_tls)
-        thread.start()
-        try:
-            with pytest.raises(health.HealthError, match="this looks like TLS, not plaintext"):
-                health.check("127.0.0.1", server.getsockname()[1], timeout=5)
+            assert named in str(refused.value)
         finally:
             thread.join(5)
 

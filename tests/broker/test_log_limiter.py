@@ -4,18 +4,11 @@ left out."""
 from __future__ import annotations
 
 from broker.runtime.log_limiter import MAX_KEYS, LogLimiter
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.support.clock import ManualClock
 
 
 def test_one_line_per_key_and_interval_then_the_suppressed_count() -> None:
-    clock = Clock()
+    clock = ManualClock()
     limiter = LogLimiter(60.0, clock)
     assert limiter.allow("a") == 0
     assert [limiter.allow("a") for _ in range(5)] == [None] * 5
@@ -28,7 +21,7 @@ def test_one_line_per_key_and_interval_then_the_suppressed_count() -> None:
 
 
 def test_the_number_of_keys_is_bounded() -> None:
-    clock = Clock()
+    clock = ManualClock()
     limiter = LogLimiter(60.0, clock)
     for i in range(MAX_KEYS * 3):
         clock.now = i * 0.001

@@ -25,12 +25,13 @@ from typing import Any
 import pytest
 
 from protocol.api_keys import ALL_APIS
-from protocol.codec import decode_request, decode_response, encode_request, encode_response
 from protocol.schema import BYTES, RECORDS, UUID, Api, Array, Field, Message, Primitive, Struct
 from tests.support.values import (
     ValueGenerator,
     api_versions,
+    decode_side,
     defaults_message,
+    encode_side,
     fields_of,
     get_field,
     is_present,
@@ -291,18 +292,6 @@ def kp_plain(
 # --- encode/decode on both sides -----------------------------------------------------------
 
 
-def _ours_encode(api_: Api, version: int, side: str, value: Any) -> bytes:
-    if side == "request":
-        return encode_request(api_, version, value)
-    return encode_response(api_, version, value)
-
-
-def _ours_decode(api_: Api, version: int, side: str, data: bytes) -> Message:
-    if side == "request":
-        return decode_request(api_, version, data)
-    return decode_response(api_, version, data)
-
-
 def _kp_decode(kp_cls: Any, version: int, data: bytes) -> Any:
     # The generic decoder, not ApiMessage.decode: ApiVersionsResponse.decode re-reads any body
     # with a non-zero error code as v0 (Kafka's fallback for UNSUPPORTED_VERSION), which is a
@@ -352,7 +341,7 @@ def test_ours_encoded_decodes_in_kafka_python(api_: Api, version: int, side: str
     fields = fields_of(api_, side)
     flexible = api_.is_flexible(version)
     for value in _samples(api_, version, side):
-        data = _ours_encode(api_, version, side, value)
+        data = encode_side(api_, version, side, value)
         obj = _kp_decode(kp_cls, version, data)
         expected = plain(fields, version, flexible, value)
         assert kp_plain(fields, dict(kp_cls.fields), version, flexible, obj) == expected
@@ -367,9 +356,9 @@ def test_kafka_python_encoded_decodes_with_ours(api_: Api, version: int, side: s
     flexible = api_.is_flexible(version)
     for value in _samples(api_, version, side):
         kp_data = bytes(_kp_build(kp_cls, fields, version, value).encode(version=version))
-        decoded = _ours_decode(api_, version, side, kp_data)
+        decoded = decode_side(api_, version, side, kp_data)
         assert plain(fields, version, flexible, decoded) == plain(fields, version, flexible, value)
-        assert _ours_encode(api_, version, side, value) == kp_data
+        assert encode_side(api_, version, side, value) == kp_data
 
 
 def test_oracle_covers_every_api_kafka_python_knows() -> None:

@@ -8,14 +8,15 @@ from __future__ import annotations
 import pytest
 
 from protocol.api_keys import ALL_APIS
-from protocol.codec import decode_request, decode_response, encode_request, encode_response
 from protocol.schema import INF, Api, Message
 from tests.support.values import (
     ValueGenerator,
     absent_mismatches,
     all_paths,
     api_versions,
+    decode_side,
     defaults_message,
+    encode_side,
     fields_of,
     non_default_paths,
     plain,
@@ -33,26 +34,14 @@ CASES = [
 ]
 
 
-def _encode(api_: Api, version: int, side: str, value: object) -> bytes:
-    if side == "request":
-        return encode_request(api_, version, value)
-    return encode_response(api_, version, value)
-
-
-def _decode(api_: Api, version: int, side: str, data: bytes) -> Message:
-    if side == "request":
-        return decode_request(api_, version, data)
-    return decode_response(api_, version, data)
-
-
 def _check_round_trip(api_: Api, version: int, side: str, value: object) -> None:
     fields = fields_of(api_, side)
     flexible = api_.is_flexible(version)
-    data = _encode(api_, version, side, value)
-    decoded = _decode(api_, version, side, data)
+    data = encode_side(api_, version, side, value)
+    decoded = decode_side(api_, version, side, data)
     assert plain(fields, version, flexible, decoded) == plain(fields, version, flexible, value)
     assert absent_mismatches(fields, version, flexible, decoded) == []
-    assert _encode(api_, version, side, decoded) == data
+    assert encode_side(api_, version, side, decoded) == data
 
 
 def test_every_api_has_a_finite_version_range() -> None:
@@ -81,13 +70,13 @@ def test_generated_message_round_trips(api_: Api, version: int, side: str) -> No
 def test_defaults_only_message_round_trips(api_: Api, version: int, side: str) -> None:
     fields = fields_of(api_, side)
     flexible = api_.is_flexible(version)
-    empty = _encode(api_, version, side, Message())
+    empty = encode_side(api_, version, side, Message())
     # Missing fields encode as their defaults: an empty Message, one with every field present
     # at the version, and one with every field of every version are the same bytes.
-    assert _encode(api_, version, side, defaults_message(fields, version, flexible)) == empty
-    assert _encode(api_, version, side, Message.defaults(fields)) == empty
+    assert encode_side(api_, version, side, defaults_message(fields, version, flexible)) == empty
+    assert encode_side(api_, version, side, Message.defaults(fields)) == empty
     _check_round_trip(api_, version, side, Message())
-    decoded = _decode(api_, version, side, empty)
+    decoded = decode_side(api_, version, side, empty)
     assert decoded.to_dict() == Message.defaults(fields).to_dict()
 
 
@@ -97,4 +86,6 @@ def test_plain_dict_encodes_like_message(api_: Api, version: int, side: str) -> 
     fields = fields_of(api_, side)
     flexible = api_.is_flexible(version)
     value = ValueGenerator(f"dict/{api_.key}/{version}/{side}").message(fields, version, flexible)
-    assert _encode(api_, version, side, value.to_dict()) == _encode(api_, version, side, value)
+    assert encode_side(api_, version, side, value.to_dict()) == encode_side(
+        api_, version, side, value
+    )

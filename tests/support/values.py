@@ -19,6 +19,7 @@ import random
 from collections.abc import Iterator
 from typing import Any
 
+from protocol.codec import decode_request, decode_response, encode_request, encode_response
 from protocol.schema import (
     BOOL,
     BYTES,
@@ -291,3 +292,17 @@ def all_paths(fields: tuple[Field, ...], version: int, flexible: bool, path: str
         elif isinstance(t, Array) and isinstance(t.item, Struct):
             out |= all_paths(t.item.fields, version, flexible, where + "[].")
     return out
+
+
+def encode_side(api_: Api, version: int, side: str, value: object) -> bytes:
+    """``value`` encoded by protocol.codec as the ``side`` ("request" or "response") body."""
+    if side == "request":
+        return encode_request(api_, version, value)
+    return encode_response(api_, version, value)
+
+
+def decode_side(api_: Api, version: int, side: str, data: bytes) -> Message:
+    """A ``side`` ("request" or "response") body decoded by protocol.codec."""
+    if side == "request":
+        return decode_request(api_, version, data)
+    return decode_response(api_, version, data)
