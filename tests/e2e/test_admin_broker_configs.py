@@ -16,13 +16,13 @@ from typing import Any
 import pytest
 
 from protocol.errors import ErrorCode
-from protocol.messages.alter_configs import ALTER_CONFIGS
 from protocol.messages.describe_configs import DESCRIBE_CONFIGS
-from protocol.messages.incremental_alter_configs import INCREMENTAL_ALTER_CONFIGS
 from protocol.schema import Message
 from storage.broker_config_store import BrokerConfigStore
-from tests.support.broker_process import BrokerProcess
+from tests.e2e.test_admin_configs import alter, incremental
+from tests.support.broker_process import BrokerProcess, running
 from tests.support.raw_client import RawClient
+from tests.support.real_clients import KAFKA_PYTHON_SCHEMA_READS
 
 TOPIC, BROKER, GROUP = 2, 4, 32
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
@@ -47,10 +47,7 @@ DEPLOYMENT = {
 # The recording broker's settings that are not about where it ran.
 RECORDED_SETTINGS = {k: v for k, v in KAFKA["static"].items() if k not in DEPLOYMENT}
 
-pytestmark = [
-    pytest.mark.filterwarnings("ignore:read_text is deprecated:DeprecationWarning"),
-    pytest.mark.filterwarnings("ignore:open_text is deprecated:DeprecationWarning"),
-]
+pytestmark = KAFKA_PYTHON_SCHEMA_READS
 
 
 def describe(client: RawClient, kind: int, name: str, version: int = 4, **kw: Any) -> Message:
@@ -78,27 +75,6 @@ def synonyms(entry: Message) -> list[list[Any]]:
     return [[s.name, s.value, s.source] for s in entry.synonyms]
 
 
-def incremental(
-    client: RawClient, name: str, ops: list[tuple[str, int, str | None]], kind: int = BROKER
-) -> Message:
-    answer = client.request(
-        INCREMENTAL_ALTER_CONFIGS,
-        1,
-        Message(
-            resources=[
-                Message(
-                    resource_type=kind,
-                    resource_name=name,
-                    configs=[Message(name=n, config_operation=o, value=v) for n, o, v in ops],
-                )
-            ],
-            validate_only=False,
-        ),
-    )
-    result: Message = answer.responses[0]
-    return result
-
-
 def stored(data_dir: Path) -> dict[str, dict[str, str]]:
     store = BrokerConfigStore.open(data_dir)
     assert store.problems == []
@@ -108,13 +84,10 @@ def stored(data_dir: Path) -> dict[str, dict[str, str]]:
 @pytest.fixture(scope="module")
 def kafka_like(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """A broker started with the settings the recording Kafka had."""
-    proc = BrokerProcess(
+    with running(
         tmp_path_factory.mktemp("kafka-like") / "data", overrides=RECORDED_SETTINGS
-    ).start()
-    try:
+    ) as proc:
         yield proc
-    finally:
-        proc.stop()
 
 
 # -- DescribeConfigs of the broker: the same answer as Kafka 4.0 ---------------------------
@@ -249,22 +222,7 @@ def test_cluster_default_broker_config_has_its_own_source(broker: BrokerProcess)
 
 
 def legacy_alter(client: RawClient, name: str, configs: dict[str, str]) -> Message:
-    answer = client.request(
-        ALTER_CONFIGS,
-        2,
-        Message(
-            resources=[
-                Message(
-                    resource_type=BROKER,
-                    resource_name=name,
-                    configs=[Message(name=k, value=v) for k, v in configs.items()],
-                )
-            ],
-            validate_only=False,
-        ),
-    )
-    result: Message = answer.responses[0]
-    return result
+    return alter(client, BROKER, name, dict(configs))
 
 
 def test_legacy_alter_configs_replaces_the_dynamic_set_of_the_broker(

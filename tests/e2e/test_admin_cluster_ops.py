@@ -21,11 +21,9 @@ from tests.e2e.test_admin_configs import create
 from tests.support.broker_process import BrokerProcess
 from tests.support.produce import batch, produce, stored
 from tests.support.raw_client import RawClient
+from tests.support.real_clients import KAFKA_PYTHON_SCHEMA_READS
 
-pytestmark = [
-    pytest.mark.filterwarnings("ignore:read_text is deprecated:DeprecationWarning"),
-    pytest.mark.filterwarnings("ignore:open_text is deprecated:DeprecationWarning"),
-]
+pytestmark = KAFKA_PYTHON_SCHEMA_READS
 
 NOT_NEEDED = "Leader election not needed for topic partition."
 

@@ -27,11 +27,9 @@ from protocol.schema import Message
 from tests.support.broker_process import BrokerProcess
 from tests.support.produce import produce, produce_request, stored
 from tests.support.raw_client import RawClient
+from tests.support.real_clients import KAFKA_PYTHON_SCHEMA_READS
 
-pytestmark = [
-    pytest.mark.filterwarnings("ignore:read_text is deprecated:DeprecationWarning"),
-    pytest.mark.filterwarnings("ignore:open_text is deprecated:DeprecationWarning"),
-]
+pytestmark = KAFKA_PYTHON_SCHEMA_READS
 
 TOPIC, BROKER = 2, 4
 SOURCE_TOPIC, SOURCE_DEFAULT, SOURCE_STATIC = 1, 5, 4
@@ -79,6 +77,32 @@ def describe(client: RawClient, kind: int, name: str, version: int = 4, **kw: An
         ),
     )
     result: Message = answer.results[0]
+    return result
+
+
+def incremental(
+    client: RawClient,
+    name: str,
+    ops: list[tuple[str, int, str | None]],
+    kind: int = BROKER,
+    validate_only: bool = False,
+) -> Message:
+    """IncrementalAlterConfigs v1 of one resource: (name, operation, value) ops; its result."""
+    answer = client.request(
+        INCREMENTAL_ALTER_CONFIGS,
+        1,
+        Message(
+            resources=[
+                Message(
+                    resource_type=kind,
+                    resource_name=name,
+                    configs=[Message(name=n, config_operation=o, value=v) for n, o, v in ops],
+                )
+            ],
+            validate_only=validate_only,
+        ),
+    )
+    result: Message = answer.responses[0]
     return result
 
 
@@ -339,21 +363,8 @@ def test_retention_ms_set_at_runtime_deletes_old_segments(tmp_path: Path) -> Non
             for _ in range(4):
                 assert produce(client, "ret", keyed_batch(80)).error_code == 0
             assert len(list((tmp_path / "data" / "ret-0").glob("*.log"))) == 4
-            answer = client.request(
-                INCREMENTAL_ALTER_CONFIGS,
-                1,
-                Message(
-                    resources=[
-                        Message(
-                            resource_type=TOPIC,
-                            resource_name="ret",
-                            configs=[Message(name="retention.ms", config_operation=0, value="1")],
-                        )
-                    ],
-                    validate_only=False,
-                ),
-            )
-            assert answer.responses[0].error_code == 0
+            set_retention = [("retention.ms", 0, "1")]
+            assert incremental(client, "ret", set_retention, TOPIC).error_code == 0
             broker.wait_for_log(r"ret-0: deleted \d+ segment\(s\) by retention.ms")
     finally:
         broker.stop()

@@ -17,13 +17,11 @@ from protocol.schema import Message
 from tests.e2e.test_admin_configs import create, describe
 from tests.support.broker_process import BrokerProcess
 from tests.support.raw_client import RawClient
+from tests.support.real_clients import KAFKA_PYTHON_SCHEMA_READS
 
 TOPIC = 2
 
-pytestmark = [
-    pytest.mark.filterwarnings("ignore:read_text is deprecated:DeprecationWarning"),
-    pytest.mark.filterwarnings("ignore:open_text is deprecated:DeprecationWarning"),
-]
+pytestmark = KAFKA_PYTHON_SCHEMA_READS
 
 
 @pytest.mark.parametrize("version", range(1, 5))

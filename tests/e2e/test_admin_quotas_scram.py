@@ -23,11 +23,9 @@ from storage.scram_credential_store import FILE_NAME as SCRAM_FILE
 from storage.scram_credential_store import decode as decode_credentials
 from tests.support.broker_process import BrokerProcess
 from tests.support.raw_client import RawClient
+from tests.support.real_clients import KAFKA_PYTHON_SCHEMA_READS
 
-pytestmark = [
-    pytest.mark.filterwarnings("ignore:read_text is deprecated:DeprecationWarning"),
-    pytest.mark.filterwarnings("ignore:open_text is deprecated:DeprecationWarning"),
-]
+pytestmark = KAFKA_PYTHON_SCHEMA_READS
 
 EXACT, DEFAULT, SPECIFIED = 0, 1, 2
 

@@ -4,7 +4,6 @@ a record twice when they commit on revocation; checked against what the broker s
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,10 +12,14 @@ import pytest
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 
-from protocol.messages.offset_fetch import OFFSET_FETCH  # noqa: E402
-from protocol.schema import Message  # noqa: E402
 from tests.e2e.test_consumer_groups_raw import create, describe  # noqa: E402
-from tests.support.broker_process import BrokerProcess  # noqa: E402
+from tests.support.broker_process import BrokerProcess, running  # noqa: E402
+from tests.support.confluent_group import (  # noqa: E402
+    QUICK_CONSUMER_GROUPS,
+    CommittingConsumer,
+    produce_spread,
+)
+from tests.support.group_offsets import committed_offsets  # noqa: E402
 from tests.support.raw_client import RawClient  # noqa: E402
 
 TOPIC, GROUP, PARTITIONS = "kip848-rd", "kip848-rd-group", 6
@@ -25,85 +28,28 @@ STALE_MEMBER_EPOCH = 113
 
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[BrokerProcess]:
-    proc = BrokerProcess(
-        tmp_path / "data",
-        {
-            # Kafka's 5 s interval would make the test slow; members react at each heartbeat.
-            "group.consumer.heartbeat.interval.ms": "200",
-            "group.consumer.session.timeout.ms": "6000",
-        },
-    ).start()
-    try:
+    with running(tmp_path / "data", QUICK_CONSUMER_GROUPS) as proc:
         yield proc
-    finally:
-        proc.stop()
 
 
 def produce(broker: BrokerProcess, count: int, start: int) -> None:
-    producer = confluent_kafka.Producer({"bootstrap.servers": broker.bootstrap, "acks": "all"})
-    for i in range(start, start + count):
-        producer.produce(TOPIC, value=str(i).encode(), partition=i % PARTITIONS)
-    assert producer.flush(10) == 0
+    produce_spread(broker.bootstrap, TOPIC, PARTITIONS, count, start)
 
 
-class Consumer(threading.Thread):
-    """A consumer that commits what it read when partitions are revoked and at close."""
+class Consumer(CommittingConsumer):
+    """A consumer that commits what it read when partitions are revoked and at close. A
+    commit racing the heartbeat that moves the member to its next epoch gets
+    STALE_MEMBER_EPOCH; the Java consumer retries it with the new epoch, and so does this."""
 
     def __init__(self, broker: BrokerProcess, name: str) -> None:
-        super().__init__(name=name, daemon=True)
-        self.read: list[tuple[int, int]] = []
-        self.assignment: set[int] = set()
-        self.stop = threading.Event()
-        self.error: BaseException | None = None
-        self.positions: dict[int, int] = {}
-        self.consumer = confluent_kafka.Consumer(
-            {
-                "bootstrap.servers": broker.bootstrap,
-                "group.id": GROUP,
-                "group.protocol": "consumer",
-                "enable.auto.commit": False,
-                "auto.offset.reset": "earliest",
-                "client.id": name,
-            }
+        super().__init__(
+            broker.bootstrap,
+            GROUP,
+            TOPIC,
+            name,
+            retriable={STALE_MEMBER_EPOCH},
+            forget_revoked=False,
         )
-
-    def _commit(self, partitions: list[object]) -> None:
-        offsets = [
-            confluent_kafka.TopicPartition(TOPIC, p.partition, self.positions[p.partition])  # type: ignore[attr-defined]
-            for p in partitions
-            if p.partition in self.positions  # type: ignore[attr-defined]
-        ]
-        for attempt in range(5):
-            if not offsets:
-                return
-            try:
-                self.consumer.commit(offsets=offsets, asynchronous=False)
-                return
-            except confluent_kafka.KafkaException as e:
-                # A commit racing the heartbeat that moves the member to its next epoch gets
-                # STALE_MEMBER_EPOCH; the Java consumer retries it with the new epoch.
-                if e.args[0].code() != STALE_MEMBER_EPOCH or attempt == 4:
-                    raise
-
-    def _on_assign(self, consumer: object, partitions: list[object]) -> None:
-        self.assignment |= {p.partition for p in partitions}  # type: ignore[attr-defined]
-
-    def _on_revoke(self, consumer: object, partitions: list[object]) -> None:
-        self._commit(partitions)
-        self.assignment -= {p.partition for p in partitions}  # type: ignore[attr-defined]
-
-    def run(self) -> None:
-        try:
-            self.consumer.subscribe([TOPIC], on_assign=self._on_assign, on_revoke=self._on_revoke)
-            while not self.stop.is_set():
-                msg = self.consumer.poll(0.1)
-                if msg is None or msg.error():
-                    continue
-                self.read.append((msg.partition(), msg.offset()))
-                self.positions[msg.partition()] = msg.offset() + 1
-            self.consumer.close()  # revokes (and so commits) everything, then leaves
-        except BaseException as e:
-            self.error = e
 
 
 def wait_until(condition: object, what: str, timeout: float = 30.0) -> None:
@@ -114,15 +60,7 @@ def wait_until(condition: object, what: str, timeout: float = 30.0) -> None:
 
 
 def committed(broker: BrokerProcess) -> dict[int, int]:
-    with RawClient(broker.port) as client:
-        answer = client.request(
-            OFFSET_FETCH,
-            8,
-            Message(groups=[Message(group_id=GROUP, topics=None)], require_stable=False),
-        )
-    return {
-        p.partition_index: p.committed_offset for t in answer.groups[0].topics for p in t.partitions
-    }
+    return {p: offset for (_, p), offset in committed_offsets(broker.port, GROUP).items()}
 
 
 def test_confluent_consumers_split_partitions_and_hand_them_over_without_rereading(

@@ -17,6 +17,7 @@ from protocol.messages.offset_fetch import OFFSET_FETCH
 from protocol.schema import Message
 from storage.committed_offsets import CommittedOffsets
 from tests.support.broker_process import BrokerProcess
+from tests.support.group_offsets import committed_topic
 from tests.support.produce import create_partitioned_topic
 from tests.support.raw_client import RawClient
 
@@ -342,19 +343,7 @@ def test_offsets_are_checked_against_member_epochs(shared_broker: BrokerProcess)
                     generation_id_or_member_epoch=epoch,
                     member_id="c",
                     group_instance_id=None,
-                    topics=[
-                        Message(
-                            name="cg-offsets",
-                            partitions=[
-                                Message(
-                                    partition_index=0,
-                                    committed_offset=7,
-                                    committed_leader_epoch=-1,
-                                    committed_metadata="m",
-                                )
-                            ],
-                        )
-                    ],
+                    topics=[committed_topic("cg-offsets", {0: 7}, "m")],
                 ),
             )
             code: int = answer.topics[0].partitions[0].error_code

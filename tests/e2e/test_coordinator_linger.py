@@ -15,7 +15,7 @@ from protocol.messages.api_versions import API_VERSIONS
 from protocol.messages.offset_commit import OFFSET_COMMIT
 from protocol.schema import Message
 from tests.e2e.test_groups_raw import commit_request
-from tests.support.broker_process import BrokerProcess
+from tests.support.broker_process import BrokerProcess, running
 from tests.support.committed_offsets_log import read_log
 from tests.support.produce import create_topic
 from tests.support.raw_client import RawClient
@@ -26,11 +26,8 @@ LINGER_S = 3.0
 @pytest.fixture
 def lingering(tmp_path: Path) -> Iterator[BrokerProcess]:
     overrides = {"group.coordinator.append.linger.ms": str(int(LINGER_S * 1000))}
-    proc = BrokerProcess(tmp_path / "data", overrides).start()
-    try:
+    with running(tmp_path / "data", overrides) as proc:
         yield proc
-    finally:
-        proc.stop()
 
 
 def test_commits_within_the_linger_are_answered_after_it_and_others_are_served_meanwhile(

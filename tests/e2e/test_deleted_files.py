@@ -16,19 +16,16 @@ from protocol.errors import ErrorCode
 from protocol.messages.api_versions import API_VERSIONS
 from protocol.messages.delete_topics import DELETE_TOPICS
 from protocol.messages.fetch import FETCH
-from protocol.messages.incremental_alter_configs import INCREMENTAL_ALTER_CONFIGS
 from protocol.records import build_batch, crc_ok, iter_batches
 from protocol.schema import Message
-from tests.e2e.test_admin_configs import TOPIC, create
+from tests.e2e.test_admin_configs import TOPIC, create, incremental
 from tests.e2e.test_admin_topics import delete_records
 from tests.support.broker_process import BrokerProcess
 from tests.support.produce import fetch_partition, produce, stored
 from tests.support.raw_client import RawClient
+from tests.support.real_clients import KAFKA_PYTHON_SCHEMA_READS
 
-pytestmark = [
-    pytest.mark.filterwarnings("ignore:read_text is deprecated:DeprecationWarning"),
-    pytest.mark.filterwarnings("ignore:open_text is deprecated:DeprecationWarning"),
-]
+pytestmark = KAFKA_PYTHON_SCHEMA_READS
 
 # Kafka's longest topic name (Topic.MAX_NAME_LENGTH): "<name>-0" fits a 255-byte file name,
 # "<name>-0.<32 hex>-delete" would not.
@@ -156,21 +153,8 @@ def _delete_segment(client: RawClient, how: str, topic: str, data: Path) -> None
     elif how == "DeleteRecords":
         assert delete_records(client, topic, 1).low_watermark == 1
     else:
-        answer = client.request(
-            INCREMENTAL_ALTER_CONFIGS,
-            1,
-            Message(
-                resources=[
-                    Message(
-                        resource_type=TOPIC,
-                        resource_name=topic,
-                        configs=[Message(name="retention.ms", config_operation=0, value="1")],
-                    )
-                ],
-                validate_only=False,
-            ),
-        )
-        assert answer.responses[0].error_code == 0
+        set_retention = [("retention.ms", 0, "1")]
+        assert incremental(client, topic, set_retention, TOPIC).error_code == 0
     # Whichever way, the first segment no longer has its live name (retention: once the next
     # check ran), but its file is still there under the name Kafka gives it.
     wait_until(lambda: not (data / f"{topic}-0" / FIRST_LOG).exists(), f"{how} on {topic}")

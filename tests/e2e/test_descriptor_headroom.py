@@ -18,7 +18,7 @@ import pytest
 from protocol.errors import ErrorCode
 from protocol.messages.api_versions import API_VERSIONS
 from protocol.records import build_batch
-from tests.support.broker_process import BrokerProcess
+from tests.support.broker_process import BrokerProcess, running
 from tests.support.produce import create_topic, produce, stored_values
 from tests.support.raw_client import SOFTWARE, RawClient
 
@@ -37,18 +37,15 @@ def open_descriptors(pid: int) -> int:
 
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[BrokerProcess]:
-    proc = BrokerProcess(
+    with running(
         tmp_path / "data",
         {
             "log.segment.bytes": str(SEGMENT_BYTES),
             # No worker processes: their pipes would come and go with the load.
             "minikafka.validation.workers": "0",
         },
-    ).start()
-    try:
+    ) as proc:
         yield proc
-    finally:
-        proc.kill() if not proc.is_running() else proc.stop()
 
 
 def answers(client: RawClient) -> bool:

@@ -30,20 +30,18 @@ import pytest
 from protocol.messages.describe_configs import DESCRIBE_CONFIGS
 from protocol.messages.describe_groups import DESCRIBE_GROUPS
 from protocol.messages.list_groups import LIST_GROUPS
-from protocol.messages.offset_fetch import OFFSET_FETCH
 from protocol.records import Record, build_batch, decode_records
 from protocol.schema import Message
 from tests.e2e.test_admin_configs import create
 from tests.support.broker_process import BrokerProcess
+from tests.support.group_offsets import committed_offsets
 from tests.support.produce import produce, stored
 from tests.support.raw_client import RawClient
+from tests.support.real_clients import KAFKA_PYTHON_SCHEMA_READS
 
 # kafka-python 3.0 loads its protocol schemas with importlib.resources.read_text, deprecated
 # since Python 3.11; pytest runs with warnings as errors.
-pytestmark = [
-    pytest.mark.filterwarnings("ignore:read_text is deprecated:DeprecationWarning"),
-    pytest.mark.filterwarnings("ignore:open_text is deprecated:DeprecationWarning"),
-]
+pytestmark = KAFKA_PYTHON_SCHEMA_READS
 
 CLIENTS = ("confluent-kafka", "kafka-python", "aiokafka")
 DEADLINE_S = 30.0
@@ -142,17 +140,7 @@ def stored_cluster_id(data_dir: Path) -> str:
 
 def raw_committed(broker: BrokerProcess, group: str) -> dict[tuple[str, int], int]:
     """(topic, partition) -> committed offset, from an OffsetFetch v8 for every partition."""
-    with RawClient(broker.port) as client:
-        answer = client.request(
-            OFFSET_FETCH,
-            8,
-            Message(groups=[Message(group_id=group, topics=None)], require_stable=False),
-        )
-    (result,) = answer.groups
-    assert result.error_code == 0, result
-    return {
-        (t.name, p.partition_index): p.committed_offset for t in result.topics for p in t.partitions
-    }
+    return committed_offsets(broker.port, group)
 
 
 def raw_group(broker: BrokerProcess, group: str) -> Message:

@@ -23,6 +23,7 @@ from tests.support.produce import (
     init_producer,
     produce,
     produce_request,
+    producing_to,
     stored,
 )
 from tests.support.raw_client import SOFTWARE, RawClient
@@ -60,9 +61,7 @@ def metadata(client: RawClient, topic: str) -> Message:
 
 
 def test_error_before_the_work_is_answered_and_nothing_is_stored(fb: FaultBroker) -> None:
-    with RawClient(fb.port) as client:
-        create_topic(client, "before")
-        pid = init_producer(client)
+    with producing_to(fb.port, "before") as (client, pid):
         rule = fb.faults.error("Produce", "NOT_LEADER_OR_FOLLOWER", count=1)
         assert isinstance(rule, int)
 
@@ -79,9 +78,7 @@ def test_error_after_the_work_stores_the_batch_and_the_retry_is_a_duplicate(
     fb: FaultBroker,
 ) -> None:
     # The lost-ACK case: the append happened, the answer says it failed.
-    with RawClient(fb.port) as client:
-        create_topic(client, "after")
-        pid = init_producer(client)
+    with producing_to(fb.port, "after") as (client, pid):
         produce(client, "after", batch(pid, 0, 0))
         fb.faults.error("Produce", "REQUEST_TIMED_OUT", when="after")
 
@@ -95,9 +92,7 @@ def test_error_after_the_work_stores_the_batch_and_the_retry_is_a_duplicate(
 
 
 def test_error_scoped_to_a_partition_leaves_the_other_partitions_served(fb: FaultBroker) -> None:
-    with RawClient(fb.port) as client:
-        create_topic(client, "scoped")
-        pid = init_producer(client)
+    with producing_to(fb.port, "scoped") as (client, pid):
         fb.faults.error("Produce", "NOT_LEADER_OR_FOLLOWER", topic="scoped", partition=1)
         request = Message(
             transactional_id=None,
@@ -131,9 +126,7 @@ def test_error_scoped_to_another_client_id_does_not_apply(fb: FaultBroker) -> No
 
 
 def test_drop_does_the_work_answers_nothing_and_closes_the_connection(fb: FaultBroker) -> None:
-    with RawClient(fb.port) as client:
-        create_topic(client, "dropped")
-        pid = init_producer(client)
+    with producing_to(fb.port, "dropped") as (client, pid):
         fb.faults.drop("Produce", close_after_ms=50)
         client.send(PRODUCE, 9, produce_request("dropped", batch(pid, 0, 0)))
         assert client.closed_by_peer(timeout=10)  # EOF, not an answer
@@ -158,9 +151,7 @@ def test_throttle_sets_throttle_time_ms(fb: FaultBroker) -> None:
 
 
 def test_offline_partition_has_no_leader_until_brought_back(fb: FaultBroker) -> None:
-    with RawClient(fb.port) as client:
-        create_topic(client, "offline")
-        pid = init_producer(client)
+    with producing_to(fb.port, "offline") as (client, pid):
         fb.faults.take_offline("offline", 0)
         parts = {p.partition_index: p for p in metadata(client, "offline").topics[0].partitions}
         assert (parts[0].error_code, parts[0].leader_id, parts[0].isr_nodes) == (
@@ -264,9 +255,7 @@ def test_a_fault_with_a_duration_expires(fb: FaultBroker) -> None:
 def test_crash_restart_recovers_every_acknowledged_batch(tmp_path: Path) -> None:
     proc = FaultBroker(tmp_path / "data").start()
     try:
-        with RawClient(proc.port) as client:
-            create_topic(client, "crash")
-            pid = init_producer(client)
+        with producing_to(proc.port, "crash") as (client, pid):
             for seq in (0, 2, 4):
                 assert produce(client, "crash", batch(pid, 0, seq)).error_code == 0
         answer = proc.faults.crash_restart()

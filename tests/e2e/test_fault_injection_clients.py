@@ -15,13 +15,11 @@ import pytest
 from protocol.records import decode_records
 from tests.support.fault_broker import FaultBroker
 from tests.support.produce import stored
+from tests.support.real_clients import KAFKA_PYTHON_SCHEMA_READS
 
 CLIENTS = ["kafka-python", "confluent-kafka", "aiokafka"]
 # kafka-python 3.0 loads its protocol schemas with importlib.resources' legacy functions.
-pytestmark = [
-    pytest.mark.filterwarnings("ignore:read_text is deprecated:DeprecationWarning"),
-    pytest.mark.filterwarnings("ignore:open_text is deprecated:DeprecationWarning"),
-]
+pytestmark = KAFKA_PYTHON_SCHEMA_READS
 DEADLINE_S = 60.0
 
 

@@ -22,9 +22,9 @@ from confluent_kafka.admin import (
 
 from protocol.errors import ErrorCode
 from protocol.messages.alter_configs import ALTER_CONFIGS
-from protocol.messages.incremental_alter_configs import INCREMENTAL_ALTER_CONFIGS
 from protocol.schema import Message
 from storage.group_config_store import GroupConfigStore
+from tests.e2e.test_admin_configs import incremental as resource_incremental
 from tests.e2e.test_consumer_groups_raw import create, heartbeat, join
 from tests.support.broker_process import BrokerProcess
 from tests.support.raw_client import RawClient
@@ -40,21 +40,7 @@ def incremental(
     ops: list[tuple[str, int, str | None]],
     validate_only: bool = False,
 ) -> tuple[int, str | None]:
-    answer = client.request(
-        INCREMENTAL_ALTER_CONFIGS,
-        1,
-        Message(
-            resources=[
-                Message(
-                    resource_type=GROUP,
-                    resource_name=group,
-                    configs=[Message(name=n, config_operation=op, value=v) for n, op, v in ops],
-                )
-            ],
-            validate_only=validate_only,
-        ),
-    )
-    result = answer.responses[0]
+    result = resource_incremental(client, group, ops, GROUP, validate_only)
     return result.error_code, result.error_message
 
 

@@ -7,7 +7,6 @@ after each run."""
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -17,11 +16,16 @@ import pytest
 confluent_kafka = pytest.importorskip("confluent_kafka")
 
 from protocol.messages.list_groups import LIST_GROUPS  # noqa: E402
-from protocol.messages.offset_fetch import OFFSET_FETCH  # noqa: E402
 from protocol.schema import Message  # noqa: E402
 from storage.committed_offsets import CommittedOffsets  # noqa: E402
 from tests.e2e.test_consumer_groups_raw import create  # noqa: E402
-from tests.support.broker_process import BrokerProcess  # noqa: E402
+from tests.support.broker_process import BrokerProcess, running  # noqa: E402
+from tests.support.confluent_group import (  # noqa: E402
+    QUICK_CONSUMER_GROUPS,
+    CommittingConsumer,
+    produce_spread,
+)
+from tests.support.group_offsets import committed_offsets  # noqa: E402
 from tests.support.raw_client import RawClient  # noqa: E402
 
 TOPIC, GROUP, PARTITIONS = "migrate", "migrate-group", 6
@@ -31,90 +35,35 @@ RETRIABLE = {22, 27, 113}  # ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS, STALE_ME
 
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[BrokerProcess]:
-    proc = BrokerProcess(
-        tmp_path / "data",
-        {
-            "group.consumer.heartbeat.interval.ms": "200",
-            "group.consumer.session.timeout.ms": "6000",
-            "group.initial.rebalance.delay.ms": "0",
-        },
-    ).start()
-    try:
+    with running(
+        tmp_path / "data", {**QUICK_CONSUMER_GROUPS, "group.initial.rebalance.delay.ms": "0"}
+    ) as proc:
         yield proc
-    finally:
-        proc.stop()
 
 
 def produce(broker: BrokerProcess, count: int, start: int) -> None:
-    producer = confluent_kafka.Producer({"bootstrap.servers": broker.bootstrap, "acks": "all"})
-    for i in range(start, start + count):
-        producer.produce(TOPIC, value=str(i).encode(), partition=i % PARTITIONS)
-    assert producer.flush(10) == 0
+    produce_spread(broker.bootstrap, TOPIC, PARTITIONS, count, start)
 
 
-class Consumer(threading.Thread):
-    """Reads, and commits what it read when partitions are revoked and at close."""
+class Consumer(CommittingConsumer):
+    """Reads, and commits what it read when partitions are revoked and at close; a revoked
+    partition's position is forgotten (it may come back after another member read on)."""
 
     def __init__(self, broker: BrokerProcess, name: str, protocol: str) -> None:
-        super().__init__(name=name, daemon=True)
-        self.protocol = protocol
-        self.read: list[tuple[int, int]] = []
-        self.assignment: set[int] = set()
-        self.stop = threading.Event()
-        self.error: BaseException | None = None
-        self.positions: dict[int, int] = {}
-        config: dict[str, object] = {
-            "bootstrap.servers": broker.bootstrap,
-            "group.id": GROUP,
-            "group.protocol": protocol,
-            "enable.auto.commit": False,
-            "auto.offset.reset": "earliest",
-            "client.id": name,
-        }
-        if protocol == "classic":
-            config.update({"session.timeout.ms": 6000, "heartbeat.interval.ms": 200})
-        self.consumer = confluent_kafka.Consumer(config)
-
-    def _commit(self, partitions: list[object]) -> None:
-        offsets = [
-            confluent_kafka.TopicPartition(TOPIC, p.partition, self.positions[p.partition])  # type: ignore[attr-defined]
-            for p in partitions
-            if p.partition in self.positions  # type: ignore[attr-defined]
-        ]
-        for attempt in range(5):
-            if not offsets:
-                return
-            try:
-                self.consumer.commit(offsets=offsets, asynchronous=False)
-                return
-            except confluent_kafka.KafkaException as e:
-                if e.args[0].code() not in RETRIABLE or attempt == 4:
-                    raise
-
-    def _on_assign(self, consumer: object, partitions: list[object]) -> None:
-        self.assignment |= {p.partition for p in partitions}  # type: ignore[attr-defined]
-
-    def _on_revoke(self, consumer: object, partitions: list[object]) -> None:
-        self._commit(partitions)
-        revoked = {p.partition for p in partitions}  # type: ignore[attr-defined]
-        self.assignment -= revoked
-        # Forgotten: if a partition comes back after another member read on, a stale
-        # position must not be committed over that member's commit.
-        for partition in revoked:
-            self.positions.pop(partition, None)
-
-    def run(self) -> None:
-        try:
-            self.consumer.subscribe([TOPIC], on_assign=self._on_assign, on_revoke=self._on_revoke)
-            while not self.stop.is_set():
-                msg = self.consumer.poll(0.1)
-                if msg is None or msg.error():
-                    continue
-                self.read.append((msg.partition(), msg.offset()))
-                self.positions[msg.partition()] = msg.offset() + 1
-            self.consumer.close()  # revokes (and so commits) everything, then leaves
-        except BaseException as e:
-            self.error = e
+        super().__init__(
+            broker.bootstrap,
+            GROUP,
+            TOPIC,
+            name,
+            protocol=protocol,
+            retriable=RETRIABLE,
+            forget_revoked=True,
+            settings=(
+                {"session.timeout.ms": 6000, "heartbeat.interval.ms": 200}
+                if protocol == "classic"
+                else None
+            ),
+        )
 
 
 def wait_until(condition: Callable[[], bool], what: str, timeout: float = 60.0) -> float:
@@ -126,15 +75,7 @@ def wait_until(condition: Callable[[], bool], what: str, timeout: float = 60.0) 
 
 
 def committed(broker: BrokerProcess) -> dict[int, int]:
-    with RawClient(broker.port) as client:
-        answer = client.request(
-            OFFSET_FETCH,
-            8,
-            Message(groups=[Message(group_id=GROUP, topics=None)], require_stable=False),
-        )
-    return {
-        p.partition_index: p.committed_offset for t in answer.groups[0].topics for p in t.partitions
-    }
+    return {p: offset for (_, p), offset in committed_offsets(broker.port, GROUP).items()}
 
 
 def listed(broker: BrokerProcess) -> tuple[str, str] | None:

@@ -21,6 +21,7 @@ from protocol.schema import Message
 from storage.committed_offsets import CommittedOffsets
 from tests.e2e.test_consumer_groups_raw import assigned, create, describe, heartbeat, join
 from tests.support.broker_process import BrokerProcess
+from tests.support.group_offsets import committed_topic
 from tests.support.raw_client import RawClient
 
 MEMBER_ID_REQUIRED, REBALANCE_IN_PROGRESS, GROUP_ID_NOT_FOUND = 79, 27, 69
@@ -101,19 +102,7 @@ def commit(client: RawClient, member_id: str, generation: int, version: int = 8)
             member_id=member_id,
             group_instance_id=None,
             retention_time_ms=-1,
-            topics=[
-                Message(
-                    name=TOPIC,
-                    partitions=[
-                        Message(
-                            partition_index=0,
-                            committed_offset=7,
-                            committed_leader_epoch=-1,
-                            committed_metadata=None,
-                        )
-                    ],
-                )
-            ],
+            topics=[committed_topic(TOPIC, {0: 7}, None)],
         ),
     )
     return int(answer.topics[0].partitions[0].error_code)

@@ -34,17 +34,15 @@ import pytest
 from protocol.messages.describe_groups import DESCRIBE_GROUPS
 from protocol.messages.heartbeat import HEARTBEAT
 from protocol.messages.offset_commit import OFFSET_COMMIT
-from protocol.messages.offset_fetch import OFFSET_FETCH
 from protocol.schema import Message
 from storage.committed_offsets import FILE_NAME, CommittedOffsets, GroupRecord
-from tests.support.broker_process import BrokerProcess
+from tests.support.broker_process import BrokerProcess, running
+from tests.support.group_offsets import committed_offsets, committed_topic
 from tests.support.produce import create_topic
 from tests.support.raw_client import RawClient
+from tests.support.real_clients import KAFKA_PYTHON_SCHEMA_READS
 
-pytestmark = [
-    pytest.mark.filterwarnings("ignore:read_text is deprecated:DeprecationWarning"),
-    pytest.mark.filterwarnings("ignore:open_text is deprecated:DeprecationWarning"),
-]
+pytestmark = KAFKA_PYTHON_SCHEMA_READS
 
 PARTITIONS = 6
 SETTLE_S = 25.0
@@ -243,50 +241,20 @@ def commit_zero(port: int, group: str, topic: str) -> None:
                 generation_id_or_member_epoch=-1,
                 member_id="",
                 group_instance_id=None,
-                topics=[
-                    Message(
-                        name=topic,
-                        partitions=[
-                            Message(
-                                partition_index=p,
-                                committed_offset=0,
-                                committed_leader_epoch=-1,
-                                committed_metadata="start",
-                            )
-                            for p in range(PARTITIONS)
-                        ],
-                    )
-                ],
+                topics=[committed_topic(topic, dict.fromkeys(range(PARTITIONS), 0), "start")],
             ),
         )
         assert all(p.error_code == 0 for t in answer.topics for p in t.partitions), answer
 
 
 def committed(port: int, group: str, topic: str) -> dict[int, int]:
-    with RawClient(port) as client:
-        answer = client.request(
-            OFFSET_FETCH,
-            8,
-            Message(
-                groups=[Message(group_id=group, topics=None)],
-                require_stable=False,
-            ),
-        )
-    return {
-        p.partition_index: p.committed_offset
-        for t in answer.groups[0].topics
-        if t.name == topic
-        for p in t.partitions
-    }
+    return {p: offset for (t, p), offset in committed_offsets(port, group).items() if t == topic}
 
 
 @pytest.fixture(scope="module")
 def group_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    proc = BrokerProcess(tmp_path_factory.mktemp("groups") / "data", OVERRIDES).start()
-    try:
+    with running(tmp_path_factory.mktemp("groups") / "data", OVERRIDES) as proc:
         yield proc
-    finally:
-        proc.stop()
 
 
 @pytest.mark.timeout(90)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 from protocol.messages.describe_groups import DESCRIBE_GROUPS
 from protocol.messages.find_coordinator import FIND_COORDINATOR
 from protocol.messages.join_group import JOIN_GROUP
@@ -12,13 +10,12 @@ from protocol.messages.offset_commit import OFFSET_COMMIT
 from protocol.messages.sync_group import SYNC_GROUP
 from protocol.schema import Message
 from tests.support.broker_process import BrokerProcess
+from tests.support.group_offsets import committed_topic
 from tests.support.produce import create_topic
 from tests.support.raw_client import RawClient
+from tests.support.real_clients import KAFKA_PYTHON_SCHEMA_READS
 
-pytestmark = [
-    pytest.mark.filterwarnings("ignore:read_text is deprecated:DeprecationWarning"),
-    pytest.mark.filterwarnings("ignore:open_text is deprecated:DeprecationWarning"),
-]
+pytestmark = KAFKA_PYTHON_SCHEMA_READS
 
 INCONSISTENT_GROUP_PROTOCOL, ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID = 23, 22, 25
 MEMBER_ID_REQUIRED, GROUP_ID_NOT_FOUND = 79, 69
@@ -43,19 +40,7 @@ def commit_request(group: str, generation: int, member_id: str, topic: str) -> M
         generation_id_or_member_epoch=generation,
         member_id=member_id,
         group_instance_id=None,
-        topics=[
-            Message(
-                name=topic,
-                partitions=[
-                    Message(
-                        partition_index=0,
-                        committed_offset=1,
-                        committed_leader_epoch=-1,
-                        committed_metadata=None,
-                    )
-                ],
-            )
-        ],
+        topics=[committed_topic(topic, {0: 1}, None)],
     )
 
 

@@ -20,7 +20,7 @@ from protocol.messages.join_group import JOIN_GROUP
 from protocol.messages.sync_group import SYNC_GROUP
 from protocol.schema import Message
 from storage.committed_offsets import FILE_NAME, CommittedOffsets, GroupRecord
-from tests.support.broker_process import BrokerProcess
+from tests.support.broker_process import BrokerProcess, running
 from tests.support.raw_client import RawClient
 
 GROUP = "static-g"
@@ -108,11 +108,8 @@ def wait_until(predicate: Callable[[], bool], what: str, timeout: float = 10.0) 
 @pytest.fixture
 def quick_broker(tmp_path: Path) -> Iterator[BrokerProcess]:
     # No initial delay: the first join completes at once, so the test needs no waiting.
-    proc = BrokerProcess(tmp_path / "data", {"group.initial.rebalance.delay.ms": "0"}).start()
-    try:
+    with running(tmp_path / "data", {"group.initial.rebalance.delay.ms": "0"}) as proc:
         yield proc
-    finally:
-        proc.kill() if not proc.is_running() else proc.stop()
 
 
 def form_group(port: int, a: RawClient, b: RawClient) -> tuple[str, str]:

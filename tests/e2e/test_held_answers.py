@@ -21,12 +21,13 @@ from protocol.messages.produce import PRODUCE
 from protocol.primitives import Reader
 from protocol.records import build_batch
 from protocol.schema import Message
-from tests.support.broker_process import BrokerProcess
+from tests.support.broker_process import BrokerProcess, running
 from tests.support.produce import (
     create_topic,
     cut_into_body,
     init_producer,
     produce_request,
+    producing_to,
     stored,
 )
 from tests.support.raw_client import ConnectionClosed, RawClient
@@ -38,11 +39,8 @@ pytestmark = pytest.mark.e2e
 def broker(tmp_path: Path) -> Iterator[BrokerProcess]:
     # No validation workers: every Produce goes the connection's plain way, where answers
     # are held (pipelined requests join their answers on their own).
-    proc = BrokerProcess(tmp_path / "data", {"minikafka.validation.workers": "0"}).start()
-    try:
+    with running(tmp_path / "data", {"minikafka.validation.workers": "0"}) as proc:
         yield proc
-    finally:
-        proc.kill() if not proc.is_running() else proc.stop()
 
 
 def _batch(producer: int, sequence: int, records: int = 3) -> bytes:
@@ -127,9 +125,7 @@ def test_held_answers_still_leave_before_a_malformed_request_closes_the_connecti
 def test_an_acks_0_produce_and_other_requests_between_keep_the_order(
     broker: BrokerProcess,
 ) -> None:
-    with RawClient(broker.port) as client:
-        create_topic(client, "held-mixed")
-        producer = init_producer(client)
+    with producing_to(broker.port, "held-mixed") as (client, producer):
         sends = [
             client.encode(PRODUCE, 9, produce_request("held-mixed", _batch(producer, 0)), 30),
             client.encode(
@@ -154,9 +150,7 @@ def test_an_acks_0_produce_and_other_requests_between_keep_the_order(
 def test_a_lone_produce_is_answered_without_waiting_for_more(broker: BrokerProcess) -> None:
     """A client with one request in flight gets its answer at once: nothing is held while
     the broker waits for the next request (half of one is here; the rest never comes)."""
-    with RawClient(broker.port) as client:
-        create_topic(client, "held-lone")
-        producer = init_producer(client)
+    with producing_to(broker.port, "held-lone") as (client, producer):
         first = client.encode(PRODUCE, 9, produce_request("held-lone", _batch(producer, 0)), 40)
         second = client.encode(PRODUCE, 9, produce_request("held-lone", _batch(producer, 3)), 41)
         client.send_raw(first + second[: len(second) // 2])

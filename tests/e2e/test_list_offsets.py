@@ -17,7 +17,7 @@ from protocol.messages.list_offsets import LIST_OFFSETS
 from protocol.messages.metadata import METADATA
 from protocol.records import Record, build_batch, decode_records
 from protocol.schema import Message
-from tests.support.broker_process import BrokerProcess
+from tests.support.broker_process import BrokerProcess, running
 from tests.support.produce import create_topic, produce, stored
 from tests.support.raw_client import RawClient
 
@@ -29,14 +29,11 @@ BASE_TS = 1_700_000_000_000
 
 @pytest.fixture(scope="module")
 def small_segments(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    proc = BrokerProcess(
+    with running(
         tmp_path_factory.mktemp("lo") / "data",
         {"log.segment.bytes": str(SEGMENT_BYTES), "log.index.interval.bytes": "200"},
-    ).start()
-    try:
+    ) as proc:
         yield proc
-    finally:
-        proc.stop()
 
 
 def topic_name(prefix: str) -> str:

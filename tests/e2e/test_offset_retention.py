@@ -19,11 +19,11 @@ from protocol.messages.join_group import JOIN_GROUP
 from protocol.messages.leave_group import LEAVE_GROUP
 from protocol.messages.list_groups import LIST_GROUPS
 from protocol.messages.offset_commit import OFFSET_COMMIT
-from protocol.messages.offset_fetch import OFFSET_FETCH
 from protocol.messages.sync_group import SYNC_GROUP
 from protocol.schema import Message
-from tests.support.broker_process import BrokerProcess
+from tests.support.broker_process import BrokerProcess, running
 from tests.support.committed_offsets_log import LogRecord, read_log
+from tests.support.group_offsets import committed_topic, offset_fetch_v7
 from tests.support.produce import create_topic
 from tests.support.raw_client import RawClient
 
@@ -36,18 +36,15 @@ MEMBER_ID_REQUIRED = 79
 
 @pytest.fixture
 def retention_broker(tmp_path: Path) -> Iterator[BrokerProcess]:
-    proc = BrokerProcess(
+    with running(
         tmp_path / "data",
         {
             "minikafka.offsets.retention.ms": str(RETENTION_MS),
             "offsets.retention.check.interval.ms": str(CHECK_INTERVAL_MS),
             "group.initial.rebalance.delay.ms": "0",
         },
-    ).start()
-    try:
+    ) as proc:
         yield proc
-    finally:
-        proc.kill() if not proc.is_running() else proc.stop()
 
 
 def wait_until(condition: Callable[[], bool], timeout: float = 15.0) -> float:
@@ -79,34 +76,14 @@ def commit(
             member_id=member_id,
             group_instance_id=None,
             retention_time_ms=retention_time_ms,
-            topics=[
-                Message(
-                    name=topic,
-                    partitions=[
-                        Message(
-                            partition_index=0,
-                            committed_offset=42,
-                            committed_leader_epoch=-1,
-                            committed_metadata="m",
-                        )
-                    ],
-                )
-            ],
+            topics=[committed_topic(topic, {0: 42}, "m")],
         ),
     )
     assert answer.topics[0].partitions[0].error_code == 0
 
 
 def fetched(client: RawClient, group: str, topic: str) -> int:
-    answer = client.request(
-        OFFSET_FETCH,
-        7,
-        Message(
-            group_id=group,
-            topics=[Message(name=topic, partition_indexes=[0])],
-            require_stable=False,
-        ),
-    )
+    answer = offset_fetch_v7(client, group, topic, require_stable=False)
     assert answer.error_code == 0
     partition = answer.topics[0].partitions[0]
     assert partition.error_code == 0

@@ -7,16 +7,19 @@ from protocol.messages.metadata import METADATA
 from protocol.messages.produce import PRODUCE
 from protocol.schema import Message
 from tests.support.broker_process import BrokerProcess
-from tests.support.produce import batch, create_topic, init_producer, produce_request, stored
-from tests.support.raw_client import SOFTWARE, RawClient
+from tests.support.produce import (
+    batch,
+    produce_request,
+    producing_to,
+    stored,
+)
+from tests.support.raw_client import SOFTWARE
 
 
 def test_five_pipelined_requests_with_acks0_between_answered_in_order(
     broker: BrokerProcess,
 ) -> None:
-    with RawClient(broker.port) as client:
-        create_topic(client, "order")
-        pid = init_producer(client)
+    with producing_to(broker.port, "order") as (client, pid):
         sent = []
         for i in range(5):
             sent.append(client.send(PRODUCE, 9, produce_request("order", batch(pid, 0, i * 4))))

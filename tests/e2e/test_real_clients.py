@@ -32,6 +32,7 @@ from tests.support.raw_client import SOFTWARE, RawClient
 from tests.support.real_clients import (
     CONSUMERS,
     CREATE_TIME,
+    KAFKA_PYTHON_SCHEMA_READS,
     NULL_HEADER_VALUES,
     PRODUCERS,
     Got,
@@ -49,10 +50,7 @@ CONSUME_DEADLINE_S = 30.0
 
 # kafka-python 3.0 loads its protocol schemas with importlib.resources.read_text, deprecated
 # since Python 3.11; pytest runs with warnings as errors.
-pytestmark = [
-    pytest.mark.filterwarnings("ignore:read_text is deprecated:DeprecationWarning"),
-    pytest.mark.filterwarnings("ignore:open_text is deprecated:DeprecationWarning"),
-]
+pytestmark = KAFKA_PYTHON_SCHEMA_READS
 
 # What a record looks like once the offset is set aside: compared field by field.
 Content = tuple[bytes | None, bytes | None, Headers, int]

@@ -11,18 +11,16 @@ import re
 import stat
 from pathlib import Path
 
-import pytest
-
 from protocol.errors import ErrorCode
 from protocol.messages.add_partitions_to_txn import ADD_PARTITIONS_TO_TXN
 from protocol.messages.alter_user_scram_credentials import ALTER_USER_SCRAM_CREDENTIALS
 from protocol.messages.describe_transactions import DESCRIBE_TRANSACTIONS
 from protocol.messages.find_coordinator import FIND_COORDINATOR
 from protocol.messages.init_producer_id import INIT_PRODUCER_ID
-from protocol.messages.offset_for_leader_epoch import OFFSET_FOR_LEADER_EPOCH
 from protocol.schema import Message
 from storage.acl_store import FILE_NAME as ACL_FILE
 from storage.scram_credential_store import FILE_NAME as SCRAM_FILE
+from tests.e2e.test_offset_for_leader_epoch import ask
 from tests.e2e.test_security_acls import (
     CLUSTER,
     DESCRIBE,
@@ -37,12 +35,10 @@ from tests.e2e.test_security_acls import (
 from tests.support.broker_process import BrokerProcess, running
 from tests.support.produce import create_topic, produce
 from tests.support.raw_client import RawClient
+from tests.support.real_clients import KAFKA_PYTHON_SCHEMA_READS
 from tests.support.sasl import acl_overrides
 
-pytestmark = [
-    pytest.mark.filterwarnings("ignore:read_text is deprecated:DeprecationWarning"),
-    pytest.mark.filterwarnings("ignore:open_text is deprecated:DeprecationWarning"),
-]
+pytestmark = KAFKA_PYTHON_SCHEMA_READS
 
 TRANSACTION_KEY = 1
 UNSECURED_OAUTH = "enables OAUTHBEARER with unsecured (unsigned, alg=none) tokens"
@@ -234,21 +230,9 @@ def test_unsecured_oauthbearer_is_warned_about_at_start(tmp_path: Path) -> None:
 
 
 def _end_offset(client: RawClient, topic: str) -> tuple[int, int]:
-    answer = client.request(
-        OFFSET_FOR_LEADER_EPOCH,
-        4,
-        Message(
-            replica_id=-1,
-            topics=[
-                Message(
-                    topic=topic,
-                    partitions=[Message(partition=0, current_leader_epoch=-1, leader_epoch=0)],
-                )
-            ],
-        ),
-    )
-    [part] = answer.topics[0].partitions
-    return part.error_code, part.end_offset
+    """OffsetForLeaderEpoch v4 for epoch 0 of partition 0: (error code, end offset)."""
+    error_code, _, end_offset = ask(client, 4, topic, 0)
+    return error_code, end_offset
 
 
 def test_offset_for_leader_epoch_answers_a_cluster_action_principal_every_topic(

@@ -7,8 +7,6 @@ users and ACLs; outcomes checked in the data directory."""
 
 from __future__ import annotations
 
-import pytest
-
 from protocol.errors import ErrorCode
 from protocol.messages.create_topics import CREATE_TOPICS
 from protocol.messages.delete_topics import DELETE_TOPICS
@@ -27,11 +25,9 @@ from tests.e2e.test_security_acls import (
 from tests.support.broker_process import BrokerProcess
 from tests.support.produce import create_partitioned_topic
 from tests.support.raw_client import RawClient
+from tests.support.real_clients import KAFKA_PYTHON_SCHEMA_READS
 
-pytestmark = [
-    pytest.mark.filterwarnings("ignore:read_text is deprecated:DeprecationWarning"),
-    pytest.mark.filterwarnings("ignore:open_text is deprecated:DeprecationWarning"),
-]
+pytestmark = KAFKA_PYTHON_SCHEMA_READS
 
 DELETE, DESCRIBE_CONFIGS = 6, 10
 

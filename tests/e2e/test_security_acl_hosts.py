@@ -29,12 +29,10 @@ from tests.e2e.test_security_acls import (
 from tests.support.broker_process import BrokerProcess, running
 from tests.support.produce import create_topic, produce, stored_values
 from tests.support.raw_client import RawClient
+from tests.support.real_clients import KAFKA_PYTHON_SCHEMA_READS
 from tests.support.sasl import acl_overrides, plain_login
 
-pytestmark = [
-    pytest.mark.filterwarnings("ignore:read_text is deprecated:DeprecationWarning"),
-    pytest.mark.filterwarnings("ignore:open_text is deprecated:DeprecationWarning"),
-]
+pytestmark = KAFKA_PYTHON_SCHEMA_READS
 
 JAVA_LOOPBACK = "0:0:0:0:0:0:0:1"
 

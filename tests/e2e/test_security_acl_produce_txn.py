@@ -14,11 +14,9 @@ from protocol.schema import Message
 from tests.e2e.test_security_acls import TOPIC, WRITE, create, creation, login
 from tests.support.broker_process import BrokerProcess
 from tests.support.produce import batch, create_topic, init_producer, stored_values
+from tests.support.real_clients import KAFKA_PYTHON_SCHEMA_READS
 
-pytestmark = [
-    pytest.mark.filterwarnings("ignore:read_text is deprecated:DeprecationWarning"),
-    pytest.mark.filterwarnings("ignore:open_text is deprecated:DeprecationWarning"),
-]
+pytestmark = KAFKA_PYTHON_SCHEMA_READS
 
 
 def _request(txn_id: str | None, acks: int, *parts: tuple[str, bytes]) -> Message:

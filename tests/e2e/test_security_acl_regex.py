@@ -6,18 +6,14 @@ ACLs, raw ConsumerGroupHeartbeats; the resolution checked in the group's stored 
 
 from __future__ import annotations
 
-import pytest
-
 from storage.committed_offsets import CommittedOffsets
 from tests.e2e.test_consumer_groups_raw import assigned, heartbeat_until, join
 from tests.e2e.test_security_acls import DESCRIBE, GROUP, READ, TOPIC, create, creation, login
 from tests.support.broker_process import BrokerProcess
 from tests.support.produce import create_partitioned_topic
+from tests.support.real_clients import KAFKA_PYTHON_SCHEMA_READS
 
-pytestmark = [
-    pytest.mark.filterwarnings("ignore:read_text is deprecated:DeprecationWarning"),
-    pytest.mark.filterwarnings("ignore:open_text is deprecated:DeprecationWarning"),
-]
+pytestmark = KAFKA_PYTHON_SCHEMA_READS
 
 
 def test_a_regex_resolves_only_to_topics_the_member_may_describe(

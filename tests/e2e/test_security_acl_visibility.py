@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import time
 
-import pytest
-
 from protocol.errors import ErrorCode
 from protocol.messages.add_partitions_to_txn import ADD_PARTITIONS_TO_TXN
 from protocol.messages.consumer_group_describe import CONSUMER_GROUP_DESCRIBE
@@ -28,11 +26,9 @@ from tests.e2e.test_security_acls import (
 from tests.support.broker_process import BrokerProcess
 from tests.support.produce import create_partitioned_topic, create_topic
 from tests.support.raw_client import RawClient
+from tests.support.real_clients import KAFKA_PYTHON_SCHEMA_READS
 
-pytestmark = [
-    pytest.mark.filterwarnings("ignore:read_text is deprecated:DeprecationWarning"),
-    pytest.mark.filterwarnings("ignore:open_text is deprecated:DeprecationWarning"),
-]
+pytestmark = KAFKA_PYTHON_SCHEMA_READS
 
 TOPICS_HIDDEN = "The group has described topic(s) that the client is not authorized to describe."
 

@@ -8,8 +8,6 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import pytest
-
 from protocol.errors import ErrorCode
 from protocol.messages.create_acls import CREATE_ACLS
 from protocol.messages.delete_acls import DELETE_ACLS
@@ -27,12 +25,10 @@ from storage.acl_store import StoredAcl, decode
 from tests.support.broker_process import BrokerProcess
 from tests.support.produce import create_topic, produce, stored_values
 from tests.support.raw_client import RawClient
+from tests.support.real_clients import KAFKA_PYTHON_SCHEMA_READS
 from tests.support.sasl import acl_overrides, plain_login
 
-pytestmark = [
-    pytest.mark.filterwarnings("ignore:read_text is deprecated:DeprecationWarning"),
-    pytest.mark.filterwarnings("ignore:open_text is deprecated:DeprecationWarning"),
-]
+pytestmark = KAFKA_PYTHON_SCHEMA_READS
 
 # ResourceType, PatternType, AclOperation, AclPermissionType codes.
 ANY, TOPIC, GROUP, CLUSTER, TRANSACTIONAL_ID = 1, 2, 3, 4, 5

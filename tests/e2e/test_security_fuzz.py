@@ -17,8 +17,8 @@ from protocol.header import RequestHeader, encode_request_header
 from protocol.messages.api_versions import API_VERSIONS
 from protocol.messages.sasl_handshake import SASL_HANDSHAKE
 from protocol.schema import Message
-from tests.support.broker_process import BrokerProcess
-from tests.support.certs import Pki, make_pki
+from tests.support.broker_process import BrokerProcess, running
+from tests.support.certs import Pki
 from tests.support.raw_client import RawClient
 from tests.support.sasl import PLAIN_JAAS, plain_login
 
@@ -26,25 +26,16 @@ LISTENERS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
 
 @pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
-    return make_pki(tmp_path_factory.mktemp("pki"))
-
-
-@pytest.fixture(scope="module")
 def every_listener(tmp_path_factory: pytest.TempPathFactory, pki: Pki) -> Iterator[BrokerProcess]:
     overrides = {
         "listeners": ",".join(f"{name}://127.0.0.1:0" for name in LISTENERS),
-        "ssl.keystore.type": "PEM",
-        "ssl.keystore.location": str(pki.broker),
+        **pki.keystore_settings(),
         "sasl.enabled.mechanisms": "PLAIN",
         "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS,
         "listener.name.sasl_ssl.plain.sasl.jaas.config": PLAIN_JAAS,
     }
-    proc = BrokerProcess(tmp_path_factory.mktemp("fuzz") / "data", overrides).start()
-    try:
+    with running(tmp_path_factory.mktemp("fuzz") / "data", overrides) as proc:
         yield proc
-    finally:
-        proc.stop()
 
 
 def _connect(broker: BrokerProcess, name: str, pki: Pki) -> socket.socket:

@@ -21,15 +21,12 @@ import pytest
 from protocol.errors import ErrorCode
 from protocol.messages.metadata import METADATA
 from protocol.schema import Message
-from tests.support.broker_process import BrokerProcess
+from tests.support.broker_process import BrokerProcess, running
 from tests.support.raw_client import ConnectionClosed, RawClient
+from tests.support.real_clients import KAFKA_PYTHON_SCHEMA_READS
 from tests.support.sasl import authenticate, handshake, plain_login, sasl_overrides
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.filterwarnings("ignore:read_text is deprecated:DeprecationWarning"),
-    pytest.mark.filterwarnings("ignore:open_text is deprecated:DeprecationWarning"),
-]
+pytestmark = [pytest.mark.e2e, *KAFKA_PYTHON_SCHEMA_READS]
 
 # Answers (or the close) must come this fast; the broker's idle timeout is far longer.
 DEADLINE_S = 5.0
@@ -43,11 +40,8 @@ DEEP = 100_000
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     data = tmp_path_factory.mktemp("malformed-tokens") / "data"
     overrides = {**sasl_overrides(), "connections.max.idle.ms": str(IDLE_MS)}
-    proc = BrokerProcess(data, overrides).start()
-    try:
+    with running(data, overrides) as proc:
         yield proc
-    finally:
-        proc.kill() if not proc.is_running() else proc.stop()
 
 
 def _b64(text: str) -> str:

@@ -18,12 +18,10 @@ from protocol.schema import Message
 from tests.support.broker_process import BrokerProcess
 from tests.support.produce import stored_values
 from tests.support.raw_client import ConnectionClosed, RawClient
+from tests.support.real_clients import KAFKA_PYTHON_SCHEMA_READS
 from tests.support.sasl import authenticate, handshake, plain_login, sasl_overrides
 
-pytestmark = [
-    pytest.mark.filterwarnings("ignore:read_text is deprecated:DeprecationWarning"),
-    pytest.mark.filterwarnings("ignore:open_text is deprecated:DeprecationWarning"),
-]
+pytestmark = KAFKA_PYTHON_SCHEMA_READS
 
 REAUTH_MS = 1500
 

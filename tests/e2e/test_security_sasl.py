@@ -21,9 +21,10 @@ from protocol.messages.metadata import METADATA
 from protocol.messages.sasl_authenticate import SASL_AUTHENTICATE
 from protocol.messages.sasl_handshake import SASL_HANDSHAKE
 from protocol.schema import Message
-from tests.support.broker_process import BrokerProcess
+from tests.support.broker_process import BrokerProcess, running
 from tests.support.produce import stored_values
 from tests.support.raw_client import ConnectionClosed, RawClient
+from tests.support.real_clients import KAFKA_PYTHON_SCHEMA_READS
 from tests.support.sasl import (
     authenticate,
     handshake,
@@ -33,10 +34,7 @@ from tests.support.sasl import (
     scram_login,
 )
 
-pytestmark = [
-    pytest.mark.filterwarnings("ignore:read_text is deprecated:DeprecationWarning"),
-    pytest.mark.filterwarnings("ignore:open_text is deprecated:DeprecationWarning"),
-]
+pytestmark = KAFKA_PYTHON_SCHEMA_READS
 
 MECHANISM_TYPE = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}
 ENABLED = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"]
@@ -44,11 +42,8 @@ ENABLED = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"]
 
 @pytest.fixture
 def sasl_broker(tmp_path: Path) -> Iterator[BrokerProcess]:
-    proc = BrokerProcess(tmp_path / "data", sasl_overrides()).start()
-    try:
+    with running(tmp_path / "data", sasl_overrides()) as proc:
         yield proc
-    finally:
-        proc.stop()
 
 
 def sasl_port(broker: BrokerProcess) -> int:

@@ -18,20 +18,13 @@ from protocol.messages.metadata import METADATA
 from protocol.messages.produce import PRODUCE
 from protocol.records import build_batch
 from protocol.schema import Message
-from tests.support.broker_process import BrokerProcess
-from tests.support.certs import Pki, make_pki
+from tests.support.broker_process import BrokerProcess, running
+from tests.support.certs import Pki
 from tests.support.produce import create_topic, produce_request, stored_values
 from tests.support.raw_client import ConnectionClosed, RawClient
+from tests.support.real_clients import KAFKA_PYTHON_SCHEMA_READS
 
-pytestmark = [
-    pytest.mark.filterwarnings("ignore:read_text is deprecated:DeprecationWarning"),
-    pytest.mark.filterwarnings("ignore:open_text is deprecated:DeprecationWarning"),
-]
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
-    return make_pki(tmp_path_factory.mktemp("pki"))
+pytestmark = KAFKA_PYTHON_SCHEMA_READS
 
 
 def tls_overrides(pki: Pki, client_auth: str = "none") -> dict[str, str]:
@@ -48,11 +41,8 @@ def tls_overrides(pki: Pki, client_auth: str = "none") -> dict[str, str]:
 @pytest.fixture
 def tls_broker(tmp_path: Path, pki: Pki, request: pytest.FixtureRequest) -> Iterator[BrokerProcess]:
     client_auth = getattr(request, "param", "none")
-    proc = BrokerProcess(tmp_path / "data", tls_overrides(pki, client_auth)).start()
-    try:
+    with running(tmp_path / "data", tls_overrides(pki, client_auth)) as proc:
         yield proc
-    finally:
-        proc.stop()
 
 
 def _api_versions(client: RawClient) -> Message:

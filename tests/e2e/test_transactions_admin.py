@@ -23,7 +23,9 @@ from tests.e2e.test_transactions_raw import (
     add_partition,
     end,
     init,
+    init_ids,
     lso_and_aborted,
+    open_transaction,
     txn_produce,
 )
 from tests.support.broker_process import BrokerProcess
@@ -93,11 +95,7 @@ def test_describe_producers_shows_the_open_transaction_and_coordinator_epoch(
     broker: BrokerProcess,
 ) -> None:
     with RawClient(broker.port) as c:
-        create_topic(c, "adm-p")
-        answer = init(c)
-        pid, epoch = answer.producer_id, answer.producer_epoch
-        assert add_partition(c, pid, epoch, "adm-p") == ErrorCode.NONE
-        assert txn_produce(c, "adm-p", batch(pid, epoch, 0, transactional=True)) == 0
+        pid, epoch = open_transaction(c, "adm-p")
         assert txn_produce(c, "adm-p", batch(pid, epoch, 2, transactional=True)) == 0
         (part,) = describe_producers(c, "adm-p", [0]).partitions
         (producer,) = part.active_producers
@@ -118,8 +116,7 @@ def test_describe_transactions_reports_state_partitions_and_per_id_errors(
 ) -> None:
     with RawClient(broker.port) as c:
         create_topic(c, "adm-d")
-        answer = init(c)
-        pid, epoch = answer.producer_id, answer.producer_epoch
+        pid, epoch = init_ids(c)
         (empty,) = describe(c, TXN)
         assert (empty.error_code, empty.transaction_state, empty.transaction_start_time_ms) == (
             0,
@@ -150,8 +147,7 @@ def test_list_transactions_filters_by_state_producer_id_and_duration(
 ) -> None:
     with RawClient(broker.port) as c:
         create_topic(c, "adm-l")
-        answer = init(c)
-        pid, epoch = answer.producer_id, answer.producer_epoch
+        pid, epoch = init_ids(c)
         assert add_partition(c, pid, epoch, "adm-l") == ErrorCode.NONE
         everything = list_txns(c, version=0)
         assert everything.error_code == 0 and everything.unknown_state_filters == []
@@ -176,8 +172,7 @@ def test_write_txn_markers_aborts_a_hanging_transaction(broker: BrokerProcess) -
     with RawClient(broker.port) as c:
         create_topic(c, "adm-w")
         init(c)
-        answer = init(c)  # epoch 1, so epoch 0 is an older one
-        pid, epoch = answer.producer_id, answer.producer_epoch
+        pid, epoch = init_ids(c)  # epoch 1, so epoch 0 is an older one
         assert epoch == 1
         assert add_partition(c, pid, epoch, "adm-w") == ErrorCode.NONE
         assert txn_produce(c, "adm-w", batch(pid, epoch, 0, transactional=True)) == 0
@@ -211,11 +206,7 @@ def test_write_txn_markers_aborts_a_hanging_transaction(broker: BrokerProcess) -
 
 def test_dump_names_markers_and_open_transactions(broker: BrokerProcess) -> None:
     with RawClient(broker.port) as c:
-        create_topic(c, "adm-dump")
-        answer = init(c)
-        pid, epoch = answer.producer_id, answer.producer_epoch
-        assert add_partition(c, pid, epoch, "adm-dump") == ErrorCode.NONE
-        assert txn_produce(c, "adm-dump", batch(pid, epoch, 0, transactional=True)) == 0
+        pid, epoch = open_transaction(c, "adm-dump")
         assert end(c, pid, epoch, commit=True) == ErrorCode.NONE
         assert add_partition(c, pid, epoch, "adm-dump") == ErrorCode.NONE
         assert txn_produce(c, "adm-dump", batch(pid, epoch, 2, transactional=True)) == 0

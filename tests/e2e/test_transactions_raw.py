@@ -13,11 +13,12 @@ from protocol.messages.end_txn import END_TXN
 from protocol.messages.fetch import FETCH
 from protocol.messages.init_producer_id import INIT_PRODUCER_ID
 from protocol.messages.list_offsets import LIST_OFFSETS
-from protocol.messages.offset_fetch import OFFSET_FETCH
 from protocol.messages.produce import PRODUCE
 from protocol.messages.txn_offset_commit import TXN_OFFSET_COMMIT
 from protocol.schema import Message
+from tests.e2e.test_fetch_limits import READ_COMMITTED, fetch_body
 from tests.support.broker_process import BrokerProcess
+from tests.support.group_offsets import committed_topic, fetch_committed
 from tests.support.produce import batch, create_topic, stored
 from tests.support.raw_client import RawClient
 
@@ -30,6 +31,13 @@ def init(client: RawClient, txn_id: str = TXN, version: int = 4) -> Message:
         version,
         Message(transactional_id=txn_id, transaction_timeout_ms=60000),
     )
+
+
+def init_ids(client: RawClient, txn_id: str = TXN, version: int = 4) -> tuple[int, int]:
+    """InitProducerId for a transactional id, checked to succeed: (producer id, epoch)."""
+    answer = init(client, txn_id, version)
+    assert answer.error_code == ErrorCode.NONE
+    return answer.producer_id, answer.producer_epoch
 
 
 def add_partition(client: RawClient, pid: int, epoch: int, topic: str, version: int = 3) -> int:
@@ -72,37 +80,55 @@ def end(client: RawClient, pid: int, epoch: int, commit: bool, version: int = 3)
     return code
 
 
-def lso_and_aborted(client: RawClient, topic: str) -> tuple[int, int, list[tuple[int, int]]]:
-    answer = client.request(
-        FETCH,
-        12,
+def open_transaction(client: RawClient, topic: str) -> tuple[int, int]:
+    """A new topic with a transaction left open on its partition 0 (one batch of two
+    records at offsets 0-1, each step checked): the producer's (id, epoch)."""
+    create_topic(client, topic)
+    pid, epoch = init_ids(client)
+    assert add_partition(client, pid, epoch, topic) == ErrorCode.NONE
+    assert txn_produce(client, topic, batch(pid, epoch, 0, transactional=True)) == ErrorCode.NONE
+    return pid, epoch
+
+
+def txn_commit_offset(
+    client: RawClient,
+    group: str,
+    topic: str,
+    ids: tuple[int, int],
+    offset: int,
+    version: int = 3,
+) -> int:
+    """TxnOffsetCommit of one offset for partition 0 of topic: its error code."""
+    pid, epoch = ids
+    reply = client.request(
+        TXN_OFFSET_COMMIT,
+        version,
         Message(
-            replica_id=-1,
-            max_wait_ms=0,
-            min_bytes=0,
-            max_bytes=1 << 20,
-            isolation_level=1,
-            session_id=0,
-            session_epoch=-1,
-            topics=[
-                Message(
-                    topic=topic,
-                    partitions=[
-                        Message(
-                            partition=0,
-                            current_leader_epoch=-1,
-                            fetch_offset=0,
-                            last_fetched_epoch=-1,
-                            log_start_offset=-1,
-                            partition_max_bytes=1 << 20,
-                        )
-                    ],
-                )
-            ],
-            forgotten_topics_data=[],
-            rack_id="",
+            transactional_id=TXN,
+            group_id=group,
+            producer_id=pid,
+            producer_epoch=epoch,
+            generation_id=-1,
+            member_id="",
+            group_instance_id=None,
+            topics=[committed_topic(topic, {0: offset})],
         ),
     )
+    code: int = reply.topics[0].partitions[0].error_code
+    return code
+
+
+def lso_and_aborted(client: RawClient, topic: str) -> tuple[int, int, list[tuple[int, int]]]:
+    """Fetch v12 read_committed of partition 0 from offset 0: (high watermark, LSO, the
+    aborted transactions as (producer id, first offset))."""
+    body = fetch_body(
+        topic,
+        [(0, 0)],
+        max_bytes=1 << 20,
+        partition_max_bytes=1 << 20,
+        isolation_level=READ_COMMITTED,
+    )
+    answer = client.request(FETCH, 12, body)
     part = answer.responses[0].partitions[0]
     aborted = [(a.producer_id, a.first_offset) for a in part.aborted_transactions]
     return part.high_watermark, part.last_stable_offset, aborted
@@ -130,9 +156,7 @@ def latest(client: RawClient, topic: str, isolation: int) -> int:
 def test_transactional_produce_needs_the_partition_added_first(broker: BrokerProcess) -> None:
     with RawClient(broker.port) as c:
         create_topic(c, "raw-t")
-        answer = init(c)
-        assert answer.error_code == 0
-        pid, epoch = answer.producer_id, answer.producer_epoch
+        pid, epoch = init_ids(c)
         data = batch(pid, epoch, 0, transactional=True)
         # Produce v9 without AddPartitionsToTxn: KIP-890 verification says TRANSACTION_ABORTABLE,
         # which Produce v10 and older clients get as INVALID_TXN_STATE.
@@ -159,8 +183,7 @@ def test_transactional_produce_needs_the_partition_added_first(broker: BrokerPro
 def test_init_with_an_open_transaction_fences_and_aborts_it(broker: BrokerProcess) -> None:
     with RawClient(broker.port) as c:
         create_topic(c, "raw-f")
-        first = init(c)
-        pid, epoch = first.producer_id, first.producer_epoch
+        pid, epoch = init_ids(c)
         assert add_partition(c, pid, epoch, "raw-f") == ErrorCode.NONE
         assert txn_produce(c, "raw-f", batch(pid, epoch, 0, transactional=True)) == 0
         assert init(c).error_code == ErrorCode.CONCURRENT_TRANSACTIONS
@@ -180,51 +203,13 @@ def test_init_with_an_open_transaction_fences_and_aborts_it(broker: BrokerProces
 def test_transactional_offsets_become_visible_only_on_commit(broker: BrokerProcess) -> None:
     with RawClient(broker.port) as c:
         create_topic(c, "raw-o")
-        answer = init(c)
-        pid, epoch = answer.producer_id, answer.producer_epoch
+        pid, epoch = init_ids(c)
 
         def commit_offset(offset: int) -> int:
-            reply = c.request(
-                TXN_OFFSET_COMMIT,
-                3,
-                Message(
-                    transactional_id=TXN,
-                    group_id="raw-group",
-                    producer_id=pid,
-                    producer_epoch=epoch,
-                    generation_id=-1,
-                    member_id="",
-                    group_instance_id=None,
-                    topics=[
-                        Message(
-                            name="raw-o",
-                            partitions=[
-                                Message(
-                                    partition_index=0,
-                                    committed_offset=offset,
-                                    committed_leader_epoch=-1,
-                                    committed_metadata="",
-                                )
-                            ],
-                        )
-                    ],
-                ),
-            )
-            code: int = reply.topics[0].partitions[0].error_code
-            return code
+            return txn_commit_offset(c, "raw-group", "raw-o", (pid, epoch), offset)
 
         def fetch_offset(require_stable: bool) -> tuple[int, int]:
-            reply = c.request(
-                OFFSET_FETCH,
-                7,
-                Message(
-                    group_id="raw-group",
-                    topics=[Message(name="raw-o", partition_indexes=[0])],
-                    require_stable=require_stable,
-                ),
-            )
-            part = reply.topics[0].partitions[0]
-            return part.error_code, part.committed_offset
+            return fetch_committed(c, "raw-group", "raw-o", require_stable)
 
         # Without AddOffsetsToTxn the offsets partition is not in the transaction.
         assert commit_offset(5) == ErrorCode.INVALID_TXN_STATE
@@ -256,11 +241,7 @@ def test_transactional_offsets_become_visible_only_on_commit(broker: BrokerProce
 
 def test_coordinator_state_survives_sigkill(broker: BrokerProcess) -> None:
     with RawClient(broker.port) as c:
-        create_topic(c, "raw-k")
-        answer = init(c)
-        pid, epoch = answer.producer_id, answer.producer_epoch
-        assert add_partition(c, pid, epoch, "raw-k") == ErrorCode.NONE
-        assert txn_produce(c, "raw-k", batch(pid, epoch, 0, transactional=True)) == 0
+        pid, epoch = open_transaction(c, "raw-k")
     broker.kill()
     broker.start()
     with RawClient(broker.port) as c:
@@ -299,8 +280,7 @@ def test_produce_refused_by_verification_answers_no_log_start_offset(
 
     with RawClient(broker.port) as c:
         create_topic(c, "raw-v")
-        answer = init(c)
-        pid, epoch = answer.producer_id, answer.producer_epoch
+        pid, epoch = init_ids(c)
         # Not added to the transaction: the coordinator refuses it.
         assert produce_answer(c, batch(pid, epoch, 0, transactional=True)) == (
             ErrorCode.INVALID_TXN_STATE,
@@ -327,8 +307,7 @@ def test_produce_sent_with_add_offsets_to_txn_is_not_refused_as_concurrent(
     rounds = 20
     with RawClient(broker.port) as coordinator, RawClient(broker.port) as leader:
         create_topic(coordinator, "raw-c")
-        answer = init(coordinator)
-        pid, epoch = answer.producer_id, answer.producer_epoch
+        pid, epoch = init_ids(coordinator)
         answers = []
         for i in range(rounds):
             assert add_partition(coordinator, pid, epoch, "raw-c") == ErrorCode.NONE

@@ -7,19 +7,22 @@ transaction.version 2. Checked on the answers and on the stored markers.
 
 from __future__ import annotations
 
-import struct
-
 from protocol.errors import ErrorCode
 from protocol.messages.api_versions import API_VERSIONS
 from protocol.messages.end_txn import END_TXN
-from protocol.messages.offset_fetch import OFFSET_FETCH
-from protocol.messages.txn_offset_commit import TXN_OFFSET_COMMIT
-from protocol.records import decode_records
 from protocol.schema import Message
 from tests.e2e.test_transactions_admin import describe
-from tests.e2e.test_transactions_raw import TXN, init, lso_and_aborted, txn_produce
+from tests.e2e.test_transactions_clients import markers
+from tests.e2e.test_transactions_raw import (
+    TXN,
+    init_ids,
+    lso_and_aborted,
+    txn_commit_offset,
+    txn_produce,
+)
 from tests.support.broker_process import BrokerProcess
-from tests.support.produce import batch, create_topic, stored
+from tests.support.group_offsets import fetch_committed
+from tests.support.produce import batch, create_topic
 from tests.support.raw_client import SOFTWARE, RawClient
 
 
@@ -32,26 +35,12 @@ def end_v5(client: RawClient, pid: int, epoch: int, commit: bool) -> tuple[int, 
     return answer.error_code, answer.producer_id, answer.producer_epoch
 
 
-def markers(broker: BrokerProcess, topic: str) -> list[tuple[int, int, int]]:
-    """(offset, control type 0 ABORT / 1 COMMIT, producer epoch) of each stored marker."""
-    out = []
-    for header, raw in stored(broker.data_dir, topic):
-        if header.is_control:
-            (record,) = decode_records(raw, header)
-            assert record.key is not None
-            out.append(
-                (header.base_offset, struct.unpack(">hh", record.key)[1], header.producer_epoch)
-            )
-    return out
-
-
 def test_produce_v12_adds_the_partition_and_end_txn_v5_bumps_the_epoch(
     broker: BrokerProcess,
 ) -> None:
     with RawClient(broker.port) as c:
         create_topic(c, "tv2-p")
-        answer = init(c, version=5)
-        pid, epoch = answer.producer_id, answer.producer_epoch
+        pid, epoch = init_ids(c, version=5)
         # Produce v11 still only verifies: the partition is not in the transaction.
         data = batch(pid, epoch, 0, transactional=True)
         assert txn_produce(c, "tv2-p", data, version=11) == ErrorCode.TRANSACTION_ABORTABLE
@@ -70,14 +59,13 @@ def test_produce_v12_adds_the_partition_and_end_txn_v5_bumps_the_epoch(
         assert end_v5(c, pid, epoch + 1, commit=False) == (0, pid, epoch + 2)
         assert lso_and_aborted(c, "tv2-p") == (6, 6, [(pid, 3)])
     # Markers carry the bumped epoch (TransactionMetadata.prepareAbortOrCommit).
-    assert markers(broker, "tv2-p") == [(2, 1, epoch + 1), (5, 0, epoch + 2)]
+    assert markers(broker.data_dir, "tv2-p") == [(2, 1, epoch + 1), (5, 0, epoch + 2)]
 
 
 def test_end_txn_v5_follows_kafkas_retry_and_state_table(broker: BrokerProcess) -> None:
     with RawClient(broker.port) as c:
         create_topic(c, "tv2-e")
-        answer = init(c, version=5)
-        pid, e = answer.producer_id, answer.producer_epoch
+        pid, e = init_ids(c, version=5)
         # Empty: commit -> INVALID_TXN_STATE; abort -> an epoch bump without markers.
         assert end_v5(c, pid, e, commit=True) == (ErrorCode.INVALID_TXN_STATE, -1, -1)
         assert end_v5(c, pid, e, commit=False) == (0, pid, e + 1)
@@ -102,57 +90,19 @@ def test_end_txn_v5_follows_kafkas_retry_and_state_table(broker: BrokerProcess) 
         (state,) = describe(c, TXN)
         assert (state.transaction_state, state.producer_epoch) == ("CompleteAbort", e + 2)
     # Only the transaction with data wrote a marker.
-    assert [kind for _, kind, _ in markers(broker, "tv2-e")] == [1]
+    assert [kind for _, kind, _ in markers(broker.data_dir, "tv2-e")] == [1]
 
 
 def test_txn_offset_commit_v5_adds_the_offsets_partition(broker: BrokerProcess) -> None:
     with RawClient(broker.port) as c:
         create_topic(c, "tv2-o")
-        answer = init(c, version=5)
-        pid, epoch = answer.producer_id, answer.producer_epoch
+        pid, epoch = init_ids(c, version=5)
 
         def commit_offset(version: int, offset: int) -> int:
-            reply = c.request(
-                TXN_OFFSET_COMMIT,
-                version,
-                Message(
-                    transactional_id=TXN,
-                    group_id="tv2-group",
-                    producer_id=pid,
-                    producer_epoch=epoch,
-                    generation_id=-1,
-                    member_id="",
-                    group_instance_id=None,
-                    topics=[
-                        Message(
-                            name="tv2-o",
-                            partitions=[
-                                Message(
-                                    partition_index=0,
-                                    committed_offset=offset,
-                                    committed_leader_epoch=-1,
-                                    committed_metadata="",
-                                )
-                            ],
-                        )
-                    ],
-                ),
-            )
-            code: int = reply.topics[0].partitions[0].error_code
-            return code
+            return txn_commit_offset(c, "tv2-group", "tv2-o", (pid, epoch), offset, version)
 
         def fetch_offset() -> tuple[int, int]:
-            reply = c.request(
-                OFFSET_FETCH,
-                7,
-                Message(
-                    group_id="tv2-group",
-                    topics=[Message(name="tv2-o", partition_indexes=[0])],
-                    require_stable=True,
-                ),
-            )
-            part = reply.topics[0].partitions[0]
-            return part.error_code, part.committed_offset
+            return fetch_committed(c, "tv2-group", "tv2-o")
 
         # v4 only verifies (AddOffsetsToTxn missing); v5 adds the group's partition itself.
         assert commit_offset(4, 7) == ErrorCode.INVALID_TXN_STATE

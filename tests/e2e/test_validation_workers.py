@@ -42,16 +42,15 @@ from tests.e2e.test_idempotence_raw import (
     test_success_five_batches_get_contiguous_offsets,
 )
 from tests.e2e.test_ingest_workload import test_ingest_run_stores_every_record_once_in_sequence
-from tests.support.broker_process import OVERRIDES_ENV, BrokerProcess
+from tests.support.broker_process import OVERRIDES_ENV, BrokerProcess, running
 from tests.support.produce import (
-    create_topic,
     cut_into_body,
-    init_producer,
     produce,
     produce_request,
+    producing_to,
     stored,
 )
-from tests.support.raw_client import ConnectionClosed, RawClient
+from tests.support.raw_client import ConnectionClosed
 
 __all__ = [
     "client",
@@ -85,11 +84,8 @@ def _workers_on(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def broker(tmp_path: Path, _workers_on: None) -> Iterator[BrokerProcess]:
-    proc = BrokerProcess(tmp_path / "data").start()
-    try:
+    with running(tmp_path / "data") as proc:
         yield proc
-    finally:
-        proc.kill() if not proc.is_running() else proc.stop()
 
 
 @pytest.fixture
@@ -115,9 +111,7 @@ def test_worker_is_ready_before_the_broker_serves_and_does_the_record_walk(
     text = broker.log_text()
     ready = re.search(READY, text)
     assert ready is not None and ready.start() < text.index("minikafka started")
-    with RawClient(broker.port) as client:
-        create_topic(client, "walk")
-        producer = init_producer(client)
+    with producing_to(broker.port, "walk") as (client, producer):
         sequence = 0
         for _ in range(4):
             answer = produce(client, "walk", big_batch(producer, sequence, 20_000))
@@ -135,9 +129,7 @@ def test_worker_is_ready_before_the_broker_serves_and_does_the_record_walk(
 def test_corrupt_batch_checked_in_a_worker_gets_kafkas_error_and_nothing_is_stored(
     broker: BrokerProcess,
 ) -> None:
-    with RawClient(broker.port) as client:
-        create_topic(client, "bad")
-        producer = init_producer(client)
+    with producing_to(broker.port, "bad") as (client, producer):
         good = big_batch(producer, 0, 500)
         bad_crc = bytearray(good)
         bad_crc[HEADER_SIZE + 100] ^= 0xFF  # a record byte: the CRC no longer matches
@@ -166,9 +158,7 @@ def test_killed_worker_is_replaced_and_no_request_is_lost_or_doubled(
     broker: BrokerProcess,
 ) -> None:
     (first,) = worker_pids(broker)
-    with RawClient(broker.port) as client:
-        create_topic(client, "kill")
-        producer = init_producer(client)
+    with producing_to(broker.port, "kill") as (client, producer):
         assert produce(client, "kill", big_batch(producer, 0, 300)).error_code == 0
         os.kill(first, signal.SIGKILL)
         # Checked again in the broker while the worker is replaced: answered, never hung.
@@ -192,9 +182,7 @@ def test_pipelined_produce_appends_and_answers_in_order_and_a_bad_request_stops_
 ) -> None:
     """Six Produce requests sent at once on one connection, the fourth unreadable: Kafka
     answers the first three in order, then closes; the last two never take effect."""
-    with RawClient(broker.port) as client:
-        create_topic(client, "pipe")
-        producer = init_producer(client)
+    with producing_to(broker.port, "pipe") as (client, producer):
         frames = [
             client.encode(
                 PRODUCE, 9, produce_request("pipe", big_batch(producer, i * 300, 300)), 100 + i

@@ -38,6 +38,14 @@ class Pki:
             ctx.load_cert_chain(str(self.stranger_cert), str(self.stranger_key))
         return ctx
 
+    def keystore_settings(self, *, truststore: bool = False) -> dict[str, str]:
+        """Broker-wide settings for every TLS listener: the broker's PEM keystore and, with
+        ``truststore``, the CA as PEM truststore (to check client certificates)."""
+        settings = {"ssl.keystore.type": "PEM", "ssl.keystore.location": str(self.broker)}
+        if truststore:
+            settings |= {"ssl.truststore.type": "PEM", "ssl.truststore.location": str(self.ca)}
+        return settings
+
 
 def _name(**attrs: str) -> x509.Name:
     oids = {

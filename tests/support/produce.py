@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -72,6 +74,15 @@ def init_producer(client: RawClient) -> int:
     assert answer.error_code == 0
     producer_id: int = answer.producer_id
     return producer_id
+
+
+@contextmanager
+def producing_to(port: int, topic: str) -> Iterator[tuple[RawClient, int]]:
+    """A connection to the broker on ``port`` with ``topic`` auto-created and an idempotent
+    producer id from InitProducerId (checked): ``with producing_to(port, t) as (client, pid)``."""
+    with RawClient(port) as client:
+        create_topic(client, topic)
+        yield client, init_producer(client)
 
 
 def batch(

@@ -16,8 +16,18 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
+
 Header = tuple[str, bytes | None]
 Headers = tuple[Header, ...]
+
+# kafka-python 3.0 loads its protocol schemas with importlib.resources.read_text/open_text,
+# deprecated since Python 3.11; pytest runs with warnings as errors. A module that drives
+# kafka-python (or a broker answer it decodes) sets ``pytestmark = KAFKA_PYTHON_SCHEMA_READS``.
+KAFKA_PYTHON_SCHEMA_READS = [
+    pytest.mark.filterwarnings("ignore:read_text is deprecated:DeprecationWarning"),
+    pytest.mark.filterwarnings("ignore:open_text is deprecated:DeprecationWarning"),
+]
 
 CREATE_TIME = "CreateTime"
 LOG_APPEND_TIME = "LogAppendTime"
