@@ -214,12 +214,15 @@ class LogCleanerThreads:
             stats.records_read,
             elapsed,
         )
-        offsets = dict(self._stored)
-        offsets.update(
-            ((p.topic, p.partition), offset)
+        store = self.state.store
+        # Deleted topics' logs leave the checkpoints (Kafka's updateCheckpoints on deletion).
+        self.checkpoints = {
+            p: offset
             for p, offset in self.checkpoints.items()
-            if self.state.store.partition(p.topic, p.partition) is p
-        )
+            if store.partition(p.topic, p.partition) is p
+        }
+        offsets = {tp: o for tp, o in self._stored.items() if store.partition(*tp) is not None}
+        offsets.update(((p.topic, p.partition), o) for p, o in self.checkpoints.items())
         with contextlib.suppress(OSError):
             await loop.run_in_executor(
                 self._executor, cleaner_checkpoint.write, self.state.store.data_dir, offsets
