@@ -1,11 +1,14 @@
 """Start and memory: how soon a freshly spawned broker answers, and how much memory it holds.
 
-Three figures per broker, each from its own freshly spawned process:
+Four figures per broker, each from its own freshly spawned process:
 
 - spawn -> first ApiVersions answer (a client polling the port, then asking, as every
   client's first request);
 - spawn -> first acknowledged idempotent acks=all produce (ApiVersions, CreateTopics of one
   partition, Metadata until it has a leader, InitProducerId, Produce of one record);
+- the CPU time (user + system) the broker process used by its first ApiVersions answer:
+  what the start costs, which moves far less than the wall clock when other work shares
+  the machine;
 - resident memory (RSS, the process and its children) half a second after the first
   ApiVersions answer, before any topic exists.
 
@@ -52,6 +55,7 @@ TOPIC = "start"
 FIGURES = {
     "start_to_api_versions_s": ("spawn to first ApiVersions answer", "s", 3),
     "start_to_produce_s": ("spawn to first acknowledged idempotent produce", "s", 3),
+    "cpu_to_api_versions_s": ("CPU time (user + system) to first ApiVersions answer", "s", 2),
     "rss_after_start_mb": ("resident memory after start (process and children)", "MB", 1),
 }
 
@@ -137,7 +141,7 @@ def tree_rss_mb(pid: int) -> float:
     return total
 
 
-class _Client:
+class FramedClient:
     """A raw client whose requests are encoded before the clock starts."""
 
     def __init__(self) -> None:
@@ -186,14 +190,22 @@ class _Client:
             self.sock.close()
 
 
-def api_versions_request(client: _Client) -> tuple[bytes, Api, int, int]:
+def api_versions_request(client: FramedClient) -> tuple[bytes, Api, int, int]:
     body = Message(client_software_name="bench", client_software_version="1")
     return client.frame(API_VERSIONS, 3, body)
 
 
-def time_to_api_versions(spawn: Spawner) -> tuple[float, float]:
-    """(seconds from spawn to the first ApiVersions answer, MB resident after start)."""
-    client = _Client()
+def cpu_s(pid: int) -> float:
+    """User + system CPU seconds the process has used (Linux /proc, clock-tick resolution).
+    On a machine shared with other work this moves far less than the wall-clock figures."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def time_to_api_versions(spawn: Spawner) -> tuple[float, float, float]:
+    """(seconds from spawn to the first ApiVersions answer, CPU seconds the broker used by
+    then, MB resident after start)."""
+    client = FramedClient()
     request = api_versions_request(client)
     started = time.perf_counter()
     broker = spawn()
@@ -201,9 +213,10 @@ def time_to_api_versions(spawn: Spawner) -> tuple[float, float]:
         client.connect(broker.port, started + 30)
         answer = client.ask(request)
         elapsed = time.perf_counter() - started
+        cpu = cpu_s(broker.pid)
         assert answer.error_code == 0, answer
         time.sleep(SETTLE_S)
-        return elapsed, tree_rss_mb(broker.pid)
+        return elapsed, cpu, tree_rss_mb(broker.pid)
     finally:
         client.close()
         broker.close()
@@ -211,7 +224,7 @@ def time_to_api_versions(spawn: Spawner) -> tuple[float, float]:
 
 def time_to_produce(spawn: Spawner) -> float:
     """Seconds from spawn to the first acknowledged idempotent acks=all produce."""
-    client = _Client()
+    client = FramedClient()
     hello = api_versions_request(client)
     create = client.frame(CREATE_TOPICS, 5, create_topics_request(TOPIC, 1, 30000))
     metadata = Message(topics=[Message(name=TOPIC)], allow_auto_topic_creation=False)
@@ -285,8 +298,9 @@ def measure(
     for run in range(runs):
         # Alternate which broker goes first, so neither always follows the other.
         for name in order if run % 2 == 0 else order[::-1]:
-            api_s, rss = time_to_api_versions(spawners[name])
+            api_s, cpu, rss = time_to_api_versions(spawners[name])
             samples[name]["start_to_api_versions_s"].append(api_s)
+            samples[name]["cpu_to_api_versions_s"].append(cpu)
             samples[name]["rss_after_start_mb"].append(rss)
         for name in order[::-1] if run % 2 == 0 else order:
             samples[name]["start_to_produce_s"].append(time_to_produce(spawners[name]))
@@ -298,13 +312,14 @@ def measure(
 
 def markdown(figures: dict[str, dict[str, dict[str, Any]]], when: str) -> str:
     names = list(figures)
+    peer = "tansu" in figures
     runs = next(iter(figures.values()))["start_to_api_versions_s"]["runs"]
     lines = [
         f"Measured {when}: {runs} alternating runs, each figure from a freshly spawned "
         "process. Median (min-max).",
         "",
-        "| figure | " + " | ".join(names) + (" | minikafka / tansu |" if len(names) > 1 else " |"),
-        "|---|" + "---|" * len(names) + ("---|" if len(names) > 1 else ""),
+        "| figure | " + " | ".join(names) + (" | minikafka / tansu |" if peer else " |"),
+        "|---|" + "---|" * len(names) + ("---|" if peer else ""),
     ]
     for key, (label, unit, digits) in FIGURES.items():
         fmt = f"{{:,.{digits}f}}"
@@ -313,9 +328,9 @@ def markdown(figures: dict[str, dict[str, dict[str, Any]]], when: str) -> str:
             for v in (figures[name][key] for name in names)
         ]
         row = f"| {label} | " + " | ".join(cells) + " |"
-        if len(names) > 1:
-            ratio = figures["minikafka"][key]["median"] / figures["tansu"][key]["median"]
-            row += f" {ratio:.2f} (lower is better) |"
+        if peer:
+            ours, theirs = (figures[n][key]["median"] for n in ("minikafka", "tansu"))
+            row += f" {ours / theirs:.2f} (lower is better) |" if theirs else " - |"
         lines.append(row)
     return "\n".join(lines) + "\n"
 
