@@ -31,8 +31,11 @@ from protocol.records import (
     decode_records,
     encode_batch,
     encode_records,
+    records_data,
 )
 from protocol.value_type import value_type
+
+from . import record_walk
 
 
 class BatchRetention(Enum):
@@ -53,58 +56,70 @@ def filter_batch(
     header: BatchHeader,
     retention: BatchRetention,
     marker_for_empty_txn: bool,
-    keep: Callable[[Record, int], bool],
+    keep: Callable[[bytes | None, bool, int], bool],
     now_ms: int,
     delete_retention_ms: int,
 ) -> Filtered:
-    """``keep(record, offset)`` decides each record (not asked for DELETE)."""
+    """``keep(key, has_value, offset)`` decides each record (not asked for DELETE)."""
     if retention is BatchRetention.DELETE:
         return Filtered(None, header.records_count, 0)
-    records = decode_records(batch, header) if header.records_count else []
-    kept: list[Record] = []
-    tombstones = False
-    for record in records:
-        if keep(record, header.base_offset + record.offset_delta):
-            kept.append(record)
-            tombstones = tombstones or record.value is None
+    count = header.records_count
+    data = records_data(batch, header) if count else b""
+    walked = record_walk.walk(data, count)
+    base = header.base_offset
+    kept = [
+        i
+        for i in range(count)
+        if keep(walked.keys[i], walked.has_value[i], base + walked.offset_deltas[i])
+    ]
+    tombstones = any(not walked.has_value[i] for i in kept)
     if kept:
         horizon = header.delete_horizon_ms
         set_horizon = (tombstones or marker_for_empty_txn) and horizon is None
-        if len(kept) == len(records) and not set_horizon:
-            return Filtered(batch, len(records), len(kept))
+        if len(kept) == count and not set_horizon:
+            return Filtered(batch, count, count)
         if set_horizon:
             horizon = now_ms + delete_retention_ms
-        return Filtered(_rebuild(header, kept, horizon), len(records), len(kept))
+        if header.log_append_time:
+            records = decode_records(batch, header)
+            rebuilt = _rebuild(header, [records[i] for i in kept], horizon)
+        else:
+            rebuilt = _splice(header, data, walked, kept, horizon)
+        return Filtered(rebuilt, count, len(kept))
     if retention is BatchRetention.RETAIN_EMPTY:
-        return Filtered(_empty(header), len(records), 0)
-    return Filtered(None, len(records), 0)
+        return Filtered(_empty(header), count, 0)
+    return Filtered(None, count, 0)
 
 
-def _timestamp(header: BatchHeader, record: Record) -> int:
-    if header.log_append_time:
-        return header.max_timestamp
-    return header.base_timestamp + record.timestamp_delta
-
-
-def _rebuild(header: BatchHeader, kept: list[Record], horizon: int | None) -> bytes:
-    """MemoryRecordsBuilder over the kept records, the original last offset kept
-    (overrideLastOffset) so the producer's last sequence survives."""
-    stamps = [_timestamp(header, r) for r in kept]
+def _splice(
+    header: BatchHeader,
+    data: bytes,
+    walked: record_walk.Walked,
+    kept: list[int],
+    horizon: int | None,
+) -> bytes:
+    """A CreateTime batch rebuilt from its kept records' bytes (MemoryRecordsBuilder's
+    result: base timestamp the horizon or the first kept record's, deltas re-based)."""
+    stamps = [header.base_timestamp + walked.ts_deltas[i] for i in kept]
     base_ts = horizon if horizon is not None else stamps[0]
-    records = [
-        Record(r.offset_delta, ts - base_ts, r.key, r.value, r.headers)
-        for r, ts in zip(kept, stamps, strict=True)
-    ]
+    raw = record_walk.splice(data, walked, kept, base_ts - header.base_timestamp)
+    return _encode(header, raw, len(kept), base_ts, max(stamps), horizon)
+
+
+def _encode(
+    header: BatchHeader,
+    raw: bytes,
+    count: int,
+    base_ts: int,
+    max_ts: int,
+    horizon: int | None,
+) -> bytes:
     codec = header.compression
-    attributes = header.attributes & (
-        COMPRESSION_MASK | TIMESTAMP_TYPE_BIT | TRANSACTIONAL_BIT | CONTROL_BIT
-    )
+    kept_bits = COMPRESSION_MASK | TIMESTAMP_TYPE_BIT | TRANSACTIONAL_BIT | CONTROL_BIT
+    attributes = header.attributes & kept_bits
     if horizon is not None:
         attributes |= DELETE_HORIZON_BIT
-    max_ts = header.max_timestamp if header.log_append_time else max(stamps)
-    body = (
-        compression.compress(codec, encode_records(records)) if codec else encode_records(records)
-    )
+    body = compression.compress(codec, raw) if codec else raw
     new = BatchHeader(
         base_offset=header.base_offset,
         batch_length=0,
@@ -118,9 +133,29 @@ def _rebuild(header: BatchHeader, kept: list[Record], horizon: int | None) -> by
         producer_id=header.producer_id,
         producer_epoch=header.producer_epoch,
         base_sequence=header.base_sequence,
-        records_count=len(records),
+        records_count=count,
     )
     return encode_batch(new, body)
+
+
+def _timestamp(header: BatchHeader, record: Record) -> int:
+    if header.log_append_time:
+        return header.max_timestamp
+    return header.base_timestamp + record.timestamp_delta
+
+
+def _rebuild(header: BatchHeader, kept: list[Record], horizon: int | None) -> bytes:
+    """MemoryRecordsBuilder over the kept records (LogAppendTime batches), the original last
+    offset kept (overrideLastOffset) so the producer's last sequence survives."""
+    stamps = [_timestamp(header, r) for r in kept]
+    base_ts = horizon if horizon is not None else stamps[0]
+    records = [
+        Record(r.offset_delta, ts - base_ts, r.key, r.value, r.headers)
+        for r, ts in zip(kept, stamps, strict=True)
+    ]
+    return _encode(
+        header, encode_records(records), len(kept), base_ts, header.max_timestamp, horizon
+    )
 
 
 def _empty(header: BatchHeader) -> bytes:

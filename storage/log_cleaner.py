@@ -31,9 +31,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from protocol.records import BatchHeader, Record, decode_records, parse_header
+from protocol.records import BatchHeader, parse_header, records_data
 
-from . import txn_index
+from . import record_walk, txn_index
 from .atomic_file import fsync_dir
 from .batch_filter import BatchRetention, filter_batch
 from .cleaned_txns import CleanedTxns
@@ -181,23 +181,21 @@ def _map_segment(
         stats.map_bytes += len(data)
         if header.is_control:
             txns.on_control_batch(header, data)
-        elif not txns.on_batch(header):
-            for record in _records(header, data):
-                offset = header.base_offset + record.offset_delta
-                if record.key is not None and offset >= start:
+        elif not txns.on_batch(header) and header.records_count:
+            walked = record_walk.walk(records_data(data, header), header.records_count)
+            base = header.base_offset
+            for key, delta in zip(walked.keys, walked.offset_deltas, strict=True):
+                offset = base + delta
+                if key is not None and offset >= start:
                     if offset_map.size >= max_desired:
                         return True
-                    offset_map.put(record.key, offset)
+                    offset_map.put(key, offset)
                 stats.map_records += 1
         if header.last_offset >= start:
             offset_map.update_latest_offset(header.last_offset)
     # Offsets missing at the segment's end (cleaned earlier): the map covers them too.
     offset_map.update_latest_offset(next_start - 1)
     return False
-
-
-def _records(header: BatchHeader, data: bytes) -> list[Record]:
-    return decode_records(data, header) if header.records_count else []
 
 
 def group_segments_by_size(
@@ -330,15 +328,17 @@ def _clean_into(
     delete_retention = job.config.delete_retention_ms
     latest = offset_map.latest_offset
 
-    def keep_record(record: Record, offset: int, *, header: BatchHeader) -> bool:
+    def keep_record(
+        key: bytes | None, has_value: bool, offset: int, *, header: BatchHeader
+    ) -> bool:
         # Cleaner.shouldRetainRecord
         if offset > latest:
             return True
-        if record.key is None:
+        if key is None:
             return False
-        if offset < offset_map.get(record.key):
+        if offset < offset_map.get(key):
             return False
-        if record.value is not None:
+        if has_value:
             return True
         horizon = header.delete_horizon_ms
         return horizon is None or now < horizon
@@ -368,7 +368,7 @@ def _clean_into(
         else:
             retention = BatchRetention.DELETE_EMPTY
 
-        keep: Callable[[Record, int], bool]
+        keep: Callable[[bytes | None, bool, int], bool]
         if discard_records:
             # Kept only for the producer's sequence: the records go.
             keep = _nothing
@@ -394,11 +394,11 @@ def _clean_into(
             stats.bytes_written += len(out.data)
 
 
-def _nothing(record: Record, offset: int) -> bool:
+def _nothing(key: bytes | None, has_value: bool, offset: int) -> bool:
     return False
 
 
-def _everything(record: Record, offset: int) -> bool:
+def _everything(key: bytes | None, has_value: bool, offset: int) -> bool:
     return True
 
 

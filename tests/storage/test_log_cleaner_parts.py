@@ -55,7 +55,9 @@ def test_an_emptied_batch_keeps_offsets_sequence_and_producer() -> None:
         base_timestamp=5_000,
     )
     header = parse_header(batch)
-    out = filter_batch(batch, header, BatchRetention.RETAIN_EMPTY, False, lambda r, o: False, 0, 0)
+    out = filter_batch(
+        batch, header, BatchRetention.RETAIN_EMPTY, False, lambda k, v, o: False, 0, 0
+    )
     assert out.data is not None
     empty = parse_header(out.data)
     assert (empty.base_offset, empty.last_offset, empty.records_count) == (10, 12, 0)
@@ -63,7 +65,7 @@ def test_an_emptied_batch_keeps_offsets_sequence_and_producer() -> None:
     assert empty.last_sequence == 9 and empty.max_timestamp == 5_000
     assert (
         filter_batch(
-            batch, header, BatchRetention.DELETE_EMPTY, False, lambda r, o: False, 0, 0
+            batch, header, BatchRetention.DELETE_EMPTY, False, lambda k, v, o: False, 0, 0
         ).data
         is None
     )
@@ -73,7 +75,7 @@ def test_a_tombstone_batch_gets_a_delete_horizon_and_keeps_timestamps() -> None:
     batch = build_batch([(b"a", b"1"), (b"b", None)], base_offset=0, base_timestamp=5_000)
     header = parse_header(batch)
     out = filter_batch(
-        batch, header, BatchRetention.DELETE_EMPTY, False, lambda r, o: o == 1, 9_000, 500
+        batch, header, BatchRetention.DELETE_EMPTY, False, lambda k, v, o: o == 1, 9_000, 500
     )
     assert out.data is not None
     rebuilt = parse_header(out.data)
