@@ -163,7 +163,9 @@ peer-kafka-python: setup $(PEER_STAMP)
 # in quick mode and fails on any test of tests/peer/librdkafka-<version>.must-pass.
 PEER_LIBRDKAFKA ?= 2.15.1 2.0.2
 
-peer-librdkafka: setup
+# Kafka 4.0.0's own kafka-topics.sh and kafka-acls.sh (tests/support/kafka_reference.py
+# install_scripts) serve the suite's $KAFKA_PATH.
+peer-librdkafka: setup build/kafka-4.0.0/libs/.installed
 	@status=0; for version in $(PEER_LIBRDKAFKA); do \
 		$(PY) -m tests.peer.librdkafka_suite --version $$version || status=1; \
 	done; exit $$status
