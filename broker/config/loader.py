@@ -28,7 +28,6 @@ Deviations from Apache Kafka:
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -238,6 +237,8 @@ def is_known_property(name: str) -> bool:
 
 def closest_property(name: str) -> str | None:
     """The known property name nearest to a misspelt one, if one is near enough."""
+    import difflib  # only for a name that is no property: a start that is about to fail
+
     names = [*BY_NAME, *ALIASES, *BROKER_CONFIGS, *AUTHORIZER_PROPERTIES]
     found = difflib.get_close_matches(name, names, n=1, cutoff=0.8)
     return found[0] if found else None

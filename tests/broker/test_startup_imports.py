@@ -48,6 +48,7 @@ LAZY = (
     "ctypes",
     "re2",  # regex subscriptions
     "tempfile",  # inline PEM keystores
+    "difflib",  # suggestions for a misspelt property
     "uvloop",
     "minikafka_spark",
     "pyspark",
