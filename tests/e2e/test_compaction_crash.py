@@ -81,6 +81,7 @@ def test_sigkill_during_cleaning_loses_nothing_acknowledged(tmp_path: Path) -> N
                     "message.timeout.ms": 5000,
                 }
             )
+
             def done(err: object, msg: object) -> None:
                 if err is None:
                     key, value = msg.key(), int(msg.value())  # type: ignore[attr-defined]
