@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -79,6 +80,17 @@ class CleaningJob:
     now_ms: int
     # Set by the owner to stop the cleaning at its next batch (shutdown; Kafka's checkDone).
     abort: threading.Event = field(default_factory=threading.Event)
+    # The directory's inode when the job was taken: a topic deleted (its directory renamed)
+    # and created again under the same name must not get this log's files.
+    dir_inode: int = -1
+
+    def check_directory(self) -> None:
+        try:
+            inode = os.stat(self.directory).st_ino
+        except FileNotFoundError:
+            inode = -2
+        if self.abort.is_set() or inode != self.dir_inode:
+            raise CleaningAborted(f"{self.name}: log deleted or cleaning stopped")
 
 
 @dataclass(slots=True)
@@ -274,6 +286,7 @@ def clean_group(
 ) -> CleanedGroup:
     """Cleaner.cleanSegments up to the swap: the group into one segment, renamed .swap."""
     base = group[0].base_offset
+    job.check_directory()
     cleaned = Segment.create(
         job.directory,
         base,
@@ -297,6 +310,7 @@ def clean_group(
         # Kafka keeps the replaced segments' last modified time (retention and the legacy
         # delete horizon read it).
         cleaned.set_last_modified(group[-1].last_modified_ms())
+        job.check_directory()
         # The swap's first half (LocalLog.replaceSegments renames .cleaned -> .swap): from
         # here a crash finishes the swap at the next open, before it one throws it away.
         cleaned.change_file_suffixes(CLEANED_SUFFIX, SWAP_SUFFIX)

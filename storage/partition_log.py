@@ -702,6 +702,7 @@ class PartitionLog:
             list(self.aborted_txns.entries),
             last_records,
             now_ms,
+            dir_inode=os.stat(self.path).st_ino,
         )
 
     def replace_segments(self, group: CleanedGroup) -> bool:

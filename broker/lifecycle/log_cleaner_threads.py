@@ -178,7 +178,8 @@ class LogCleanerThreads:
         except CleaningAborted:
             return
         except Exception:
-            if plog.offline is None and not job.segments[-1].closed:
+            gone = self.state.store.partition(plog.topic, plog.partition) is not plog
+            if not gone and plog.offline is None and not job.segments[-1].closed:
                 log.warning(
                     "Unexpected exception thrown when cleaning log %s. Marking it uncleanable",
                     plog.name,

@@ -204,3 +204,26 @@ def test_recovery_discards_swaps_above_a_cleaned_file(tmp_path: Path) -> None:
     assert not [n for n in os.listdir(tmp_path) if n.endswith((".cleaned", ".swap"))]
     assert records(reopened) == before
     reopened.close()
+
+
+def test_a_log_changed_under_the_cleaning_keeps_its_segments(tmp_path: Path) -> None:
+    from storage.cleaner_selection import log_to_clean
+    from storage.io_throttle import Throttler
+    from storage.log_cleaner import clean
+    from storage.offset_map import OffsetMap
+
+    plog = open_compacted(tmp_path, segment_bytes=600)
+    _fill(plog, 4, 4)
+    plog.roll()
+    put(plog, [(b"z", b"z")])
+    before = records(plog)
+    job = plog.cleaning_job(log_to_clean(plog, None, 10_000), 10_000)
+    result = clean(job, OffsetMap(1 << 20), 0.9, Throttler(1e309))
+    # DeleteRecords meanwhile took the first segment away: no swap, the files go.
+    plog.delete_records_before(plog.segments[1].base_offset)
+    assert not plog.replace_segments(result.groups[0])
+    for group in result.groups:
+        group.discard()
+    assert not [n for n in os.listdir(tmp_path) if n.endswith((".cleaned", ".swap"))]
+    assert records(plog) == [r for r in before if r[0] >= plog.log_start_offset]
+    plog.close()
