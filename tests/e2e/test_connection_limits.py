@@ -24,7 +24,7 @@ from protocol.messages.fetch import FETCH
 from protocol.messages.produce import PRODUCE
 from protocol.primitives import Reader
 from protocol.records import build_batch
-from tests.support.broker_process import BrokerProcess
+from tests.support.broker_process import BrokerProcess, running
 from tests.support.produce import create_topic, fetch_request, produce, produce_request, stored
 from tests.support.raw_client import SOFTWARE, ConnectionClosed, RawClient
 
@@ -110,8 +110,7 @@ def api_versions_ok(client: RawClient) -> bool:
 def test_a_parked_long_poll_leaves_pipelined_frames_in_the_socket_not_in_memory(
     tmp_path: Path,
 ) -> None:
-    broker = BrokerProcess(tmp_path / "data").start()
-    try:
+    with running(tmp_path / "data") as broker:
         with RawClient(broker.port) as client, RawClient(broker.port) as other:
             create_topic(other, "parked")
             base = memory_mb(broker)
@@ -144,23 +143,18 @@ def test_a_parked_long_poll_leaves_pipelined_frames_in_the_socket_not_in_memory(
         assert {produce_error(body) for _, body in answers[1:]} == {
             ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         }
-    finally:
-        broker.stop()
 
 
 def test_two_hundred_connections_pipelining_1mib_frames_keep_the_broker_under_300mb(
     tmp_path: Path,
 ) -> None:
-    broker = BrokerProcess(tmp_path / "data").start()
-    try:
+    with running(tmp_path / "data") as broker:
         frames = [produce_frame("absent", MIB, 1 + i) for i in range(4)]
         run_pipeliners(broker.port, 200, frames)
         peak = memory_mb(broker, "VmHWM")
         assert peak < 300, f"peak resident memory {peak:.0f} MB"
         with RawClient(broker.port) as client:
             assert api_versions_ok(client)
-    finally:
-        broker.stop()
 
 
 def test_queued_max_request_bytes_bounds_what_all_connections_hold(tmp_path: Path) -> None:
@@ -168,20 +162,16 @@ def test_queued_max_request_bytes_bounds_what_all_connections_hold(tmp_path: Pat
         "socket.request.max.bytes": str(4 * MIB),
         "queued.max.request.bytes": str(16 * MIB),
     }
-    broker = BrokerProcess(tmp_path / "data", overrides).start()
-    try:
+    with running(tmp_path / "data", overrides) as broker:
         frames = [produce_frame("absent", 4_000_000, 1 + i) for i in range(2)]
         run_pipeliners(broker.port, 64, frames)
         peak = memory_mb(broker, "VmHWM")
         # 16 MiB of pool, one request over it, 64 read-ahead budgets, the interpreter.
         assert peak < 130, f"peak resident memory {peak:.0f} MB"
-    finally:
-        broker.stop()
 
 
 def test_an_idle_connection_is_closed_after_connections_max_idle_ms(tmp_path: Path) -> None:
-    broker = BrokerProcess(tmp_path / "data", {"connections.max.idle.ms": "1000"}).start()
-    try:
+    with running(tmp_path / "data", {"connections.max.idle.ms": "1000"}) as broker:
         with RawClient(broker.port) as idle:
             # Read before the request: the broker's last activity (its answer) comes later.
             asked = time.monotonic()
@@ -190,8 +180,6 @@ def test_an_idle_connection_is_closed_after_connections_max_idle_ms(tmp_path: Pa
             closed_after = time.monotonic() - asked
         assert closed_after >= 0.95, f"closed after {closed_after:.2f} s of idleness"
         broker.wait_for_log(r"idle for \d+ ms \(connections.max.idle.ms=1000\)")
-    finally:
-        broker.stop()
 
 
 @pytest.mark.parametrize(
@@ -205,8 +193,7 @@ def test_an_idle_connection_is_closed_after_connections_max_idle_ms(tmp_path: Pa
 def test_a_connection_over_the_per_ip_limit_is_closed_at_once(
     tmp_path: Path, overrides: dict[str, str]
 ) -> None:
-    broker = BrokerProcess(tmp_path / "data", overrides).start()
-    try:
+    with running(tmp_path / "data", overrides) as broker:
         first, second = RawClient(broker.port), RawClient(broker.port)
         assert api_versions_ok(first) and api_versions_ok(second)
         with RawClient(broker.port) as third:
@@ -228,13 +215,10 @@ def test_a_connection_over_the_per_ip_limit_is_closed_at_once(
                     assert time.monotonic() < deadline, "no slot came back after a close"
         assert api_versions_ok(second)
         second.close()
-    finally:
-        broker.stop()
 
 
 def test_a_connection_over_max_connections_waits_unread_for_a_slot(tmp_path: Path) -> None:
-    broker = BrokerProcess(tmp_path / "data", {"max.connections": "2"}).start()
-    try:
+    with running(tmp_path / "data", {"max.connections": "2"}) as broker:
         first, second = RawClient(broker.port), RawClient(broker.port)
         assert api_versions_ok(first) and api_versions_ok(second)
         with RawClient(broker.port) as waiting:
@@ -247,8 +231,6 @@ def test_a_connection_over_max_connections_waits_unread_for_a_slot(tmp_path: Pat
             assert waiting.receive()[1].error_code == 0
         assert api_versions_ok(second)
         second.close()
-    finally:
-        broker.stop()
 
 
 def test_a_thousand_idle_connections_stay_open_and_others_are_served(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from protocol.messages.sync_group import SYNC_GROUP
 from protocol.schema import Message
 from storage.committed_offsets import CommittedOffsets
 from tests.e2e.test_consumer_groups_raw import assigned, create, describe, heartbeat, join
-from tests.support.broker_process import BrokerProcess
+from tests.support.broker_process import BrokerProcess, running
 from tests.support.group_offsets import committed_topic
 from tests.support.raw_client import RawClient
 
@@ -125,6 +125,13 @@ def stable_classic_member(client: RawClient) -> tuple[str, int]:
     first = classic_join(client, "")
     assert first.error_code == MEMBER_ID_REQUIRED
     joined = classic_join(client, first.member_id)
+    lead_with_every_partition(client, joined)
+    return joined.member_id, joined.generation_id
+
+
+def lead_with_every_partition(client: RawClient, joined: Message) -> None:
+    """The lone member ``joined`` (checked to lead) syncs, assigning itself all four
+    partitions."""
     assert joined.error_code == 0 and joined.leader == joined.member_id
     everything = cp.encode_assignment([(TOPIC, [0, 1, 2, 3])], 1)
     synced = classic_sync(
@@ -134,12 +141,10 @@ def stable_classic_member(client: RawClient) -> tuple[str, int]:
         [Message(member_id=joined.member_id, assignment=everything)],
     )
     assert synced.error_code == 0
-    return joined.member_id, joined.generation_id
 
 
 def test_classic_group_upgrades_serves_its_classic_member_and_downgrades(tmp_path: Path) -> None:
-    broker = BrokerProcess(tmp_path / "data", {"group.initial.rebalance.delay.ms": "0"}).start()
-    try:
+    with running(tmp_path / "data", {"group.initial.rebalance.delay.ms": "0"}) as broker:
         with RawClient(broker.port) as client:
             topic_id = create(client, TOPIC, 4)
             classic_id, generation = stable_classic_member(client)
@@ -220,61 +225,60 @@ def test_classic_group_upgrades_serves_its_classic_member_and_downgrades(tmp_pat
             assert store.offsets(GROUP)[(TOPIC, 0)].offset == 7
         finally:
             store.close()
-    finally:
-        if broker.is_running():
-            broker.stop()
 
 
 def test_policy_disabled_keeps_each_kind(tmp_path: Path) -> None:
-    broker = BrokerProcess(
-        tmp_path / "data",
-        {"group.initial.rebalance.delay.ms": "0", "group.consumer.migration.policy": "disabled"},
-    ).start()
-    try:
-        with RawClient(broker.port) as client:
-            create(client, TOPIC, 4)
-            stable_classic_member(client)
-            answer = join(client, GROUP, "new-member", [TOPIC])
-            assert answer.error_code == GROUP_ID_NOT_FOUND
-            assert answer.error_message == (
-                f"Cannot upgrade classic group {GROUP} to consumer group because online "
-                "upgrade is disabled."
-            )
-            # A consumer group refuses classic members.
-            other = client.request(
-                CONSUMER_GROUP_HEARTBEAT,
-                1,
-                Message(
-                    group_id="only-consumers",
-                    member_id="m",
-                    member_epoch=0,
-                    instance_id=None,
-                    rack_id=None,
-                    rebalance_timeout_ms=30_000,
-                    subscribed_topic_names=[TOPIC],
-                    subscribed_topic_regex=None,
-                    server_assignor=None,
-                    topic_partitions=[],
-                ),
-            )
-            assert other.error_code == 0
-            joined = client.request(
-                JOIN_GROUP,
-                7,
-                Message(
-                    group_id="only-consumers",
-                    session_timeout_ms=30_000,
-                    rebalance_timeout_ms=30_000,
-                    member_id="",
-                    group_instance_id=None,
-                    protocol_type="consumer",
-                    protocols=[Message(name="range", metadata=subscription())],
-                    reason=None,
-                ),
-            )
-            assert joined.error_code == INCONSISTENT_GROUP_PROTOCOL
-    finally:
-        broker.stop()
+    with (
+        running(
+            tmp_path / "data",
+            {
+                "group.initial.rebalance.delay.ms": "0",
+                "group.consumer.migration.policy": "disabled",
+            },
+        ) as broker,
+        RawClient(broker.port) as client,
+    ):
+        create(client, TOPIC, 4)
+        stable_classic_member(client)
+        answer = join(client, GROUP, "new-member", [TOPIC])
+        assert answer.error_code == GROUP_ID_NOT_FOUND
+        assert answer.error_message == (
+            f"Cannot upgrade classic group {GROUP} to consumer group because online "
+            "upgrade is disabled."
+        )
+        # A consumer group refuses classic members.
+        other = client.request(
+            CONSUMER_GROUP_HEARTBEAT,
+            1,
+            Message(
+                group_id="only-consumers",
+                member_id="m",
+                member_epoch=0,
+                instance_id=None,
+                rack_id=None,
+                rebalance_timeout_ms=30_000,
+                subscribed_topic_names=[TOPIC],
+                subscribed_topic_regex=None,
+                server_assignor=None,
+                topic_partitions=[],
+            ),
+        )
+        assert other.error_code == 0
+        joined = client.request(
+            JOIN_GROUP,
+            7,
+            Message(
+                group_id="only-consumers",
+                session_timeout_ms=30_000,
+                rebalance_timeout_ms=30_000,
+                member_id="",
+                group_instance_id=None,
+                protocol_type="consumer",
+                protocols=[Message(name="range", metadata=subscription())],
+                reason=None,
+            ),
+        )
+        assert joined.error_code == INCONSISTENT_GROUP_PROTOCOL
 
 
 def members_of(client: RawClient) -> dict[str, int]:
@@ -285,93 +289,81 @@ def members_of(client: RawClient) -> dict[str, int]:
 def test_a_classic_member_that_never_syncs_is_fenced_after_its_rebalance_timeout(
     tmp_path: Path,
 ) -> None:
-    broker = BrokerProcess(tmp_path / "data", {"group.initial.rebalance.delay.ms": "0"}).start()
-    try:
-        with RawClient(broker.port) as client:
-            create(client, TOPIC, 4)
-            classic_id, _ = stable_classic_member(client)
-            assert join(client, GROUP, "new-member", [TOPIC]).error_code == 0
-            # A second classic member joins the consumer group but never sends SyncGroup.
-            first = classic_join(client, "")
-            assert first.error_code == MEMBER_ID_REQUIRED
-            # Long enough that a loaded machine still sees it a member before it is fenced.
-            silent = classic_join(client, first.member_id, rebalance_timeout_ms=2000)
-            assert silent.error_code == 0
-            assert set(members_of(client)) == {classic_id, "new-member", silent.member_id}
-            broker.wait_for_log(
-                f"member {silent.member_id} fenced: the member failed to sync within timeout",
-                timeout=30,
-            )
-            assert silent.member_id not in members_of(client)
-    finally:
-        broker.stop()
+    with (
+        running(tmp_path / "data", {"group.initial.rebalance.delay.ms": "0"}) as broker,
+        RawClient(broker.port) as client,
+    ):
+        create(client, TOPIC, 4)
+        classic_id, _ = stable_classic_member(client)
+        assert join(client, GROUP, "new-member", [TOPIC]).error_code == 0
+        # A second classic member joins the consumer group but never sends SyncGroup.
+        first = classic_join(client, "")
+        assert first.error_code == MEMBER_ID_REQUIRED
+        # Long enough that a loaded machine still sees it a member before it is fenced.
+        silent = classic_join(client, first.member_id, rebalance_timeout_ms=2000)
+        assert silent.error_code == 0
+        assert set(members_of(client)) == {classic_id, "new-member", silent.member_id}
+        broker.wait_for_log(
+            f"member {silent.member_id} fenced: the member failed to sync within timeout",
+            timeout=30,
+        )
+        assert silent.member_id not in members_of(client)
 
 
 def test_a_classic_static_member_replacing_the_last_consumer_member_downgrades(
     tmp_path: Path,
 ) -> None:
-    broker = BrokerProcess(tmp_path / "data", {"group.initial.rebalance.delay.ms": "0"}).start()
-    try:
-        with RawClient(broker.port) as client:
-            create(client, TOPIC, 4)
-            classic_id, _ = stable_classic_member(client)
-            joined = join(client, GROUP, "static-consumer", [TOPIC], instance_id="inst-1")
-            assert joined.error_code == 0
-            assert members_of(client) == {classic_id: 0, "static-consumer": 1}
-            # The same instance comes back with the classic protocol (a downgraded client):
-            # it takes the consumer member's place, and no consumer-protocol member is left.
-            back = classic_join(client, "", instance_id="inst-1")
-            assert back.error_code == 0 and back.member_id != "static-consumer"
-            broker.wait_for_log("Converted the consumer group to a classic group")
-            assert group_kind(client)[0] == "classic"
-            groups = client.request(
-                DESCRIBE_GROUPS, 5, Message(groups=[GROUP], include_authorized_operations=False)
-            ).groups
-            described = {m.member_id: m.group_instance_id for m in groups[0].members}
-            assert described == {classic_id: None, back.member_id: "inst-1"}
-    finally:
-        broker.stop()
+    with (
+        running(tmp_path / "data", {"group.initial.rebalance.delay.ms": "0"}) as broker,
+        RawClient(broker.port) as client,
+    ):
+        create(client, TOPIC, 4)
+        classic_id, _ = stable_classic_member(client)
+        joined = join(client, GROUP, "static-consumer", [TOPIC], instance_id="inst-1")
+        assert joined.error_code == 0
+        assert members_of(client) == {classic_id: 0, "static-consumer": 1}
+        # The same instance comes back with the classic protocol (a downgraded client):
+        # it takes the consumer member's place, and no consumer-protocol member is left.
+        back = classic_join(client, "", instance_id="inst-1")
+        assert back.error_code == 0 and back.member_id != "static-consumer"
+        broker.wait_for_log("Converted the consumer group to a classic group")
+        assert group_kind(client)[0] == "classic"
+        groups = client.request(
+            DESCRIBE_GROUPS, 5, Message(groups=[GROUP], include_authorized_operations=False)
+        ).groups
+        described = {m.member_id: m.group_instance_id for m in groups[0].members}
+        assert described == {classic_id: None, back.member_id: "inst-1"}
 
 
 def test_an_upgrade_that_would_overfill_the_group_leaves_it_classic(tmp_path: Path) -> None:
-    broker = BrokerProcess(
-        tmp_path / "data",
-        {"group.initial.rebalance.delay.ms": "0", "group.consumer.max.size": "1"},
-    ).start()
-    try:
-        with RawClient(broker.port) as client:
-            create(client, TOPIC, 4)
-            stable_classic_member(client)
-            answer = join(client, GROUP, "new-member", [TOPIC])
-            assert answer.error_code == GROUP_MAX_SIZE_REACHED
-            assert answer.error_message == (
-                "The consumer group has reached its maximum capacity of 1 members."
-            )
-            assert group_kind(client) == ("classic", "Stable")
-    finally:
-        broker.stop()
+    with (
+        running(
+            tmp_path / "data",
+            {"group.initial.rebalance.delay.ms": "0", "group.consumer.max.size": "1"},
+        ) as broker,
+        RawClient(broker.port) as client,
+    ):
+        create(client, TOPIC, 4)
+        stable_classic_member(client)
+        answer = join(client, GROUP, "new-member", [TOPIC])
+        assert answer.error_code == GROUP_MAX_SIZE_REACHED
+        assert answer.error_message == (
+            "The consumer group has reached its maximum capacity of 1 members."
+        )
+        assert group_kind(client) == ("classic", "Stable")
 
 
 def test_a_consumer_member_takes_over_a_classic_static_members_instance(tmp_path: Path) -> None:
-    broker = BrokerProcess(tmp_path / "data", {"group.initial.rebalance.delay.ms": "0"}).start()
-    try:
-        with RawClient(broker.port) as client:
-            create(client, TOPIC, 4)
-            joined = classic_join(client, "", instance_id="inst-2")
-            assert joined.error_code == 0 and joined.leader == joined.member_id
-            everything = cp.encode_assignment([(TOPIC, [0, 1, 2, 3])], 1)
-            synced = classic_sync(
-                client,
-                joined.member_id,
-                joined.generation_id,
-                [Message(member_id=joined.member_id, assignment=everything)],
-            )
-            assert synced.error_code == 0
-            # The same instance restarted with group.protocol=consumer: it replaces the
-            # classic incarnation at once, keeping its partitions.
-            answer = join(client, GROUP, "upgraded", [TOPIC], instance_id="inst-2")
-            assert answer.error_code == 0, answer
-            assert members_of(client) == {"upgraded": 1}
-            assert group_kind(client)[0] == "consumer"
-    finally:
-        broker.stop()
+    with (
+        running(tmp_path / "data", {"group.initial.rebalance.delay.ms": "0"}) as broker,
+        RawClient(broker.port) as client,
+    ):
+        create(client, TOPIC, 4)
+        joined = classic_join(client, "", instance_id="inst-2")
+        lead_with_every_partition(client, joined)
+        # The same instance restarted with group.protocol=consumer: it replaces the
+        # classic incarnation at once, keeping its partitions.
+        answer = join(client, GROUP, "upgraded", [TOPIC], instance_id="inst-2")
+        assert answer.error_code == 0, answer
+        assert members_of(client) == {"upgraded": 1}
+        assert group_kind(client)[0] == "consumer"
