@@ -26,7 +26,6 @@ import asyncio
 import logging
 import mmap
 import os
-import pickle
 import socket
 import subprocess
 import sys
@@ -142,6 +141,9 @@ def _result(kind: int, payload: memoryview, job: BatchJob) -> CheckedBatch:
         return _accepted(batch, size)
     if kind == wire.REBUILT:
         return _accepted(bytearray(payload), len(job.records), rebuilt=True)
+    # A refused batch only (imported at the first: the broker needs pickle for nothing else).
+    import pickle
+
     checked, verdict = pickle.loads(payload)
     return CheckedBatch(checked, verdict)
 

@@ -33,7 +33,6 @@ from __future__ import annotations
 import contextlib
 import mmap
 import os
-import pickle
 import signal
 import socket
 import struct
@@ -155,6 +154,10 @@ def encode_result(job_id: int, results: list[CheckedBatch]) -> bytes:
         elif batch is not None:
             payload, kind = batch, REBUILT
         else:
+            # A refused batch only (the broker imports this module for the wire format and
+            # needs pickle for nothing else).
+            import pickle
+
             verdict = result.verdict
             if verdict is not None:
                 verdict = replace(verdict, records=None)

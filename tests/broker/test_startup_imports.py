@@ -46,6 +46,7 @@ LAZY = (
     "broker.toolkit.fault_responses",
     "broker.toolkit.control_http",
     "ctypes",
+    "pickle",  # batches a validation worker refused
     "re2",  # regex subscriptions
     "tempfile",  # inline PEM keystores
     "difflib",  # suggestions for a misspelt property
