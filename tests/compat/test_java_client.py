@@ -67,25 +67,26 @@ class JavaClient:
     def home(self) -> Path:
         return JAVA_BUILD / f"kafka-{self.version}"
 
-    def run(
-        self, proxy: CaptureProxy, main: str, *args: str, stdin: str | None = None
-    ) -> list[dict[str, Any]]:
-        """Run one compat program through the proxy; its stdout, one JSON object a line."""
-        java = require_tool("java")
-        classpath = f"{self.home / 'classes'}:{self.home / 'lib'}/*"
-        command = [
-            java,
+    def command(self, main: str, *args: str) -> list[str]:
+        """The JVM command line that runs compat program ``main`` with ``args``."""
+        return [
+            require_tool("java"),
             # Small and quick to start: two cores are shared by the broker and the JVM.
             "-Xmx256m",
             "-XX:+UseSerialGC",
             "-XX:TieredStopAtLevel=1",
             f"-Dlog4j2.configurationFile={LOG4J_CONFIG}",
             "-cp",
-            classpath,
+            f"{self.home / 'classes'}:{self.home / 'lib'}/*",
             main,
-            proxy.bootstrap,
             *args,
         ]
+
+    def run(
+        self, proxy: CaptureProxy, main: str, *args: str, stdin: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Run one compat program through the proxy; its stdout, one JSON object a line."""
+        command = self.command(main, proxy.bootstrap, *args)
         try:
             done = subprocess.run(
                 command, input=stdin, capture_output=True, text=True, timeout=JAVA_TIMEOUT_S

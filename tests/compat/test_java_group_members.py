@@ -22,9 +22,8 @@ from protocol.messages.list_groups import LIST_GROUPS
 from protocol.records import build_batch
 from protocol.schema import Message
 from storage.committed_offsets import CommittedOffsets
-from tests.compat.conftest import require_tool
-from tests.compat.test_java_client import LOG4J_CONFIG, NEWEST, built, committed_offsets
-from tests.support.broker_process import BrokerProcess
+from tests.compat.test_java_client import NEWEST, built, committed_offsets
+from tests.support.broker_process import BrokerProcess, running
 from tests.support.produce import create_partitioned_topic, produce
 from tests.support.raw_client import RawClient
 
@@ -33,18 +32,15 @@ TOPIC, GROUP, PARTITIONS = "java-members", "java-members-group", 6
 
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[BrokerProcess]:
-    proc = BrokerProcess(
+    with running(
         tmp_path / "data",
         {
             # Kafka's 5 s / 45 s would make the hand-over of a killed member slow.
             "group.consumer.heartbeat.interval.ms": "500",
             "group.consumer.session.timeout.ms": "6000",
         },
-    ).start()
-    try:
+    ) as proc:
         yield proc
-    finally:
-        proc.kill() if not proc.is_running() else proc.stop()
 
 
 class Member:
@@ -56,20 +52,7 @@ class Member:
         self.lines: list[dict[str, Any]] = []
         self.owned: set[int] = set()
         self.proc = subprocess.Popen(
-            [
-                require_tool("java"),
-                "-Xmx256m",
-                "-XX:+UseSerialGC",
-                "-XX:TieredStopAtLevel=1",
-                f"-Dlog4j2.configurationFile={LOG4J_CONFIG}",
-                "-cp",
-                f"{client.home / 'classes'}:{client.home / 'lib'}/*",
-                "GroupMember",
-                broker.bootstrap,
-                TOPIC,
-                GROUP,
-                protocol,
-            ],
+            client.command("GroupMember", broker.bootstrap, TOPIC, GROUP, protocol),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

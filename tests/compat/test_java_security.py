@@ -12,16 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.compat.conftest import require_tool
 from tests.compat.test_java_client import (
     JAVA_TIMEOUT_S,
     KAFKA_CLIENTS_VERSIONS,
-    LOG4J_CONFIG,
     JavaClient,
     built,
 )
-from tests.support.broker_process import BrokerProcess
-from tests.support.certs import Pki, make_pki
+from tests.support.broker_process import BrokerProcess, running
+from tests.support.certs import Pki
 from tests.support.produce import stored_values
 from tests.support.sasl import PLAIN_JAAS, SCRAM_JAAS
 
@@ -29,29 +27,18 @@ COUNT = 20
 
 
 @pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
-    return make_pki(tmp_path_factory.mktemp("pki"))
-
-
-@pytest.fixture(scope="module")
 def secured(tmp_path_factory: pytest.TempPathFactory, pki: Pki) -> Iterator[BrokerProcess]:
     overrides = {
         "listeners": "SSL://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
-        "ssl.keystore.type": "PEM",
-        "ssl.keystore.location": str(pki.broker),
-        "ssl.truststore.type": "PEM",
-        "ssl.truststore.location": str(pki.ca),
+        **pki.keystore_settings(truststore=True),
         "listener.name.ssl.ssl.client.auth": "required",
         "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
         "listener.name.sasl_ssl.plain.sasl.jaas.config": PLAIN_JAAS,
         "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": SCRAM_JAAS,
         "minikafka.scram.bootstrap.users": "SCRAM-SHA-512=[name=java,password=java-secret]",
     }
-    proc = BrokerProcess(tmp_path_factory.mktemp("java-sec") / "data", overrides).start()
-    try:
+    with running(tmp_path_factory.mktemp("java-sec") / "data", overrides) as proc:
         yield proc
-    finally:
-        proc.stop()
 
 
 @pytest.fixture(params=KAFKA_CLIENTS_VERSIONS, ids=lambda v: f"kafka-clients-{v}")
@@ -72,20 +59,7 @@ def run_produce(
 ) -> subprocess.CompletedProcess[str]:
     props = tmp_path / f"{topic}.properties"
     props.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
-    command = [
-        require_tool("java"),
-        "-Xmx256m",
-        "-XX:+UseSerialGC",
-        "-XX:TieredStopAtLevel=1",
-        f"-Dlog4j2.configurationFile={LOG4J_CONFIG}",
-        "-cp",
-        f"{java.home / 'classes'}:{java.home / 'lib'}/*",
-        "Produce",
-        bootstrap,
-        topic,
-        str(COUNT),
-        "none",
-    ]
+    command = java.command("Produce", bootstrap, topic, str(COUNT), "none")
     env = {**os.environ, "MINIKAFKA_CLIENT_PROPERTIES": str(props)}
     return subprocess.run(command, capture_output=True, text=True, timeout=JAVA_TIMEOUT_S, env=env)
 

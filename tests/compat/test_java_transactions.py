@@ -22,22 +22,20 @@ from typing import Any
 
 import pytest
 
-from protocol.messages.offset_fetch import OFFSET_FETCH
 from protocol.records import decode_records
-from protocol.schema import Message
 from storage.txn_index import read_entries
-from tests.compat.conftest import record_versions, require_tool
+from tests.compat.conftest import record_versions
 from tests.compat.test_java_client import (
     KAFKA_CLIENTS_VERSIONS,
-    LOG4J_CONFIG,
     JavaClient,
     built,
 )
 from tests.e2e.test_transactions_admin import describe
-from tests.e2e.test_transactions_raw import TXN, add_partition, init, lso_and_aborted, txn_produce
+from tests.e2e.test_transactions_raw import TXN, lso_and_aborted, open_transaction
 from tests.support.broker_process import BrokerProcess
 from tests.support.capture_proxy import CapturedFrame, CaptureProxy
-from tests.support.produce import batch, create_topic, stored
+from tests.support.group_offsets import fetch_committed
+from tests.support.produce import create_topic, stored
 from tests.support.raw_client import RawClient
 
 PRODUCE, OFFSET_FETCH_KEY, ADD_PARTITIONS, ADD_OFFSETS, END_TXN, TXN_OFFSET_COMMIT = (
@@ -56,19 +54,7 @@ def run_capturing(
     client: JavaClient, proxy: CaptureProxy, main: str, *args: str
 ) -> tuple[list[dict[str, Any]], list[CapturedFrame]]:
     """Run a compat program through the proxy; its JSON lines and every request it sent."""
-    classpath = f"{client.home / 'classes'}:{client.home / 'lib'}/*"
-    command = [
-        require_tool("java"),
-        "-Xmx256m",
-        "-XX:+UseSerialGC",
-        "-XX:TieredStopAtLevel=1",
-        f"-Dlog4j2.configurationFile={LOG4J_CONFIG}",
-        "-cp",
-        classpath,
-        main,
-        proxy.bootstrap,
-        *args,
-    ]
+    command = client.command(main, proxy.bootstrap, *args)
     done = subprocess.run(command, capture_output=True, text=True, timeout=100)
     frames = proxy.take()
     record_versions(f"Java kafka-clients {client.version}", frames)
@@ -143,17 +129,7 @@ def test_java_transactional_producer_commits_aborts_and_sends_offsets(
     assert (entry.first_offset, entry.last_offset) == (4, 6)
 
     with RawClient(broker.port) as c:
-        answer = c.request(
-            OFFSET_FETCH,
-            7,
-            Message(
-                group_id="jt-group",
-                topics=[Message(name="jt-in", partition_indexes=[0])],
-                require_stable=True,
-            ),
-        )
-        part = answer.topics[0].partitions[0]
-        assert (part.error_code, part.committed_offset) == (0, 5)
+        assert fetch_committed(c, "jt-group", "jt-in") == (0, 5)
         # read_committed: everything is stable; the aborted transaction is announced.
         pid = batches[0][0].producer_id
         assert lso_and_aborted(c, "jt-out") == (9, 9, [(pid, 4)])
@@ -168,11 +144,7 @@ def test_java_admin_lists_describes_and_aborts_a_hanging_transaction(
     describeProducers, abortTransaction) against a transaction left open over raw sockets."""
     broker, proxy = proxied_broker
     with RawClient(broker.port) as c:
-        create_topic(c, "jt-hang")
-        answer = init(c)
-        pid, epoch = answer.producer_id, answer.producer_epoch
-        assert add_partition(c, pid, epoch, "jt-hang") == 0
-        assert txn_produce(c, "jt-hang", batch(pid, epoch, 0, transactional=True)) == 0
+        pid, epoch = open_transaction(c, "jt-hang")
         assert lso_and_aborted(c, "jt-hang") == (2, 0, [])
     lines, frames = run_capturing(built(version), proxy, "TxnAdmin", "jt-hang", TXN)
     assert {"listed": TXN, "state": "Ongoing"} in lines

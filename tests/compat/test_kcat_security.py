@@ -10,8 +10,8 @@ from collections.abc import Iterator
 import pytest
 
 from tests.compat.conftest import require_tool
-from tests.support.broker_process import BrokerProcess
-from tests.support.certs import Pki, make_pki
+from tests.support.broker_process import BrokerProcess, running
+from tests.support.certs import Pki
 from tests.support.produce import stored_values
 from tests.support.sasl import PLAIN_JAAS, SCRAM_JAAS
 
@@ -21,18 +21,10 @@ SCRAM_USERS = (
 
 
 @pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
-    return make_pki(tmp_path_factory.mktemp("pki"))
-
-
-@pytest.fixture(scope="module")
 def secured(tmp_path_factory: pytest.TempPathFactory, pki: Pki) -> Iterator[BrokerProcess]:
     overrides = {
         "listeners": "SSL://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
-        "ssl.keystore.type": "PEM",
-        "ssl.keystore.location": str(pki.broker),
-        "ssl.truststore.type": "PEM",
-        "ssl.truststore.location": str(pki.ca),
+        **pki.keystore_settings(truststore=True),
         "listener.name.ssl.ssl.client.auth": "required",
         "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
         "minikafka.scram.bootstrap.users": SCRAM_USERS,
@@ -41,11 +33,8 @@ def secured(tmp_path_factory: pytest.TempPathFactory, pki: Pki) -> Iterator[Brok
         overrides[f"listener.name.{listener}.plain.sasl.jaas.config"] = PLAIN_JAAS
         for mech in ("scram-sha-256", "scram-sha-512"):
             overrides[f"listener.name.{listener}.{mech}.sasl.jaas.config"] = SCRAM_JAAS
-    proc = BrokerProcess(tmp_path_factory.mktemp("kcat-sec") / "data", overrides).start()
-    try:
+    with running(tmp_path_factory.mktemp("kcat-sec") / "data", overrides) as proc:
         yield proc
-    finally:
-        proc.stop()
 
 
 def kcat(args: list[str], stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
