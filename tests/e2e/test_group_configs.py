@@ -21,9 +21,8 @@ from confluent_kafka.admin import (
 )
 
 from protocol.errors import ErrorCode
-from protocol.messages.alter_configs import ALTER_CONFIGS
-from protocol.schema import Message
 from storage.group_config_store import GroupConfigStore
+from tests.e2e.test_admin_configs import alter
 from tests.e2e.test_admin_configs import incremental as resource_incremental
 from tests.e2e.test_consumer_groups_raw import create, heartbeat, join
 from tests.support.broker_process import BrokerProcess
@@ -107,31 +106,32 @@ def test_group_configs_set_with_the_admin_client_are_stored_described_and_kept(
 
 def test_group_config_refusals_are_kafkas(shared_broker: BrokerProcess) -> None:
     invalid_config = ErrorCode.INVALID_CONFIG
-    with RawClient(shared_broker.port) as client:
-        assert incremental(client, "g", [("consumer.rebalance.ms", SET, "1")]) == (
-            invalid_config,
-            "Unknown group config name: consumer.rebalance.ms",
-        )
-        assert incremental(client, "g", [(SESSION, SET, "abc")]) == (
-            invalid_config,
+    refusals: list[tuple[tuple[str, int, str], str]] = [
+        (("consumer.rebalance.ms", SET, "1"), "Unknown group config name: consumer.rebalance.ms"),
+        (
+            (SESSION, SET, "abc"),
             "Invalid value abc for configuration consumer.session.timeout.ms: "
             "Not a number of type INT",
-        )
-        assert incremental(client, "g", [(SESSION, SET, "0")]) == (
-            invalid_config,
+        ),
+        (
+            (SESSION, SET, "0"),
             "Invalid value 0 for configuration consumer.session.timeout.ms: "
             "Value must be at least 1",
-        )
-        assert incremental(client, "g", [(SESSION, SET, "44999")]) == (
-            invalid_config,
+        ),
+        (
+            (SESSION, SET, "44999"),
             "consumer.session.timeout.ms must be greater than or equal to "
             "group.consumer.min.session.timeout.ms",
-        )
-        assert incremental(client, "g", [(HEARTBEAT, SET, "15001")]) == (
-            invalid_config,
+        ),
+        (
+            (HEARTBEAT, SET, "15001"),
             "consumer.heartbeat.interval.ms must be less than or equal to "
             "group.consumer.max.heartbeat.interval.ms",
-        )
+        ),
+    ]
+    with RawClient(shared_broker.port) as client:
+        for op, message in refusals:
+            assert incremental(client, "g", [op]) == (invalid_config, message), op
         assert incremental(client, "g", [("share.auto.offset.reset", SET, "newest")])[0] == (
             invalid_config
         )
@@ -150,21 +150,7 @@ def test_group_config_refusals_are_kafkas(shared_broker: BrokerProcess) -> None:
             None,
         )
         # The legacy AlterConfigs replaces the group's whole set.
-        legacy = client.request(
-            ALTER_CONFIGS,
-            2,
-            Message(
-                resources=[
-                    Message(
-                        resource_type=GROUP,
-                        resource_name="g",
-                        configs=[Message(name=HEARTBEAT, value="7000")],
-                    )
-                ],
-                validate_only=False,
-            ),
-        )
-        assert legacy.responses[0].error_code == 0
+        assert alter(client, GROUP, "g", {HEARTBEAT: "7000"}).error_code == 0
     shared_broker.stop()
     try:
         assert GroupConfigStore.open(shared_broker.data_dir).all() == {"g": {HEARTBEAT: "7000"}}
