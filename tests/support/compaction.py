@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from broker.tools.dump import iter_partition_batches
 from protocol.records import BatchHeader, decode_records
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -20,35 +24,43 @@ class StoredRecord:
     header: BatchHeader
 
 
-def read_partition(data_dir: Path, topic: str, partition: int = 0) -> list[StoredRecord]:
-    """Every data record of the partition's segments in offset order (markers left out).
-
-    A cleaner swap may rename a file between listing and reading: the read is retried."""
-    path = data_dir / f"{topic}-{partition}"
-    for _ in range(50):
-        try:
-            out: list[StoredRecord] = []
-            for header, data in iter_partition_batches(path):
-                if header.is_control or not header.records_count:
-                    continue
-                for r in decode_records(data, header):
-                    out.append(
-                        StoredRecord(header.base_offset + r.offset_delta, r.key, r.value, header)
-                    )
-            return out
-        except FileNotFoundError:
-            time.sleep(0.01)
+def _stable(path: Path, read: Callable[[], T]) -> T:
+    """``read()`` of a partition directory no swap was under way in: no ``.swap`` file, and
+    the same file names before and after (a reader in another process can otherwise see the
+    replaced segments gone and the new one not yet named)."""
+    for _ in range(500):
+        before = sorted(os.listdir(path))
+        if not any(n.endswith(".swap") for n in before):
+            try:
+                result = read()
+            except FileNotFoundError:
+                result = None
+            if result is not None and sorted(os.listdir(path)) == before:
+                return result
+        time.sleep(0.01)
     raise AssertionError(f"{path}: segment files kept changing")
+
+
+def read_partition(data_dir: Path, topic: str, partition: int = 0) -> list[StoredRecord]:
+    """Every data record of the partition's segments in offset order (markers left out)."""
+
+    def read() -> list[StoredRecord]:
+        out: list[StoredRecord] = []
+        for header, data in iter_partition_batches(path):
+            if header.is_control or not header.records_count:
+                continue
+            for r in decode_records(data, header):
+                offset = header.base_offset + r.offset_delta
+                out.append(StoredRecord(offset, r.key, r.value, header))
+        return out
+
+    path = data_dir / f"{topic}-{partition}"
+    return _stable(path, read)
 
 
 def batch_headers(data_dir: Path, topic: str, partition: int = 0) -> list[BatchHeader]:
     path = data_dir / f"{topic}-{partition}"
-    for _ in range(50):
-        try:
-            return [h for h, _ in iter_partition_batches(path)]
-        except FileNotFoundError:
-            time.sleep(0.01)
-    raise AssertionError(f"{path}: segment files kept changing")
+    return _stable(path, lambda: [h for h, _ in iter_partition_batches(path)])
 
 
 def leftovers(data_dir: Path, topic: str, partition: int = 0) -> list[str]:
