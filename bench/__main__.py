@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench import hostile, process, startup, workloads
+from bench import cleaning, hostile, process, startup, workloads
 from bench.process import COMMON_OVERRIDES, BenchBroker
 
 RESULTS = Path(__file__).parent / "results"
@@ -142,6 +142,11 @@ def main() -> int:
     many = [workloads.many_producers(50, 10, int(4000 * scale)) for _ in range(runs)]
     figures["producers_50_msg_s"] = summarize([m["msg_s"] for m in many])
     figures["producers_50_errors"] = summarize([float(m["errors"]) for m in many])
+    # The log cleaner: MB/s of dirty log, and another connection's p99 while it cleans.
+    cleaned = cleaning.run(max(int(100 * scale), 5), 100_000, 100)
+    figures["cleaning_mb_s"] = summarize([cleaned["mb_per_s"]])
+    figures["cleaning_probe_p99_ms"] = summarize([cleaned["probe_during_cleaning_ms"]["p99"]])
+    figures["cleaning_probe_idle_p99_ms"] = summarize([cleaned["probe_idle_ms"]["p99"]])
     if not args.skip_recovery:
         figures["recovery_1gib_sigkill_s"] = repeat(
             1, lambda: workloads.recovery_after_sigkill(int(1024 * scale))
@@ -206,6 +211,9 @@ LABELS = {
     "rss_after_load_mb": ("resident memory after produce + consume load", "MB", 1),
     "producers_50_msg_s": ("50 idempotent producers, 10 partitions, aggregate", "msg/s", 0),
     "producers_50_errors": ("50 producers: delivery errors", "", 0),
+    "cleaning_mb_s": ("log cleaner, dirty log cleaned (compacted topic, 100 B values)", "MB/s", 1),
+    "cleaning_probe_p99_ms": ("another connection's ApiVersions p99 during the cleaning", "ms", 2),
+    "cleaning_probe_idle_p99_ms": ("the same p99 on the idle broker", "ms", 2),
     "recovery_1gib_sigkill_s": (
         "restart after SIGKILL with 1 GiB on disk (spawn to serving)",
         "s",
