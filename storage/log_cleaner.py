@@ -315,9 +315,7 @@ def clean_group(
         # here a crash finishes the swap at the next open, before it one throws it away.
         cleaned.change_file_suffixes(CLEANED_SUFFIX, SWAP_SUFFIX)
         if txn_cleaned.exists():
-            txn_cleaned.rename(
-                txn_cleaned.with_name(txn_cleaned.name[: -len(CLEANED_SUFFIX)] + SWAP_SUFFIX)
-            )
+            txn_cleaned.rename(txn_swap)
         fsync_dir(job.directory)
     except BaseException:
         cleaned.delete()
