@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.broker_process import BrokerProcess
+from tests.support.broker_process import BrokerProcess, running
 
 ROOT = Path(__file__).resolve().parents[2]
 HAVE_PYSPARK = importlib.util.find_spec("pyspark") is not None
@@ -87,8 +87,5 @@ def spark() -> Iterator[Any]:
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    proc = BrokerProcess(tmp_path_factory.mktemp("spark") / "data").start()
-    try:
+    with running(tmp_path_factory.mktemp("spark") / "data") as proc:
         yield proc
-    finally:
-        proc.kill() if not proc.is_running() else proc.stop()

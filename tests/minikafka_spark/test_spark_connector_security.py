@@ -14,18 +14,13 @@ import pytest
 
 from tests.minikafka_spark.conftest import CONNECTOR_JARS
 from tests.minikafka_spark.kafka_helpers import create_topic
-from tests.support.broker_process import BrokerProcess
-from tests.support.certs import Pki, make_pki
+from tests.support.broker_process import BrokerProcess, running
+from tests.support.certs import Pki
 from tests.support.produce import stored_values
 from tests.support.real_clients import consume_confluent
 from tests.support.sasl import SCRAM_JAAS
 
 TRUSTSTORE_PASSWORD = "truststore-secret"
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
-    return make_pki(tmp_path_factory.mktemp("pki"))
 
 
 @pytest.fixture(scope="module")
@@ -61,17 +56,13 @@ def secured(tmp_path_factory: pytest.TempPathFactory, pki: Pki) -> Iterator[Brok
     overrides = {
         # PLAINTEXT first, for the test's own admin and consumer.
         "listeners": "PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
-        "ssl.keystore.type": "PEM",
-        "ssl.keystore.location": str(pki.broker),
+        **pki.keystore_settings(),
         "sasl.enabled.mechanisms": "SCRAM-SHA-256",
         "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config": SCRAM_JAAS,
         "minikafka.scram.bootstrap.users": "SCRAM-SHA-256=[name=spark,password=spark-secret]",
     }
-    proc = BrokerProcess(tmp_path_factory.mktemp("spark-sec") / "data", overrides).start()
-    try:
+    with running(tmp_path_factory.mktemp("spark-sec") / "data", overrides) as proc:
         yield proc
-    finally:
-        proc.stop()
 
 
 def secured_options(broker: BrokerProcess, truststore: Path, password: str) -> dict[str, str]:
