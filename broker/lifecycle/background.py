@@ -53,7 +53,8 @@ class Background:
         self.state = state
         self.tasks: list[asyncio.Task[None]] = []
         self._snapshot_writes: set[asyncio.Task[None]] = set()
-        self.cleaner = LogCleanerThreads(state, self.retain)
+        # The log cleaner's threads, from start() on.
+        self.cleaner: LogCleanerThreads | None = None
 
     def start(self) -> None:
         config = self.state.config
@@ -76,6 +77,7 @@ class Background:
         )
         loop = asyncio.get_running_loop()
         self.tasks.append(loop.create_task(self._delete_files(), name="delete-files"))
+        self.cleaner = LogCleanerThreads(self.state, self.retain)
         self.cleaner.start()
         # A roll's producer-state snapshot is written on a worker thread too.
         self.state.store.set_snapshot_writer(self._write_roll_snapshot)
@@ -104,7 +106,8 @@ class Background:
 
     async def stop(self) -> None:
         self.state.store.set_snapshot_writer(None)
-        await self.cleaner.stop()
+        if self.cleaner is not None:
+            await self.cleaner.stop()
         # A partition's closing snapshot waits for a write still running on a worker.
         for task in [*self.tasks, *self._snapshot_writes]:
             task.cancel()
@@ -135,7 +138,7 @@ class Background:
 
     async def _retention(self) -> None:
         logs = self.state.store.partition_logs()
-        if self.cleaner.enabled:
+        if self.cleaner is not None and self.cleaner.enabled:
             logs = [plog for plog in logs if not plog.config.compact]
         await self.retain(logs)
 
