@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Protocol
 
 from .aborted_txns import AbortedTxns
-from .delayed_delete import DelayedDeletes
+from .delayed_delete import DelayedDeletes, remove_segments
 from .log_cleaner import SWAP_SUFFIX, CleanedGroup
 from .log_config import LogConfig
 from .segment import Segment
@@ -55,18 +55,4 @@ def rename_files(plog: SwappingLog, group: CleanedGroup) -> None:
 
 def _schedule_removal(plog: SwappingLog, doomed: list[Segment], txn_files: list[Path]) -> None:
     what = f"{plog.name}: cleaned segment(s) " + ", ".join(str(s.base_offset) for s in doomed)
-
-    def remove() -> None:
-        for seg in doomed:
-            seg.delete()
-        for path in txn_files:
-            path.unlink(missing_ok=True)
-
-    def close() -> None:
-        for seg in doomed:
-            seg.close(flush=False)
-
-    if plog.file_deleter is None:
-        remove()
-    else:
-        plog.file_deleter.schedule(plog.config.file_delete_delay_ms, what, remove, close)
+    remove_segments(plog.file_deleter, plog.config.file_delete_delay_ms, what, doomed, txn_files)

@@ -20,8 +20,13 @@ import heapq
 import itertools
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .segment import Segment
 
 log = logging.getLogger(__name__)
 
@@ -120,3 +125,30 @@ class DelayedDeletes:
             log.exception("deleting %s failed", what)
             return
         log.info("deleted %s", what)
+
+
+def remove_segments(
+    deleter: DelayedDeletes | None,
+    delay_ms: int,
+    what: str,
+    segments: Sequence[Segment],
+    txn_files: Sequence[Path] = (),
+) -> None:
+    """Delete segments already renamed ``.deleted`` (and their ``.txnindex`` files):
+    ``file.delete.delay.ms`` later through ``deleter`` (reads in flight finish from the open
+    files, as Kafka's asynchronous delete), or now without one."""
+
+    def remove() -> None:
+        for seg in segments:
+            seg.delete()
+        for path in txn_files:
+            path.unlink(missing_ok=True)
+
+    def close() -> None:
+        for seg in segments:
+            seg.close(flush=False)
+
+    if deleter is None:
+        remove()
+    else:
+        deleter.schedule(delay_ms, what, remove, close)

@@ -22,7 +22,7 @@ from typing import Protocol
 
 from .aborted_txns import AbortedTxns
 from .atomic_file import fsync_dir
-from .delayed_delete import DelayedDeletes
+from .delayed_delete import DelayedDeletes, remove_segments
 from .log_config import LogConfig
 from .producer_snapshots import ProducerSnapshots, SnapshotOwner
 from .segment import Segment
@@ -178,18 +178,6 @@ def _retire_segments(plog: RetainedLog, doomed: list[Segment]) -> None:
         fsync_dir(plog.path)
     finally:
         what = f"{plog.name}: segment(s) " + ", ".join(str(s.base_offset) for s in doomed)
-
-        def remove() -> None:
-            for seg in doomed:
-                seg.delete()
-            for path in txn_files:
-                path.unlink(missing_ok=True)
-
-        def close() -> None:
-            for seg in doomed:
-                seg.close(flush=False)
-
-        if plog.file_deleter is None:
-            remove()
-        else:
-            plog.file_deleter.schedule(plog.config.file_delete_delay_ms, what, remove, close)
+        remove_segments(
+            plog.file_deleter, plog.config.file_delete_delay_ms, what, doomed, txn_files
+        )
