@@ -10,7 +10,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test lint typecheck unit fuzz bench compat compat-tools peer-tests spark spark-bench java-runtime kafka-jars kafka-reference reference reference-scenarios dist-check clean
+.PHONY: setup run test lint typecheck unit fuzz bench compat compat-tools peer-tests spark spark-bench java-runtime kafka-jars kafka-reference reference reference-scenarios reference-ci dist-check clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -302,9 +302,21 @@ kafka-reference: setup build/kafka-$(KAFKA_VERSION)/libs/.installed
 reference: setup kafka-jars
 	$(PY) -m pytest -m reference tests/reference $(PYTEST_ARGS)
 
-# The client scenarios alone against Kafka 4.0.0 (CI: a few minutes; the CLI flows take ten).
+# The client scenarios alone against Kafka 4.0.0 (under a minute).
 reference-scenarios: setup build/kafka-4.0.0/libs/.installed
 	$(PY) -m pytest -m reference tests/reference/test_scenarios.py $(PYTEST_ARGS)
+
+# What CI runs (.ci/run): the client scenarios and the CLI flows that matter most and run
+# fastest (console producer/consumer, kafka-consumer-groups, kafka-topics, kafka-acls)
+# against Kafka 4.0.0 in one session; topics and acls run in the background meanwhile
+# (tests/reference/test_cli.py), their tests last. docs/REFERENCE.md has the timings.
+REFERENCE_CI_TESTS := tests/reference/test_scenarios.py \
+	$(foreach f,console consumer-groups topics,'tests/reference/test_cli.py::test_cli_flow[$(f)]') \
+	tests/reference/test_cli.py::test_acl_with_an_empty_resource_name \
+	tests/reference/test_cli.py::test_acls_flow
+
+reference-ci: setup build/kafka-4.0.0/libs/.installed
+	$(PY) -m pytest -m reference $(REFERENCE_CI_TESTS) $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache $(COMPAT_JS)/node_modules

@@ -3,6 +3,10 @@
 Both are started once per session (Kafka's JVM takes 20-40 s to start here) and stopped at
 the end, also when a test fails; every test uses its own topic, group and transactional id
 names, so what one test leaves behind is the same on both sides.
+
+Both run Kafka's StandardAuthorizer, so kafka-acls can add, list and remove ACLs; the tools
+connect without authentication (User:ANONYMOUS), a super user on both sides, so the ACLs a
+test adds deny the tools nothing (nor, on Kafka, the broker's own requests to its controller).
 """
 
 from __future__ import annotations
@@ -20,6 +24,12 @@ from tests.support.kafka_reference import KafkaReference
 # KAFKA_VERSION picks another of the fetched ones.
 REFERENCE_VERSION = os.environ.get("KAFKA_VERSION", "4.0.0")
 
+AUTHORIZER = {
+    "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "super.users": "User:ANONYMOUS",
+    "allow.everyone.if.no.acl.found": "true",
+}
+
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     here = Path(__file__).parent
@@ -30,7 +40,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session")
 def kafka() -> Iterator[KafkaReference]:
-    ref = KafkaReference(REFERENCE_VERSION)
+    ref = KafkaReference(REFERENCE_VERSION, overrides=AUTHORIZER)
     try:
         ref.start()
         print(f"\nApache Kafka {REFERENCE_VERSION} started in {ref.start_seconds:.1f}s")
@@ -41,7 +51,7 @@ def kafka() -> Iterator[KafkaReference]:
 
 @pytest.fixture(scope="session")
 def ours(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    proc = BrokerProcess(tmp_path_factory.mktemp("minikafka"))
+    proc = BrokerProcess(tmp_path_factory.mktemp("minikafka"), AUTHORIZER)
     try:
         proc.start()
         yield proc
