@@ -64,7 +64,15 @@ def _enum(names: dict[int, str], code: int) -> str:
 
 
 def validate_new(acl: StoredAcl) -> str | None:
-    """AclControlManager.validateNewAcl (and AclApis' CLUSTER name check): a reason, or None."""
+    """AclApis' checks, then AclControlManager.validateNewAcl's: a reason, or None.
+
+    AclApis.createAcls refuses a CLUSTER resource not named kafka-cluster and an empty
+    resource name before anything reaches the controller, so its messages win over the
+    controller's (whose own "Resource name should not be empty" a broker never passes on)."""
+    if acl.resource_type == CLUSTER and acl.resource_name != CLUSTER_NAME:
+        return f"The only valid name for the CLUSTER resource is {CLUSTER_NAME}"
+    if not acl.resource_name:
+        return "Invalid empty resource name"
     if acl.resource_type not in RESOURCE_TYPES:
         return f"Invalid resourceType {_enum(_RESOURCE_NAMES, acl.resource_type)}"
     if acl.pattern_type not in (LITERAL, PREFIXED):
@@ -73,10 +81,6 @@ def validate_new(acl: StoredAcl) -> str | None:
         return f"Invalid operation {_enum(_OPERATION_NAMES, acl.operation)}"
     if acl.permission_type not in (DENY, ALLOW):
         return f"Invalid permissionType {_enum(_PERMISSION_NAMES, acl.permission_type)}"
-    if acl.resource_type == CLUSTER and acl.resource_name != CLUSTER_NAME:
-        return f"The only valid name for the CLUSTER resource is {CLUSTER_NAME}"
-    if not acl.resource_name:
-        return "Resource name should not be empty"
     return None
 
 

@@ -917,12 +917,6 @@ def test_cli_flow(
                 producer.abort_transaction(30)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="CreateAcls of an empty resource name: Kafka 4.0 answers INVALID_REQUEST with "
-    "'Invalid empty resource name' (AclApis, before the controller); we answer the "
-    "controller's 'Resource name should not be empty' (our ACL checks, validate_new)",
-)
 def test_acl_with_an_empty_resource_name(sides: dict[str, str], tmp_path: Path) -> None:
     step = Step(
         "kafka-acls",
