@@ -195,8 +195,12 @@ def open_segments(
     mode: RecoveryMode,
     recovery_point: int,
     info: RecoveryInfo,
+    *,
+    sync_dir: bool = True,
 ) -> list[Segment]:
-    """Open the segments in order; cut the log at the first torn or corrupt batch."""
+    """Open the segments in order; cut the log at the first torn or corrupt batch.
+    ``sync_dir=False``: the caller fsyncs the directory after the first segment of an
+    empty one is made."""
     segments: list[Segment] = []
     interval = config.index_interval_bytes
     try:
@@ -248,7 +252,7 @@ def open_segments(
                 )
                 break
         if not segments:
-            segments.append(Segment.create(d, 0, interval))
+            segments.append(Segment.create(d, 0, interval, sync_dir=sync_dir))
     except BaseException:
         for seg in segments:
             seg.close(flush=False)

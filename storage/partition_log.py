@@ -182,10 +182,13 @@ class PartitionLog:
         segment_bytes: int | None = None,
         index_interval_bytes: int | None = None,
         mode: RecoveryMode = "crash",
+        sync_dir: bool = True,
     ) -> PartitionLog:
         """Open (creating if needed) the partition directory and recover its state.
 
         ``segment_bytes`` and ``index_interval_bytes`` override ``config`` when given.
+        ``sync_dir=False``: the first segment's new names in a new directory are made durable
+        by the caller (one fsync of the directory for all of a new partition's files).
         """
         started = time.monotonic()
         config = config or LogConfig()
@@ -203,7 +206,9 @@ class PartitionLog:
         # Crash: segments wholly below the newest snapshot's recovery point were fsynced
         # before it was written, so only the rest need a full check (Kafka's recovery point).
         recovery_point = newest.recovery_point if newest is not None else 0
-        segments = log_recovery.open_segments(d, name, bases, config, mode, recovery_point, info)
+        segments = log_recovery.open_segments(
+            d, name, bases, config, mode, recovery_point, info, sync_dir=sync_dir
+        )
         plog = cls(d, topic, partition, segments, config)
         plog.recovery = info
         try:

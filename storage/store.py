@@ -38,7 +38,7 @@ from pathlib import Path
 
 from protocol.errors import ErrorCode
 
-from .atomic_file import fsync_dir, write_atomic
+from .atomic_file import fsync_all, fsync_dir, write_atomic, write_new_files
 from .delayed_delete import DelayedDeletes
 from .log_config import LogConfig
 from .partition_log import PartitionLog, PendingSnapshot, RecoveryMode
@@ -251,9 +251,16 @@ class Store:
             head = "recovered after crash: "
         return head + ", ".join(parts)
 
-    def _open_partition(self, name: str, index: int, mode: RecoveryMode) -> PartitionLog:
+    def _open_partition(
+        self, name: str, index: int, mode: RecoveryMode, *, sync_dir: bool = True
+    ) -> PartitionLog:
         plog = PartitionLog.open(
-            self.data_dir / f"{name}-{index}", name, index, config=self.log_config, mode=mode
+            self.data_dir / f"{name}-{index}",
+            name,
+            index,
+            config=self.log_config,
+            mode=mode,
+            sync_dir=sync_dir,
         )
         plog.file_deleter = self.delayed_deletes
         plog.snapshot_writer = self._snapshot_writer
@@ -286,9 +293,19 @@ class Store:
             count = 0
             while count in parts:
                 count += 1
-            if count != len(parts):
-                # Only a crash in the middle of create_topic leaves a gap.
-                log.warning("topic %s: using partitions 0..%d, ignoring the rest", name, count - 1)
+            leftovers = sorted(index for index in parts if index > count)
+            if leftovers:
+                # Only a crash before a creation's commit point leaves a gap (see
+                # _make_partitions): what lies beyond it was never acknowledged. Removed, not
+                # ignored, so that a later creation of the name or growth of the topic never
+                # finds them (with another topic id); Kafka likewise deletes the stray logs
+                # its metadata does not know (LogManager, KIP-858).
+                log.warning(
+                    "topic %s: removing partition(s) %s, left by an interrupted creation",
+                    name,
+                    ", ".join(map(str, leftovers)),
+                )
+                self._remove_leftovers(name, leftovers)
             if count == 0:
                 continue
             info = TopicInfo(name, ids.pop())
@@ -296,6 +313,18 @@ class Store:
             self._add(info)
             for index in range(count):
                 info.partitions.append(self._open_partition(name, index, mode))
+
+    def _remove_leftovers(self, name: str, indexes: list[int]) -> None:
+        # Renamed first, as a deletion is, so a crash during the removal leaves a name that
+        # the next start removes, never half a partition directory under its own name.
+        doomed = []
+        for index in indexes:
+            target = self.data_dir / delete_dir_name(name, index)
+            os.rename(self.data_dir / f"{name}-{index}", target)
+            doomed.append(target)
+        fsync_dir(self.data_dir)
+        for path in doomed:
+            shutil.rmtree(path)
 
     def _add(self, info: TopicInfo) -> None:
         self._topics[info.name] = info
@@ -353,33 +382,32 @@ class Store:
         """The disk half of create_topic: directories, metadata files, empty logs.
 
         Touches only the new topic's own directories, so it may run on a worker thread
-        (creating thousands of partitions takes seconds of fsyncs); the topic exists once
+        (creating thousands of partitions takes a while of fsyncs); the topic exists once
         ``add_prepared_topic`` (on the owner's thread) has added it. The caller puts the
         name in ``preparing`` for the time being, which keeps other creations of it away.
         """
-        if not valid_topic_name(name):
-            raise InvalidTopicError(f"invalid topic name {name!r}")
-        if name in self._topics:
-            raise TopicAlreadyExistsError(f"topic {name!r} already exists")
-        if num_partitions < 1:
-            raise InvalidPartitionsError(f"number of partitions must be >= 1: {num_partitions}")
-        topic_id = random_uuid()
-        info = TopicInfo(name, topic_id)
-        try:
-            for index in range(num_partitions):
-                path = self.data_dir / f"{name}-{index}"
-                path.mkdir(exist_ok=True)
-                write_atomic(
-                    path / PARTITION_METADATA,
-                    f"version: 0\ntopic_id: {uuid_to_str(topic_id)}\n".encode("ascii"),
-                )
-                # "crash": a leftover of an interrupted create_topic is checked, not trusted.
-                info.partitions.append(self._open_partition(name, index, "crash"))
-        except BaseException:
-            for plog in info.partitions:
-                plog.close()
-            raise
-        return info
+        return self.prepare_topics([(name, num_partitions)])[0]
+
+    def prepare_topics(self, wanted: list[tuple[str, int]]) -> list[TopicInfo]:
+        """``prepare_topic`` of several topics (name, partitions) at once, all their fsyncs
+        grouped together (one CreateTopics request's topics); all or none are prepared."""
+        if len({name for name, _ in wanted}) != len(wanted):
+            raise TopicAlreadyExistsError("a topic named twice")
+        for name, num_partitions in wanted:
+            if not valid_topic_name(name):
+                raise InvalidTopicError(f"invalid topic name {name!r}")
+            if name in self._topics:
+                raise TopicAlreadyExistsError(f"topic {name!r} already exists")
+            if num_partitions < 1:
+                raise InvalidPartitionsError(f"number of partitions must be >= 1: {num_partitions}")
+        infos = [TopicInfo(name, random_uuid()) for name, _ in wanted]
+        counts = [count for _, count in wanted]
+        made = self._make_partitions(
+            [(info.name, info.topic_id, 0, n) for info, n in zip(infos, counts, strict=True)]
+        )
+        for info, partitions in zip(infos, made, strict=True):
+            info.partitions.extend(partitions)
+        return infos
 
     def add_prepared_topic(self, info: TopicInfo) -> None:
         """Make a topic from ``prepare_topic`` visible (one step on the owner's thread)."""
@@ -407,21 +435,56 @@ class Store:
             raise InvalidPartitionsError(
                 f"topic {info.name} has {current} partition(s); {count} would not be an increase"
             )
-        added: list[PartitionLog] = []
+        return self._make_partitions([(info.name, info.topic_id, current, count)])[0]
+
+    def _make_partitions(
+        self, wanted: list[tuple[str, bytes, int, int]]
+    ) -> list[list[PartitionLog]]:
+        """For each (topic, topic id, first, count): partitions ``first`` to ``count - 1``,
+        all durable when this returns: directories, partition.metadata files and empty
+        first segments.
+
+        The fsyncs are grouped, not made file by file (three per partition, one after the
+        other, as write_atomic and a new segment each would): every file is written, then
+        the files are fsynced together, then every directory once (the new ones, and the
+        data dir whose entries they are), concurrently (atomic_file.fsync_all), so a request
+        for thousands of partitions costs a few rounds of journal commits.
+
+        Each topic's partition ``first`` gets its partition.metadata last, once every other
+        new partition is durable: that file is the commit point. Recovery counts a topic's
+        partitions from 0 up to the first without partition.metadata (``_load_topics``), so
+        a crash before it is durable leaves the topic as it was before the request (absent,
+        or its old count) and the other new partitions as leftovers that recovery removes;
+        a crash after it leaves every new partition. Kafka gets the same all-or-nothing from
+        the metadata records of a topic's creation or growth, committed to its log together.
+        """
+        made: list[list[PartitionLog]] = []
+        rest: list[tuple[Path, bytes]] = []
+        commits: list[tuple[Path, bytes]] = []
+        new_dirs: list[Path] = []
         try:
-            for index in range(current, count):
-                path = self.data_dir / f"{info.name}-{index}"
-                path.mkdir(exist_ok=True)
-                write_atomic(
-                    path / PARTITION_METADATA,
-                    f"version: 0\ntopic_id: {uuid_to_str(info.topic_id)}\n".encode("ascii"),
-                )
-                added.append(self._open_partition(info.name, index, "crash"))
+            for name, topic_id, first, count in wanted:
+                text = f"version: 0\ntopic_id: {uuid_to_str(topic_id)}\n".encode("ascii")
+                paths = [self.data_dir / f"{name}-{index}" for index in range(first, count)]
+                for path in paths:
+                    path.mkdir(exist_ok=True)
+                new_dirs += paths
+                commits.append((paths[0] / PARTITION_METADATA, text))
+                rest += [(path / PARTITION_METADATA, text) for path in paths[1:]]
+            write_new_files(rest)
+            for name, _, first, count in wanted:
+                made.append([])
+                for index in range(first, count):
+                    # "crash": a leftover of an interrupted creation is checked, not trusted.
+                    made[-1].append(self._open_partition(name, index, "crash", sync_dir=False))
+            fsync_all([*new_dirs, self.data_dir])
+            write_new_files(commits)
+            fsync_all(path.parent for path, _ in commits)
         except BaseException:
-            for plog in added:
+            for plog in (plog for partitions in made for plog in partitions):
                 plog.close()
             raise
-        return added
+        return made
 
     def add_prepared_partitions(self, info: TopicInfo, added: list[PartitionLog]) -> TopicInfo:
         """Make partitions from ``prepare_partitions`` part of their topic (one step on the

@@ -17,7 +17,8 @@ UNKNOWN_SERVER_ERROR (ReplicationControlManager.createPartitions, Kafka 4.0). Th
 up-front MAX_PARTITIONS_PER_BATCH check as CreateTopics has.
 
 The new partitions' directories and files are made on a worker thread (broker.runtime.offload): a
-large growth takes seconds of fsyncs, during which the loop serves others. Growth and
+large growth takes a while even with its fsyncs grouped (Store.prepare_partitions), during
+which the loop serves others. Growth and
 deletion of topics take turns (``state.topic_changes``) meanwhile.
 Authorization (with an authorizer): ALTER on each topic, else TOPIC_AUTHORIZATION_FAILED.
 """

@@ -25,9 +25,9 @@ that EventHandlerExceptionInfo turns into) -> POLICY_VIOLATION "Unable to perfor
 excessively large batch operation.", validate_only included. So one topic gets at most
 9,999 partitions.
 
-The directories and files of new partitions are made on a worker thread (broker.runtime.offload):
-thousands of them take seconds of fsyncs, during which the loop serves others. A name
-being created meanwhile counts as existing.
+The directories and files of new partitions are made on a worker thread (broker.runtime.offload),
+all of a request's topics in one trip with their fsyncs grouped (Store.prepare_topics): the
+loop serves others meanwhile. A name being created meanwhile counts as existing.
 
 Deviation: Kafka's default.replication.factor is used for -1; here it is always 1, since a
 single broker keeps one replica (the broker warns at start-up about a larger setting).
@@ -206,9 +206,9 @@ async def handle(ctx: RequestContext, request: Message) -> Message:
     if sum(p.records for p in checked if isinstance(p, _Plan)) > MAX_RECORDS_PER_USER_OP:
         log.info("CreateTopics refused: %s (%s)", TOO_MANY_RECORDS, ctx.describe())
         return _refuse_all(request, TOO_MANY_RECORDS)
-    results: list[Message] = []
-    for item in checked:
-        results.append(item if isinstance(item, Message) else await _create(ctx, request, item))
+    plans = [item for item in checked if isinstance(item, _Plan)]
+    made = {} if request.validate_only else await _make(ctx, plans)
+    results = [item if isinstance(item, Message) else _answer(ctx, item, made) for item in checked]
     return Message(throttle_time_ms=0, topics=results)
 
 
@@ -260,33 +260,51 @@ def _check(
     return _Plan(name, count, {k: v for k, v in overrides.items() if v is not None})
 
 
-async def _create(ctx: RequestContext, request: Message, plan: _Plan) -> Message:
+async def _make(ctx: RequestContext, plans: list[_Plan]) -> dict[str, bytes | None]:
+    """Create the request's topics together, in one trip to a worker thread, so that their
+    files' and directories' fsyncs are grouped (storage.store.Store.prepare_topics): each
+    topic id by name, None for a name another request took meanwhile."""
+    state = ctx.state
+    store = state.store
+    made: dict[str, bytes | None] = {}
+    todo: list[_Plan] = []
+    for plan in plans:
+        if store.topic(plan.name) is not None or plan.name in store.preparing:
+            made[plan.name] = None
+        else:
+            todo.append(plan)
+    if not todo:
+        return made
+    names = {plan.name for plan in todo}
+    store.preparing.update(names)
+    try:
+        infos = await offload.run(store.prepare_topics, [(p.name, p.count) for p in todo])
+    finally:
+        store.preparing.difference_update(names)
+    for plan, info in zip(todo, infos, strict=True):
+        store.add_prepared_topic(info)
+        if plan.configs:
+            state.set_topic_configs(info, plan.configs)
+        made[plan.name] = info.topic_id
+        log.info(
+            "created topic %r with %d partition(s)%s (%s)",
+            plan.name,
+            plan.count,
+            f", configs {plan.configs}" if plan.configs else "",
+            ctx.describe(),
+        )
+    return made
+
+
+def _answer(ctx: RequestContext, plan: _Plan, made: dict[str, bytes | None]) -> Message:
     state = ctx.state
     name, count, valid = plan.name, plan.count, plan.configs
     # Kafka's ReplicationControlManager.createTopic draws the id before it knows the
     # request is validate_only, so a dry run answers a (throwaway) id too.
-    topic_id = uuid.uuid4().bytes
-    if not request.validate_only:
-        preparing = state.store.preparing
-        if state.store.topic(name) is not None or name in preparing:
-            # Created by another request while this one waited for an earlier topic.
-            return _error(name, ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
-        preparing.add(name)
-        try:
-            info = await offload.run(state.store.prepare_topic, name, count)
-        finally:
-            preparing.discard(name)
-        state.store.add_prepared_topic(info)
-        if valid:
-            state.set_topic_configs(info, valid)
-        topic_id = info.topic_id
-        log.info(
-            "created topic %r with %d partition(s)%s (%s)",
-            name,
-            count,
-            f", configs {valid}" if valid else "",
-            ctx.describe(),
-        )
+    topic_id = made.get(name, uuid.uuid4().bytes)
+    if topic_id is None:
+        # Created by another request while this one's checks waited.
+        return _error(name, ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
     if not ctx.authorized(DESCRIBE_CONFIGS, TOPIC, name, log_denied=False):
         # ReplicationControlManager.createTopic: the configs, partition count and
         # replication factor only with DESCRIBE_CONFIGS on the topic, else the config
