@@ -26,6 +26,7 @@ it is seen (so a crash from then on is detected next time), and every partition 
 from __future__ import annotations
 
 import base64
+import contextlib
 import logging
 import os
 import re
@@ -38,7 +39,7 @@ from pathlib import Path
 
 from protocol.errors import ErrorCode
 
-from .atomic_file import fsync_all, fsync_dir, write_atomic, write_new_files
+from .atomic_file import TMP_SUFFIX, fsync_all, fsync_dir, write_atomic, write_new_files
 from .delayed_delete import DelayedDeletes
 from .log_config import LogConfig
 from .partition_log import PartitionLog, PendingSnapshot, RecoveryMode
@@ -483,8 +484,26 @@ class Store:
         except BaseException:
             for plog in (plog for partitions in made for plog in partitions):
                 plog.close()
+            self._forget_uncommitted(rest, commits)
             raise
         return made
+
+    @staticmethod
+    def _forget_uncommitted(
+        rest: list[tuple[Path, bytes]], commits: list[tuple[Path, bytes]]
+    ) -> None:
+        """After a failed creation (the disk refused, the broker goes on): the metadata of a
+        topic's partitions whose commit point was not written goes, so that a later creation
+        of the name with fewer partitions does not leave these behind with the old topic id,
+        contiguous with its own (the next start would refuse the disagreeing ids)."""
+        committed = {path.parent.name for path, _ in commits if path.exists()}
+        topic_of = {path.parent.name: path.parent.name.rpartition("-")[0] for path, _ in rest}
+        live = {name.rpartition("-")[0] for name in committed}
+        for path, _ in rest:
+            if topic_of[path.parent.name] not in live:
+                with contextlib.suppress(OSError):
+                    path.unlink(missing_ok=True)
+                    path.with_name(path.name + TMP_SUFFIX).unlink(missing_ok=True)
 
     def add_prepared_partitions(self, info: TopicInfo, added: list[PartitionLog]) -> TopicInfo:
         """Make partitions from ``prepare_partitions`` part of their topic (one step on the

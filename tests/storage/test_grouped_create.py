@@ -93,9 +93,12 @@ def test_one_fsync_per_file_and_directory_and_the_first_metadata_last(
     reopened.close()
 
 
-def fail_the_commit(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A crash just before the commit points' partition.metadata files are written (the
-    second write_new_files of a request: the first writes all the other partitions')."""
+def fail_the_commit(monkeypatch: pytest.MonkeyPatch, *, crash: bool = True) -> None:
+    """A failure just before the commit points' partition.metadata files are written (the
+    second write_new_files of a request: the first writes all the other partitions'); as
+    a ``crash`` it tidies nothing up, as the process would not."""
+    if crash:
+        monkeypatch.setattr(Store, "_forget_uncommitted", staticmethod(lambda *_: None))
     real = write_new_files
     calls = []
 
@@ -168,4 +171,22 @@ def test_partitions_beyond_a_gap_are_removed(tmp_path: Path) -> None:
     store = open_store(tmp_path)
     assert len(store.topic("t").partitions) == 2  # type: ignore[union-attr]
     assert not (tmp_path / "t-3").exists() and not (tmp_path / "t-4").exists()
+    store.close()
+
+
+def test_a_failed_creation_retried_smaller_in_the_same_run_survives_a_restart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = open_store(tmp_path)
+    with monkeypatch.context() as m:
+        fail_the_commit(m, crash=False)
+        with pytest.raises(OSError, match="simulated crash"):
+            store.create_topic("t", 10)
+    assert with_metadata(tmp_path) == []
+    created = store.create_topic("t", 3)
+    store.close()
+    store = open_store(tmp_path)
+    info = store.topic("t")
+    assert info is not None and info.topic_id == created.topic_id
+    assert len(info.partitions) == 3
     store.close()
