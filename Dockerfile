@@ -1,6 +1,7 @@
 # minikafka: a Kafka broker in Python, as a drop-in for the apache/kafka image.
 #   docker build -t minikafka .
-#   docker run -p 127.0.0.1:9092:9092 minikafka
+#   docker run -p 127.0.0.1:9092:9092 -p 127.0.0.1:8080:8080 minikafka
+# The web console and Prometheus metrics: http://localhost:8080/ and /metrics.
 # Configuration: KAFKA_* environment variables named as the apache/kafka image names them
 # (KAFKA_LISTENERS, KAFKA_ADVERTISED_LISTENERS, KAFKA_NUM_PARTITIONS, ...), a properties file
 # given as the first argument, or --override name=value arguments.
@@ -43,8 +44,13 @@ COPY --from=build /install /usr/local
 # The broker's own defaults bind loopback only; in a container it must listen on every
 # interface. Clients are told localhost:9092, right for `docker run -p 9092:9092`; set
 # KAFKA_ADVERTISED_LISTENERS to the name clients use (see docker-compose.yml).
+# The console too: its clients come through Docker's port publishing, from the bridge's
+# address, so it answers non-loopback peers; publish it on the host's loopback (-p
+# 127.0.0.1:8080:8080). Its Host check still refuses names other than IPs and localhost.
 ENV KAFKA_LISTENERS=PLAINTEXT://0.0.0.0:9092 \
     KAFKA_ADVERTISED_LISTENERS=PLAINTEXT://localhost:9092 \
+    KAFKA_MINIKAFKA_CONSOLE_LISTENER=http://0.0.0.0:8080 \
+    KAFKA_MINIKAFKA_CONSOLE_ALLOW_REMOTE=true \
     KAFKA_LOG_DIRS=/var/lib/minikafka/data \
     PYTHONUNBUFFERED=1
 
@@ -52,8 +58,9 @@ ENV KAFKA_LISTENERS=PLAINTEXT://0.0.0.0:9092 \
 USER ${UID}:${GID}
 WORKDIR /var/lib/minikafka
 VOLUME ["/var/lib/minikafka"]
-# 9092: PLAINTEXT; 9093: the conventional port of a TLS/SASL listener, when configured.
-EXPOSE 9092 9093
+# 9092: PLAINTEXT; 9093: the conventional port of a TLS/SASL listener, when configured;
+# 8080: the console, /metrics, /health and /ready.
+EXPOSE 9092 9093 8080
 
 # An ApiVersions round trip to the first listener on loopback; exit 0 healthy, 1 not.
 # Exec form, and no argument holds a space: podman's Docker-compatible API splits on them.

@@ -20,8 +20,11 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
+# The console and /metrics on http://127.0.0.1:8080/ (CONSOLE= to turn it off, or another
+# address; an --override in ARGS wins over it).
+CONSOLE ?= http://127.0.0.1:8080
 run: setup
-	$(PY) -m broker $(ARGS)
+	$(if $(CONSOLE),KAFKA_MINIKAFKA_CONSOLE_LISTENER=$(CONSOLE)) $(PY) -m broker $(ARGS)
 
 lint: setup
 	$(VENV)/bin/ruff format --check .

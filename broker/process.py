@@ -7,10 +7,14 @@ import asyncio
 import logging
 import os
 import signal
+from typing import TYPE_CHECKING
 
 from broker.config.kafka_checks import without_effect
 from broker.config.model import Config
 from broker.toolkit.host import BrokerHost
+
+if TYPE_CHECKING:
+    from broker.console.server import ConsoleServer
 
 log = logging.getLogger(__name__)
 
@@ -24,10 +28,29 @@ async def serve(config: Config) -> int:
     # Before the start: a SIGTERM right after the ready line must stop cleanly, not kill.
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop_requested.set)
-    await broker.start()
+    console: ConsoleServer | None = None
+    if config.console_host is not None:
+        # Imported only here: a broker without a console loads none of it.
+        from broker.console.server import ConsoleServer
+
+        # Bound before the broker starts (and recovers): a port in use touches nothing.
+        console = ConsoleServer.bind_to(broker, config.console_host, config.console_port)
+    try:
+        await broker.start()
+    except BaseException:
+        if console is not None:
+            await console.close()
+        raise
+    if console is not None:
+        await console.serve()
     await stop_requested.wait()
     log.info("shutting down (signal received)")
+    if console is not None:
+        # /ready and /health answer 503 while the broker stops.
+        console.stopping = True
     await broker.stop()
+    if console is not None:
+        await console.close()
     return 0
 
 

@@ -101,10 +101,35 @@ def is_loopback(host: str) -> bool:
 def control_listener(raw: str | None, allow_remote: bool) -> tuple[str | None, int]:
     # Fault injection can crash the broker and drop answers: anyone who can reach it can break
     # every client, so it binds loopback unless explicitly opened.
-    name = "minikafka.control.listener"
+    return side_listener(
+        "minikafka.control.listener",
+        raw,
+        allow_remote,
+        "the control plane can crash the broker",
+        "minikafka.control.allow.remote",
+    )
+
+
+def console_listener(raw: str | None, allow_remote: bool) -> tuple[str | None, int]:
+    # The console shows every record and group to whoever reaches it (without SASL it asks
+    # no credentials), so it binds loopback unless explicitly opened.
+    return side_listener(
+        "minikafka.console.listener",
+        raw,
+        allow_remote,
+        "the console shows the broker's data",
+        "minikafka.console.allow.remote",
+    )
+
+
+def side_listener(
+    name: str, raw: str | None, allow_remote: bool, why: str, opener: str
+) -> tuple[str | None, int]:
+    """``[http://]host:port`` of an HTTP side listener: (host, port), or (None, 0) when off."""
     if raw is None:
         return None, 0
-    host, sep, port_text = raw.rpartition(":")
+    address = raw[len("http://") :] if raw.lower().startswith("http://") else raw
+    host, sep, port_text = address.rstrip("/").rpartition(":")
     if not sep or not INT_RE.fullmatch(port_text) or not 0 <= int(port_text) <= 65535:
         raise ConfigError(name, f"{raw!r} is not host:port")
     host = host.strip("[]")
@@ -113,8 +138,7 @@ def control_listener(raw: str | None, allow_remote: bool) -> tuple[str | None, i
     if not allow_remote and not is_loopback(host):
         raise ConfigError(
             name,
-            f"{host} is not a loopback address; the control plane can crash the broker, so "
-            "set minikafka.control.allow.remote=true to serve it there",
+            f"{host} is not a loopback address; {why}, so set {opener}=true to serve it there",
         )
     return host, int(port_text)
 

@@ -32,7 +32,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from broker.config.broker_config_table import BROKER_CONFIGS
-from broker.config.listeners import build_listeners, control_listener
+from broker.config.listeners import build_listeners, console_listener, control_listener
 from broker.config.model import Config, ConfigError
 from broker.config.properties import (
     ACCEPTED_IGNORED,
@@ -138,6 +138,9 @@ def load_config(
     attrs.update(_derived_times(values))
     attrs["control_host"], attrs["control_port"] = control_listener(
         values["minikafka.control.listener"], values["minikafka.control.allow.remote"]
+    )
+    attrs["console_host"], attrs["console_port"] = console_listener(
+        values["minikafka.console.listener"], values["minikafka.console.allow.remote"]
     )
     config = Config(
         listeners=listeners,

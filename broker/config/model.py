@@ -106,6 +106,10 @@ class Config:
     control_host: str | None
     control_port: int
     control_allow_remote: bool
+    # Web console and metrics (broker.console): bind host (None = off) and port.
+    console_host: str | None
+    console_port: int
+    console_allow_remote: bool
     # Where the configuration came from, for the start-up log line.
     source_summary: str
     # Properties set explicitly (canonical name, raw value), e.g. for DescribeConfigs.

@@ -618,6 +618,21 @@ PROPERTIES: tuple[Property, ...] = (
         attr="control_allow_remote",
     ),
     Property(
+        "minikafka.console.listener",
+        OPTIONAL_STRING,
+        None,
+        "minikafka: [http://]host:port of the web console, /metrics (Prometheus), /health and "
+        "/ready (off when unset; port 0 = ephemeral). Loopback only unless "
+        "minikafka.console.allow.remote=true.",
+    ),
+    Property(
+        "minikafka.console.allow.remote",
+        BOOLEAN,
+        "false",
+        "minikafka: let the console bind and answer non-loopback addresses.",
+        attr="console_allow_remote",
+    ),
+    Property(
         "minikafka.event.loop",
         choice("asyncio", "uvloop"),
         "asyncio",

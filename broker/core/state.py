@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from broker.config import topic_configs
 from broker.config.topic_configs import TopicSettings
+from broker.core.metrics import BrokerMetrics
 from broker.fetch.purgatory import FetchPurgatory
 from broker.fetch.sessions import FetchSessionCache
 from broker.limits.connection_quotas import ConnectionQuotas
@@ -92,6 +93,11 @@ class BrokerState:
         # Buffers of large request frames, used again (broker.limits.frame_buffers).
         self.frame_buffers = FrameBuffers()
         self.shutting_down = False
+        # Messages and bytes in and out, requests and their times (broker.console reads).
+        self.metrics = BrokerMetrics()
+        # Per open connection (peer "host:port"): client id and the client software its
+        # ApiVersions named (KIP-511), for the console; the connection removes its entry.
+        self.client_software: dict[str, tuple[str, str, str]] = {}
         # Zero-copy fetch sends; switched off if the event loop cannot sendfile (uvloop).
         self.sendfile = True
         # Metadata naming invalid topics: one log line per client and minute.
@@ -235,6 +241,7 @@ class BrokerState:
         self.group_configs.put(group, configs)
 
     def forget_topic(self, info: TopicInfo) -> None:
-        """Drop a deleted topic's configs (file included)."""
+        """Drop a deleted topic's configs (file included) and its metrics."""
         self._settings.pop(info.topic_id, None)
+        self.metrics.topics.pop(info.name, None)
         self.topic_configs.delete(info.topic_id)

@@ -89,6 +89,10 @@ class FetchPurgatory:
             for watch in list(watchers):
                 watch.wake()
 
+    def size(self) -> int:
+        """Kafka's PurgatorySize: parked fetches counted once per partition they watch."""
+        return sum(len(watchers) for watchers in self._watchers.values())
+
     def watched(self) -> int:
         """Number of partition keys with a parked fetch (for tests and diagnostics)."""
         return len(self._watchers)

@@ -87,6 +87,12 @@ def handle(ctx: RequestContext, request: Message) -> Message:
     if ctx.version >= 3 and not _valid_software(request):
         return Message(error_code=ErrorCode.INVALID_REQUEST, api_keys=[], throttle_time_ms=0)
     dispatcher = ctx.state.dispatcher
+    if ctx.version >= 3:
+        ctx.state.client_software[ctx.peer] = (
+            ctx.client_id or "",
+            request.client_software_name,
+            request.client_software_version,
+        )
     return Message(
         error_code=ErrorCode.NONE,
         api_keys=api_version_entries(dispatcher),

@@ -140,6 +140,10 @@ async def handle(ctx: RequestContext, request: Message) -> Message:
             watch.cancel()
 
     outcome = context.respond(read + erroneous)
+    metrics = state.metrics
+    for ref, answer in outcome.partitions:
+        if answer.records and ref.topic is not None:
+            metrics.sent(ref.topic, len(answer.records))
     return Message(
         throttle_time_ms=0,
         error_code=outcome.error,

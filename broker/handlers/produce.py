@@ -707,6 +707,7 @@ def _append(
         )
         return _failed(tp, result.error, plog)
     appended.append(plog)
+    state.metrics.appended(name, header.last_offset_delta + 1, len(batch))
     return Message(
         index=index,
         error_code=ErrorCode.NONE,

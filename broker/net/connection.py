@@ -216,6 +216,7 @@ class KafkaConnection(
         log.debug("connection from %s closed (%s)", self.peer, exc or "eof")
         self._closing = True
         self.state.connections.discard(self)
+        self.state.client_software.pop(self.peer, None)
         # Its buffers go back, and it no longer counts as reading (broker.limits.frame_buffers
         # sizes everybody's reads by the number of connections reading).
         self._reader.clear()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Coroutine
+from time import perf_counter
 from typing import Any, cast
 
 from broker.core.dispatch import CloseConnection, Handler
@@ -105,6 +106,7 @@ class RequestDispatch(ConnectionBase):
             return self._refuse(pipelined)
         ctx = RequestContext(header, self.listener, self.peer, self.state, self.principal, after)
         body = reader.buf[reader.pos :]
+        started = perf_counter()
         try:
             payload = await self.dispatcher.call(
                 handler,
@@ -127,6 +129,7 @@ class RequestDispatch(ConnectionBase):
         except Exception:
             log.exception("closing connection: %s handler failed (%s)", api.name, ctx.describe())
             return self._refuse(pipelined)
+        self.state.metrics.answered(api_key, perf_counter() - started)
         if api_key == PRODUCE_KEY:
             self._produce_offloaded = ctx.offloaded
         if payload is None:

@@ -45,6 +45,8 @@ LAZY = (
     "broker.toolkit.faults",
     "broker.toolkit.fault_responses",
     "broker.toolkit.control_http",
+    "broker.net.local_http",
+    "broker.console",
     "ctypes",
     "pickle",  # batches a validation worker refused
     "re2",  # regex subscriptions

@@ -109,7 +109,8 @@ def test_dockerfile_is_multi_stage_on_python_slim_with_a_non_root_user() -> None
     users = [rest for keyword, rest in steps if keyword == "USER"]
     assert users and users[-1] not in ("root", "0", "0:0")
     exposed = {port for keyword, rest in steps if keyword == "EXPOSE" for port in rest.split()}
-    assert exposed == {"9092", "9093"}  # PLAINTEXT, and the usual TLS/SASL listener port
+    # PLAINTEXT, the usual TLS/SASL listener port, the console
+    assert exposed == {"9092", "9093", "8080"}
     volumes = [json.loads(rest) for keyword, rest in steps if keyword == "VOLUME"]
     assert volumes == [["/var/lib/minikafka"]]
 
@@ -139,6 +140,9 @@ def test_image_environment_configures_a_broker_reachable_from_outside() -> None:
     assert listener.host in ("", "0.0.0.0")  # the broker's own default is loopback only
     assert (listener.advertised_host, listener.advertised_port) == ("localhost", 9092)
     assert config.log_dir == env["KAFKA_LOG_DIRS"]
+    # The console on every interface (Docker's published port arrives from the bridge).
+    assert (config.console_host, config.console_port) == ("0.0.0.0", 8080)
+    assert config.console_allow_remote
 
 
 def test_dockerignore_keeps_what_the_build_copies() -> None:
@@ -159,7 +163,11 @@ def test_compose_broker_has_its_listeners_volumes_and_healthcheck(
     advertised = {(lst.advertised_host, lst.advertised_port) for lst in config.listeners}
     assert advertised == {("broker", 9092), ("localhost", 19092), ("localhost", 19093)}
     published = {(p["host_ip"], int(p["published"]), p["target"]) for p in broker["ports"]}
-    assert published == {("127.0.0.1", 19092, 19092), ("127.0.0.1", 19093, 19093)}
+    assert published == {
+        ("127.0.0.1", 19092, 19092),
+        ("127.0.0.1", 19093, 19093),
+        ("127.0.0.1", 18080, 8080),
+    }
     data, certs = broker["volumes"]
     assert data["type"] == "volume" and data["target"] == "/var/lib/minikafka"
     assert certs["target"] == "/etc/minikafka/certs" and certs["read_only"]

@@ -1,0 +1,1 @@
+"""The web console, /metrics, /health and /ready (minikafka.console.listener)."""

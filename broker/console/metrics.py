@@ -1,0 +1,179 @@
+"""/metrics: the broker's state and counters as Prometheus families, named as the Prometheus
+JMX exporter's Kafka rules name Kafka's MBeans (lowercased ``kafka_<domain>_<type>_<name>``,
+meters' counts as ``_total``, MBean keys as labels), and consumer lag as kafka_exporter
+publishes it (``kafka_consumergroup_lag{consumergroup,topic,partition}``).
+
+``visible`` decides which topics and groups may be named in labels (the console's principal
+may DESCRIBE them); totals without a topic label are the broker's whole.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from broker.console.exposition import Family
+from broker.core.metrics import LATENCY_BUCKETS_MS
+from broker.core.state import BrokerState
+
+Visible = Callable[[str, str], bool]  # (resource kind "topic" | "group", name)
+
+# A single broker is every partition's only replica and leader: nothing is ever under-replicated
+# and a produce with acks=all waits for no follower, so Kafka's produce purgatory stays empty.
+_REPLICATION_GAUGES = (
+    (
+        "kafka_server_replicamanager_underreplicatedpartitions",
+        "Partitions below their replication factor.",
+    ),
+    (
+        "kafka_server_replicamanager_underminisrpartitioncount",
+        "Partitions below min.insync.replicas.",
+    ),
+)
+
+
+def collect(state: BrokerState, api_names: dict[int, str], visible: Visible) -> list[Family]:
+    families: list[Family] = []
+    families += _topic_metrics(state, visible)
+    families += _request_metrics(state, api_names)
+    families += _partition_metrics(state, visible)
+    families += _group_metrics(state, visible)
+    return families
+
+
+def _topic_metrics(state: BrokerState, visible: Visible) -> list[Family]:
+    metrics = state.metrics
+    out = []
+    for attr, name, text in (
+        ("messages_in", "messagesin", "Records appended (BrokerTopicMetrics MessagesInPerSec)."),
+        ("bytes_in", "bytesin", "Record batch bytes appended (BytesInPerSec)."),
+        ("bytes_out", "bytesout", "Record bytes sent in Fetch answers (BytesOutPerSec)."),
+    ):
+        family = Family(f"kafka_server_brokertopicmetrics_{name}_total", "counter", text)
+        family.add(getattr(metrics.total, attr))
+        for topic, counters in sorted(metrics.topics.items()):
+            if visible("topic", topic):
+                family.add(getattr(counters, attr), topic=topic)
+        out.append(family)
+    return out
+
+
+def _request_metrics(state: BrokerState, api_names: dict[int, str]) -> list[Family]:
+    requests = Family(
+        "kafka_network_requestmetrics_requests_total",
+        "counter",
+        "Requests answered per API (RequestMetrics RequestsPerSec).",
+    )
+    times = Family(
+        "kafka_network_requestmetrics_totaltimems",
+        "histogram",
+        "Time from a request's header read to its answer, in ms (RequestMetrics TotalTimeMs).",
+    )
+    for key, counts in sorted(state.metrics.requests.items()):
+        name = api_names.get(key, str(key))
+        requests.add(counts.count, request=name)
+        times.add_histogram(LATENCY_BUCKETS_MS, counts.buckets, counts.seconds * 1000, request=name)
+    purgatory = Family(
+        "kafka_server_delayedoperationpurgatory_purgatorysize",
+        "gauge",
+        "Requests parked, once per partition they wait on (DelayedOperationPurgatory).",
+    )
+    purgatory.add(state.fetch_purgatory.size(), delayedOperation="Fetch")
+    purgatory.add(0, delayedOperation="Produce")
+    connections = Family(
+        "kafka_server_socket_server_metrics_connection_count",
+        "gauge",
+        "Client connections open (socket-server-metrics connection-count).",
+    )
+    connections.add(len(state.connections))
+    return [requests, times, purgatory, connections]
+
+
+def _partition_metrics(state: BrokerState, visible: Visible) -> list[Family]:
+    size = Family("kafka_log_log_size", "gauge", "Bytes of a partition's segments (Log Size).")
+    start = Family("kafka_log_log_logstartoffset", "gauge", "A partition's log start offset.")
+    end = Family("kafka_log_log_logendoffset", "gauge", "A partition's log end offset.")
+    segments = Family("kafka_log_log_numlogsegments", "gauge", "A partition's segments.")
+    partitions = Family(
+        "kafka_topic_partitions", "gauge", "Partitions of a topic (kafka_exporter)."
+    )
+    count = offline = 0
+    for info in sorted(state.store.topics(), key=lambda t: t.name):
+        count += len(info.partitions)
+        offline += sum(1 for plog in info.partitions if plog.offline is not None)
+        if not visible("topic", info.name):
+            continue
+        partitions.add(len(info.partitions), topic=info.name)
+        for plog in info.partitions:
+            labels = {"topic": info.name, "partition": str(plog.partition)}
+            size.add(plog.size, **labels)
+            start.add(plog.log_start_offset, **labels)
+            end.add(plog.log_end_offset, **labels)
+            segments.add(len(plog.segments), **labels)
+    counts = Family(
+        "kafka_server_replicamanager_partitioncount", "gauge", "Partitions on this broker."
+    )
+    counts.add(count)
+    leaders = Family(
+        "kafka_server_replicamanager_leadercount", "gauge", "Partitions this broker leads."
+    )
+    leaders.add(count)
+    offline_family = Family(
+        "kafka_controller_kafkacontroller_offlinepartitionscount",
+        "gauge",
+        "Partitions offline after a storage error, until a restart.",
+    )
+    offline_family.add(offline)
+    replication = []
+    for name, text in _REPLICATION_GAUGES:
+        family = Family(name, "gauge", text)
+        family.add(0)
+        replication.append(family)
+    return [size, start, end, segments, partitions, counts, leaders, offline_family, *replication]
+
+
+def _group_metrics(state: BrokerState, visible: Visible) -> list[Family]:
+    coordinator = state.groups
+    classic = coordinator.list_groups()
+    consumer = list(coordinator.consumer.groups.values())
+    groups = Family(
+        "kafka_coordinator_group_groupmetadatamanager_numgroups",
+        "gauge",
+        "Consumer groups, classic and KIP-848 (GroupMetadataManager NumGroups).",
+    )
+    groups.add(len(classic) + len(consumer))
+    by_state = Family(
+        "kafka_server_group_coordinator_metrics_group_count",
+        "gauge",
+        "Groups per protocol and state (group-coordinator-metrics group-count).",
+    )
+    tally: dict[tuple[str, str], int] = {}
+    for protocol, state_name in [("classic", g.state.value) for g in classic] + [
+        ("consumer", g.state.value) for g in consumer
+    ]:
+        tally[protocol, state_name] = tally.get((protocol, state_name), 0) + 1
+    for (protocol, state_name), n in sorted(tally.items()):
+        by_state.add(n, protocol=protocol, state=state_name)
+
+    current = Family(
+        "kafka_consumergroup_current_offset",
+        "gauge",
+        "A group's committed offset of a partition (kafka_exporter).",
+    )
+    lag = Family(
+        "kafka_consumergroup_lag",
+        "gauge",
+        "Log end offset minus the group's committed offset (kafka_exporter).",
+    )
+    store = coordinator.store
+    names = sorted(set(store.groups()) | set(store.consumer_groups()))
+    for group in names:
+        if not visible("group", group):
+            continue
+        for (topic, partition), committed in sorted(store.offsets(group).items()):
+            plog = state.store.partition(topic, partition)
+            if plog is None or not visible("topic", topic):
+                continue
+            labels = {"consumergroup": group, "topic": topic, "partition": str(partition)}
+            current.add(committed.offset, **labels)
+            lag.add(max(plog.high_watermark - committed.offset, 0), **labels)
+    return [groups, by_state, current, lag]

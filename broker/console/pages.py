@@ -1,0 +1,451 @@
+"""The console's HTML pages, rendered on the server (no script, no build step). Every value
+that comes from a client or the log is escaped; a topic or group the principal may not
+DESCRIBE is answered as one that does not exist.
+
+    /                       overview: node, listeners, uptime, totals and rates, clients
+    /topics                 topics with partitions, size, messages in
+    /topics/<t>             partitions (log start/end, LSO, size, segments), producers
+                            and open transactions, configs with their sources
+    /topics/<t>/<p>         records: ?offset=&order=oldest|newest&count=&format=text|json|hex
+    /groups                 groups, classic and KIP-848, with their lag
+    /groups/<g>             members, assignments, committed offsets and lag
+"""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import json
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+from urllib.parse import quote, urlencode
+
+from broker.config.topic_configs import describe_topic
+from broker.console import browse
+from broker.coordinator.groups.consumer_protocol import MalformedProtocol, decode_assignment
+
+if TYPE_CHECKING:
+    from broker.config.model import Config
+    from broker.core.metrics import TopicCounters
+    from broker.core.state import BrokerState
+    from storage.partition_log import PartitionLog
+
+Visible = Callable[[str, str], bool]  # (kind "topic" | "group" | "cluster", name)
+SHOWN_BYTES = 2048  # of a key, value or header value; the rest is counted, not shown
+DEFAULT_COUNT = 50
+
+
+class Html(str):
+    """Markup made here, not escaped again."""
+
+
+def esc(value: object) -> Html:
+    return value if isinstance(value, Html) else Html(html.escape(str(value), quote=True))
+
+
+def link(path: str, text: object, **query: object) -> Html:
+    href = path + ("?" + urlencode({k: str(v) for k, v in query.items()}) if query else "")
+    return Html(f'<a href="{esc(href)}">{esc(text)}</a>')
+
+
+def part(name: str) -> str:
+    return quote(name, safe="")
+
+
+def table(head: Iterable[str], rows: Iterable[Iterable[object]]) -> Html:
+    out = ["<table><tr>", *(f"<th>{esc(h)}</th>" for h in head), "</tr>"]
+    for row in rows:
+        out.append("<tr>" + "".join(f"<td>{esc(cell)}</td>" for cell in row) + "</tr>")
+    out.append("</table>")
+    return Html("".join(out))
+
+
+class Rates:
+    """Per-second rates of the broker's totals over the last sampling interval."""
+
+    def __init__(self) -> None:
+        self._last: tuple[float, int, int, int] | None = None
+        self.messages_in = self.bytes_in = self.bytes_out = 0.0
+
+    def sample(self, total: TopicCounters, now: float) -> None:
+        current = (now, total.messages_in, total.bytes_in, total.bytes_out)
+        if self._last is not None and now > self._last[0]:
+            elapsed = now - self._last[0]
+            self.messages_in, self.bytes_in, self.bytes_out = (
+                max(current[i] - self._last[i], 0) / elapsed for i in (1, 2, 3)
+            )
+        self._last = current
+
+
+@dataclass
+class View:
+    state: BrokerState
+    visible: Visible
+    query: dict[str, str]
+    principal: str | None
+    config: Config
+    rates: Rates
+
+
+async def render(view: View, parts: list[str]) -> str | None:
+    if not parts:
+        return _layout("Overview", _overview(view), refresh=True)
+    if parts[0] == "topics":
+        if len(parts) == 1:
+            return _layout("Topics", _topics(view))
+        info = view.state.store.topic(parts[1])
+        if info is None or not view.visible("topic", info.name):
+            return None
+        if len(parts) == 2:
+            return _layout(f"Topic {info.name}", _topic(view, info.name, info.partitions))
+        if len(parts) == 3 and parts[2].isdigit() and int(parts[2]) < len(info.partitions):
+            plog = info.partitions[int(parts[2])]
+            return _layout(f"{info.name}-{plog.partition}", await _messages(view, plog))
+        return None
+    if parts[0] == "groups":
+        if len(parts) == 1:
+            return _layout("Consumer groups", _groups(view))
+        if len(parts) == 2 and view.visible("group", parts[1]):
+            body = _group(view, parts[1])
+            return None if body is None else _layout(f"Group {parts[1]}", body)
+    return None
+
+
+_STYLE = """
+body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}
+nav a{margin-right:1em}
+table{border-collapse:collapse;margin:.5em 0 1.5em}
+td,th{border:1px solid #ccc;padding:.2em .5em;text-align:left;vertical-align:top}
+th{background:#f3f3f3}
+pre{margin:0;white-space:pre-wrap;word-break:break-all;max-width:60em}
+.muted{color:#777}
+"""
+
+
+def _layout(title: str, body: str, refresh: bool = False) -> str:
+    meta = '<meta http-equiv="refresh" content="5">' if refresh else ""
+    return (
+        f'<!doctype html><html><head><meta charset="utf-8">{meta}'
+        f"<title>{esc(title)} - minikafka</title><style>{_STYLE}</style></head><body>"
+        f"<nav>{link('/', 'Overview')}{link('/topics', 'Topics')}"
+        f'{link("/groups", "Consumer groups")}<a href="/metrics">Metrics</a></nav>'
+        f"<h1>{esc(title)}</h1>{body}</body></html>"
+    )
+
+
+# -- overview ------------------------------------------------------------------------------
+
+
+def _overview(view: View) -> str:
+    state = view.state
+    config = view.config
+    metrics = state.metrics
+    topics = [t for t in state.store.topics() if view.visible("topic", t.name)]
+    partitions = [plog for t in topics for plog in t.partitions]
+    uptime = int(time.time() - metrics.started)
+    rates = view.rates
+    node = table(
+        ["node id", "cluster id", "uptime", "principal"],
+        [[state.node_id, state.cluster_id, _duration(uptime), view.principal or "(no SASL)"]],
+    )
+    listeners = table(
+        ["listener", "bind", "advertised", "security"],
+        [
+            [
+                listener.name,
+                f"{listener.host or '*'}:{listener.port}",
+                f"{listener.advertised_host}:{listener.advertised_port}",
+                listener.security.protocol,
+            ]
+            for listener in config.listeners
+        ],
+    )
+    traffic = table(
+        ["topics", "partitions", "bytes on disk", "messages in", "bytes in", "bytes out"],
+        [
+            [
+                len(topics),
+                len(partitions),
+                sum(p.size for p in partitions),
+                f"{metrics.total.messages_in} ({rates.messages_in:.1f}/s)",
+                f"{metrics.total.bytes_in} ({rates.bytes_in:.0f}/s)",
+                f"{metrics.total.bytes_out} ({rates.bytes_out:.0f}/s)",
+            ]
+        ],
+    )
+    out = [node, "<h2>Listeners</h2>", listeners, "<h2>Traffic</h2>", traffic]
+    if view.visible("cluster", "kafka-cluster"):
+        clients: dict[tuple[str, str, str], int] = {}
+        for client in state.client_software.values():
+            clients[client] = clients.get(client, 0) + 1
+        out += [
+            f"<h2>Connections ({len(state.connections)})</h2>",
+            table(
+                ["client id", "software", "version", "connections"],
+                [[*k, n] for k, n in sorted(clients.items())],
+            ),
+        ]
+    return "".join(out)
+
+
+def _duration(seconds: int) -> str:
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}h {rest // 60}m {rest % 60}s"
+
+
+# -- topics --------------------------------------------------------------------------------
+
+
+def _topics(view: View) -> str:
+    rows = []
+    for info in sorted(view.state.store.topics(), key=lambda t: t.name):
+        if not view.visible("topic", info.name):
+            continue
+        counters = view.state.metrics.topics.get(info.name)
+        rows.append(
+            [
+                link(f"/topics/{part(info.name)}", info.name),
+                len(info.partitions),
+                sum(p.size for p in info.partitions),
+                sum(p.high_watermark - p.log_start_offset for p in info.partitions),
+                counters.messages_in if counters else 0,
+            ]
+        )
+    return table(["topic", "partitions", "bytes", "records in log", "messages in"], rows)
+
+
+def _topic(view: View, name: str, logs: list[PartitionLog]) -> str:
+    partitions = table(
+        ["partition", "log start", "high watermark", "LSO", "bytes", "segments", "records"],
+        [
+            [
+                link(f"/topics/{part(name)}/{plog.partition}", plog.partition),
+                plog.log_start_offset,
+                plog.high_watermark,
+                plog.last_stable_offset,
+                plog.size,
+                len(plog.segments),
+                link(f"/topics/{part(name)}/{plog.partition}", "browse", order="newest"),
+            ]
+            for plog in logs
+        ],
+    )
+    producers = table(
+        [
+            "partition",
+            "producer id",
+            "epoch",
+            "last sequence",
+            "last offset",
+            "last timestamp",
+            "open transaction from",
+        ],
+        [
+            [
+                plog.partition,
+                entry.producer_id,
+                entry.epoch,
+                entry.last_seq,
+                entry.last_offset,
+                entry.last_timestamp_ms,
+                entry.current_txn_first_offset if entry.in_transaction else "",
+            ]
+            for plog in logs
+            for entry in sorted(plog.producers.entries(), key=lambda e: e.producer_id)
+        ],
+    )
+    state = view.state
+    info = state.store.topic(name)
+    overrides = state.topic_overrides(info) if info is not None else {}
+    configs = table(
+        ["config", "value", "source"],
+        [
+            [e.name, "(sensitive)" if e.sensitive else e.value, e.source.name]
+            for e in describe_topic(view.config, overrides)
+        ],
+    )
+    return (
+        f"<h2>Partitions</h2>{partitions}<h2>Producers and transactions</h2>{producers}"
+        f"<h2>Configs</h2>{configs}"
+    )
+
+
+async def _messages(view: View, plog: PartitionLog) -> str:
+    query = view.query
+    count = _int(query.get("count"), DEFAULT_COUNT, 1, browse.MAX_RECORDS)
+    newest = query.get("order") == "newest"
+    shape = query.get("format", "text")
+    default = plog.high_watermark - count if newest else plog.log_start_offset
+    offset = _int(query.get("offset"), default, 0, 2**63 - 1)
+    if newest and "offset" in query:
+        offset = offset - count + 1  # newest first, down from the given offset
+    page = await browse.read(plog, max(offset, plog.log_start_offset), count)
+    records = list(reversed(page.records)) if newest else page.records
+    rows = []
+    for r in records:
+        b = r.batch
+        details = (
+            f"batch {b.base_offset}-{b.last_offset}, {b.size} B, {b.codec}, "
+            f"producer {b.producer_id} epoch {b.producer_epoch} seq {b.base_sequence}"
+            + (", transactional" if b.transactional else "")
+            + (f", control {r.marker}" if b.control else "")
+            + f", {b.timestamp_type}"
+        )
+        headers = "".join(f"{esc(k)}: {_shown(v, shape)}<br>" for k, v in r.headers)
+        rows.append(
+            [
+                r.offset,
+                r.timestamp,
+                Html(_shown(r.key, shape)),
+                Html(_shown(r.value, shape)),
+                Html(headers),
+                Html(f'<span class="muted">{esc(details)}</span>'),
+            ]
+        )
+    base = f"/topics/{part(plog.topic)}/{plog.partition}"
+    nav = [
+        link(base, "oldest", count=count),
+        link(base, "newest", order="newest", count=count),
+    ]
+    if page.records and not newest and page.next_offset < plog.high_watermark:
+        nav.append(link(base, "next", offset=page.next_offset, count=count, format=shape))
+    if page.records and newest and page.records[0].offset > plog.log_start_offset:
+        nav.append(
+            link(
+                base,
+                "older",
+                offset=page.records[0].offset - 1,
+                order="newest",
+                count=count,
+                format=shape,
+            )
+        )
+    shapes = [
+        link(base, f, offset=offset, order=query.get("order", "oldest"), count=count, format=f)
+        for f in ("text", "json", "hex")
+    ]
+    problem = f"<p><b>{esc(page.problem)}</b></p>" if page.problem else ""
+    return (
+        f"<p>log start {plog.log_start_offset}, high watermark {plog.high_watermark}, "
+        f"LSO {plog.last_stable_offset}; {len(records)} record(s) "
+        f"{'newest' if newest else 'oldest'} first</p>"
+        f"<p>{' '.join(nav)} | show as {' '.join(shapes)}</p>{problem}"
+        + table(["offset", "timestamp", "key", "value", "headers", "batch"], rows)
+    )
+
+
+def _int(text: str | None, default: int, low: int, high: int) -> int:
+    if text is None or not text.lstrip("-").isdigit():
+        return default
+    return max(low, min(int(text), high))
+
+
+def _shown(data: bytes | None, shape: str) -> str:
+    if data is None:
+        return '<span class="muted">null</span>'
+    cut = data[:SHOWN_BYTES]
+    rest = (
+        f' <span class="muted">(+{len(data) - len(cut)} B)</span>' if len(data) > len(cut) else ""
+    )
+    if shape == "hex":
+        return f"<pre>{esc(cut.hex(' '))}</pre>{rest}"
+    text = cut.decode("utf-8", errors="replace")
+    if shape == "json" and not rest:
+        with contextlib.suppress(ValueError):
+            text = json.dumps(json.loads(data), indent=2, ensure_ascii=False)
+    return f"<pre>{esc(text)}</pre>{rest}"
+
+
+# -- groups --------------------------------------------------------------------------------
+
+
+def _lag(view: View, group: str) -> list[tuple[str, int, int, int, int]]:
+    """(topic, partition, committed, high watermark, lag) of each visible partition."""
+    out = []
+    store = view.state.store
+    for (topic, partition), committed in sorted(view.state.groups.store.offsets(group).items()):
+        plog = store.partition(topic, partition)
+        if plog is None or not view.visible("topic", topic):
+            continue
+        end = plog.high_watermark
+        out.append((topic, partition, committed.offset, end, max(end - committed.offset, 0)))
+    return out
+
+
+def _groups(view: View) -> str:
+    coordinator = view.state.groups
+    rows: dict[str, list[object]] = {}
+    for record_group in coordinator.store.groups():
+        rows[record_group] = [record_group, "classic", "Empty", 0]
+    for classic in coordinator.list_groups():
+        rows[classic.group_id] = [
+            classic.group_id,
+            "classic",
+            classic.state.value,
+            len(classic.members),
+        ]
+    for consumer in coordinator.consumer.groups.values():
+        rows[consumer.group_id] = [
+            consumer.group_id,
+            "consumer",
+            consumer.state.value,
+            len(consumer.members),
+        ]
+    shown = []
+    for group_id, row in sorted(rows.items()):
+        if not view.visible("group", group_id):
+            continue
+        row[0] = link(f"/groups/{part(group_id)}", group_id)
+        shown.append([*row, sum(entry[4] for entry in _lag(view, group_id))])
+    return table(["group", "protocol", "state", "members", "lag"], shown)
+
+
+def _group(view: View, group_id: str) -> str | None:
+    coordinator = view.state.groups
+    classic = coordinator.describe(group_id)
+    consumer = coordinator.consumer.groups.get(group_id)
+    offsets = _lag(view, group_id)
+    if classic is None and consumer is None and group_id not in coordinator.store.groups():
+        return None
+    members: list[list[object]] = []
+    summary = ""
+    if consumer is not None:
+        names = {t.topic_id: t.name for t in view.state.store.topics()}
+        summary = f"KIP-848 consumer group, {consumer.state.value}, epoch {consumer.group_epoch}"
+        for m in consumer.members.values():
+            assigned = ", ".join(
+                f"{names.get(tid, tid.hex())}: {sorted(ps)}"
+                for tid, ps in sorted(m.assigned.items())
+                if view.visible("topic", names.get(tid, ""))
+            )
+            members.append([m.member_id, m.client_id, m.client_host, assigned])
+    elif classic is not None:
+        summary = (
+            f"classic group, {classic.state.value}, generation {classic.generation_id}, "
+            f"protocol {classic.protocol_type or ''}/{classic.protocol_name or ''}"
+        )
+        for cm in classic.members.values():
+            assigned = ""
+            if classic.protocol_type == "consumer" and cm.assignment:
+                try:
+                    assigned = ", ".join(
+                        f"{t}: {sorted(ps)}"
+                        for t, ps in decode_assignment(cm.assignment).partitions
+                        if view.visible("topic", t)
+                    )
+                except MalformedProtocol:
+                    assigned = "(unreadable assignment)"
+            members.append([cm.member_id, cm.client_id, cm.client_host, assigned])
+    else:
+        summary = "no members (committed offsets only)"
+    return (
+        f"<p>{esc(summary)}</p><h2>Members</h2>"
+        + table(["member id", "client id", "host", "assignment"], members)
+        + "<h2>Committed offsets</h2>"
+        + table(
+            ["topic", "partition", "committed", "high watermark", "lag"],
+            [[link(f"/topics/{part(t)}", t), p, c, e, lag] for t, p, c, e, lag in offsets],
+        )
+    )

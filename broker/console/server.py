@@ -1,0 +1,247 @@
+"""The console's HTTP listener (``minikafka.console.listener``; off unless set).
+
+Loopback only unless ``minikafka.console.allow.remote=true``, with the Host and Origin checks
+of every side listener (broker.net.local_http): a web page elsewhere cannot read it, even
+after DNS rebinding. Read-only for now: GET (and HEAD) only, so there is no state-changing
+request a form could forge.
+
+    GET /health   200 while the console serves and the broker is not stopping, else 503
+    GET /ready    200 once the broker serves its listeners, 503 before, while restarting
+                  after a fault-injected crash and while stopping
+    GET /metrics  Prometheus text format (broker.console.metrics)
+    GET /, /topics, /topics/<t>, /topics/<t>/<p>, /groups, /groups/<g>   HTML pages
+
+With SASL on any listener, everything but /health and /ready asks for HTTP Basic
+credentials, checked as the broker's own logins are (SASL/PLAIN users of the listeners'
+JAAS entries, SCRAM credentials), and shows only the topics and groups that principal may
+DESCRIBE (the broker's authorizer; everything without one).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import hashlib
+import hmac
+import logging
+import socket
+import time
+from typing import TYPE_CHECKING, Protocol
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from broker.console import pages
+from broker.console.exposition import render
+from broker.console.metrics import collect
+from broker.net.local_http import HttpError, LocalHttpServer, Refused, Reply, Request
+from broker.runtime import offload
+from broker.security.acl import CLUSTER, DESCRIBE, GROUP, TOPIC
+from broker.security.client_address import java_host_address
+from broker.security.sasl_scram import MECHANISMS, credential
+from protocol.api_keys import ALL_APIS
+
+if TYPE_CHECKING:
+    from broker.config.model import Config
+    from broker.core.state import BrokerState
+    from broker.lifecycle.server import Broker
+
+log = logging.getLogger(__name__)
+
+PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
+# A good login is remembered this long, so a page's reloads do not each pay SCRAM's
+# thousands of PBKDF2 rounds; a refused one never is.
+LOGIN_CACHE_S = 60.0
+LOGIN_CACHE_SIZE = 64
+RATE_INTERVAL_S = 5.0
+API_NAMES = {key: api.name for key, api in ALL_APIS.items()}
+
+
+class ConsoleHost(Protocol):
+    """What the console shows (broker.toolkit.host.BrokerHost): the current broker, which a
+    fault-injected crash replaces, or None while there is none."""
+
+    config: Config
+    broker: Broker | None
+
+
+class ConsoleServer(LocalHttpServer):
+    what = "console"
+    max_body = 0
+    max_connections = 16
+    answer_timeout = 30.0
+
+    def __init__(self, host: ConsoleHost, bind: str, sockets: list[socket.socket]) -> None:
+        super().__init__(bind, sockets, host.config.console_allow_remote)
+        self.host = host
+        self.started = time.time()
+        self.stopping = False
+        self._logins: dict[tuple[str, bytes], float] = {}
+        self.rates = pages.Rates()
+        self._sampler: asyncio.Task[None] | None = None
+
+    @classmethod
+    def bind_to(cls, host: ConsoleHost, bind: str, port: int) -> ConsoleServer:
+        sockets = cls.bind_sockets(bind, port, "console", "minikafka.console.listener")
+        return cls(host, bind, sockets)
+
+    async def serve(self) -> None:
+        await self.start_serving()
+        self._sampler = asyncio.create_task(self._sample(), name="console-rates")
+        log.info("minikafka console on %s/ (metrics on %s/metrics)", self.url, self.url)
+
+    async def close(self) -> None:
+        self.stopping = True
+        if self._sampler is not None:
+            self._sampler.cancel()
+        await super().close()
+
+    async def _sample(self) -> None:
+        """Messages and bytes per second for the overview: the counters' change over the
+        last interval (as Kafka's meters' one-minute rates, only shorter)."""
+        while True:
+            state = self._state()
+            if state is not None:
+                self.rates.sample(state.metrics.total, time.monotonic())
+            await asyncio.sleep(RATE_INTERVAL_S)
+
+    def _state(self) -> BrokerState | None:
+        broker = self.host.broker
+        return broker.state if broker is not None else None
+
+    def check_caller(self, request: Request) -> None:
+        # Read-only: nothing here changes state, so a forged cross-site POST has no target.
+        if request.method not in ("GET", "HEAD"):
+            raise HttpError(405, f"method {request.method} not allowed (GET)", {"Allow": "GET"})
+
+    async def route(self, request: Request) -> Reply:
+        url = urlsplit(request.target)
+        path = url.path.rstrip("/") or "/"
+        if path == "/health":
+            return self._health()
+        if path == "/ready":
+            return self._ready()
+        state = self._state()
+        if state is None:
+            raise HttpError(503, "the broker is restarting", {"Retry-After": "1"})
+        principal = await self._login(state, request)
+        visible = self._visibility(state, principal, request)
+        query = dict(parse_qsl(url.query))
+        if path == "/metrics":
+            text = render(collect(state, API_NAMES, visible))
+            return Reply(200, text.encode(), PROMETHEUS_TEXT)
+        parts = [unquote(p) for p in path.strip("/").split("/")] if path != "/" else []
+        view = pages.View(state, visible, query, principal, self.host.config, self.rates)
+        html = await pages.render(view, parts)
+        if html is None:
+            raise HttpError(404, f"no page {url.path[:200]!r}")
+        return Reply(200, html.encode(), "text/html; charset=utf-8", _PAGE_HEADERS.copy())
+
+    # -- health --------------------------------------------------------------------------
+
+    def _health(self) -> Reply:
+        state = self._state()
+        stopping = self.stopping or (state is not None and state.shutting_down)
+        return _status(not stopping, "stopping" if stopping else "serving")
+
+    def _ready(self) -> Reply:
+        broker = self.host.broker
+        state = self._state()
+        if broker is None or state is None:
+            return _status(False, "no broker (starting or restarting)")
+        if state.shutting_down or self.stopping:
+            return _status(False, "stopping")
+        return _status(True, "ready")
+
+    # -- who is asking -------------------------------------------------------------------
+
+    def _sasl_on(self) -> bool:
+        return any(listener.security.sasl is not None for listener in self.host.config.listeners)
+
+    async def _login(self, state: BrokerState, request: Request) -> str | None:
+        """The principal (``User:<name>``) of the request's Basic credentials, or None when
+        no listener takes SASL (then the console asks for none)."""
+        if not self._sasl_on():
+            return None
+        refuse = Refused(
+            401,
+            "send HTTP Basic credentials of a broker user (SASL/PLAIN or SCRAM)",
+            {"WWW-Authenticate": 'Basic realm="minikafka console", charset="UTF-8"'},
+        )
+        scheme, _, encoded = request.headers.get("authorization", "").strip().partition(" ")
+        if scheme.lower() != "basic":
+            raise refuse
+        try:
+            user, sep, password = base64.b64decode(encoded, validate=True).decode().partition(":")
+        except (binascii.Error, UnicodeDecodeError):
+            raise refuse from None
+        if not sep or not user:
+            raise refuse
+        key = (user, hashlib.sha256(password.encode()).digest())
+        now = time.monotonic()
+        if self._logins.get(key, 0.0) < now:
+            if not await self._password_ok(state, user, password):
+                raise refuse
+            if len(self._logins) >= LOGIN_CACHE_SIZE:
+                self._logins.clear()
+            self._logins[key] = now + LOGIN_CACHE_S
+        return f"User:{user}"
+
+    async def _password_ok(self, state: BrokerState, user: str, password: str) -> bool:
+        for listener in self.host.config.listeners:
+            sasl = listener.security.sasl
+            if sasl is None:
+                continue
+            expected = sasl.plain_users().get(user)
+            if expected is not None and hmac.compare_digest(expected.encode(), password.encode()):
+                return True
+        for mechanism, (kind, _digest, _min) in MECHANISMS.items():
+            stored = state.scram_credentials.get(user, kind)
+            if stored is None:
+                continue
+            # PBKDF2 with the stored salt and iterations: thousands of rounds, off the loop.
+            made = await offload.run(
+                credential, mechanism, password, stored.salt, stored.iterations
+            )
+            if hmac.compare_digest(made.stored_key, stored.stored_key):
+                return True
+        return False
+
+    def _visibility(
+        self, state: BrokerState, principal: str | None, request: Request
+    ) -> pages.Visible:
+        authorizer = state.authorizer
+        if authorizer is None or principal is None:
+            return _everything
+        host = java_host_address(request.peer)
+        kinds = {"topic": TOPIC, "group": GROUP, "cluster": CLUSTER}
+        cache: dict[tuple[str, str], bool] = {}
+
+        def visible(kind: str, name: str) -> bool:
+            seen = cache.get((kind, name))
+            if seen is None:
+                seen = cache[kind, name] = authorizer.authorize(
+                    principal, host, DESCRIBE, kinds[kind], name, log_denied=False
+                )
+            return seen
+
+        return visible
+
+
+_PAGE_HEADERS = {
+    # The pages embed records' bytes (escaped): no script runs on them, none loads from
+    # elsewhere, and no other site may frame them.
+    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; "
+    "frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+
+
+def _everything(kind: str, name: str) -> bool:
+    return True
+
+
+def _status(ok: bool, text: str) -> Reply:
+    body = f'{{"status": "{"UP" if ok else "DOWN"}", "detail": "{text}"}}\n'.encode()
+    return Reply(200 if ok else 503, body, "application/json", {"Cache-Control": "no-store"})
