@@ -42,6 +42,7 @@ def collect(state: BrokerState, api_names: dict[int, str], visible: Visible) -> 
 
 def _topic_metrics(state: BrokerState, visible: Visible) -> list[Family]:
     metrics = state.metrics
+    total = metrics.total
     out = []
     for attr, name, text in (
         ("messages_in", "messagesin", "Records appended (BrokerTopicMetrics MessagesInPerSec)."),
@@ -49,7 +50,7 @@ def _topic_metrics(state: BrokerState, visible: Visible) -> list[Family]:
         ("bytes_out", "bytesout", "Record bytes sent in Fetch answers (BytesOutPerSec)."),
     ):
         family = Family(f"kafka_server_brokertopicmetrics_{name}_total", "counter", text)
-        family.add(getattr(metrics.total, attr))
+        family.add(getattr(total, attr))
         for topic, counters in sorted(metrics.topics.items()):
             if visible("topic", topic):
                 family.add(getattr(counters, attr), topic=topic)

@@ -2,8 +2,8 @@
 
 Loopback only unless ``minikafka.console.allow.remote=true``, with the Host and Origin checks
 of every side listener (broker.net.local_http): a web page elsewhere cannot read it, even
-after DNS rebinding. Read-only for now: GET (and HEAD) only, so there is no state-changing
-request a form could forge.
+after DNS rebinding. Read-only for now: GET only, so there is no state-changing request a
+form could forge.
 
     GET /health   200 while the console serves and the broker is not stopping, else 503
     GET /ready    200 once the broker serves its listeners, 503 before, while restarting
@@ -53,6 +53,7 @@ PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
 LOGIN_CACHE_S = 60.0
 LOGIN_CACHE_SIZE = 64
 RATE_INTERVAL_S = 5.0
+OFFLOAD_BYTES = 256 * 1024
 API_NAMES = {key: api.name for key, api in ALL_APIS.items()}
 
 
@@ -110,7 +111,7 @@ class ConsoleServer(LocalHttpServer):
 
     def check_caller(self, request: Request) -> None:
         # Read-only: nothing here changes state, so a forged cross-site POST has no target.
-        if request.method not in ("GET", "HEAD"):
+        if request.method != "GET":
             raise HttpError(405, f"method {request.method} not allowed (GET)", {"Allow": "GET"})
 
     async def route(self, request: Request) -> Reply:
@@ -134,7 +135,9 @@ class ConsoleServer(LocalHttpServer):
         html = await pages.render(view, parts)
         if html is None:
             raise HttpError(404, f"no page {url.path[:200]!r}")
-        return Reply(200, html.encode(), "text/html; charset=utf-8", _PAGE_HEADERS.copy())
+        # A page of records runs to megabytes: encoded off the loop.
+        body = html.encode() if len(html) < OFFLOAD_BYTES else await offload.run(str.encode, html)
+        return Reply(200, body, "text/html; charset=utf-8", _PAGE_HEADERS.copy())
 
     # -- health --------------------------------------------------------------------------
 

@@ -1,10 +1,11 @@
 """What the broker counts for /metrics and the console (broker.console): Kafka's
-BrokerTopicMetrics (messages and bytes in, bytes out; overall and per topic) and
-RequestMetrics (requests and their total time per API), as plain numbers.
+BrokerTopicMetrics (messages and bytes in, bytes out; per topic, totals summed when read)
+and RequestMetrics (requests and their total time per API), as plain numbers.
 
-Cheap by design, since Produce and Fetch update them: an attribute add per batch or
-partition answered, and per request one clock read and a bucket's add. Rates are the
-scraper's business (Prometheus' rate()), as the JMX exporter publishes Kafka's meters' counts.
+Cheap by design, since Produce and Fetch update them: per batch appended or partition
+answered a dictionary lookup and attribute adds; per request one more clock read and a
+bucket's add. Rates are the scraper's business (Prometheus' rate()), as the JMX exporter
+publishes the counts of Kafka's meters.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from bisect import bisect_left
 # Upper bounds (ms) of the request time histogram's buckets; one more counts the rest.
 LATENCY_BUCKETS_MS = (0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0)
 _BUCKETS_S = tuple(b / 1000 for b in LATENCY_BUCKETS_MS)
+# Above every API key Kafka 4.0 defines (ApiKeys goes to 92): requests index a list.
+_API_KEYS = 128
 
 
 class TopicCounters:
@@ -25,25 +28,34 @@ class TopicCounters:
         self.bytes_in = 0
         self.bytes_out = 0
 
+    def add(self, other: TopicCounters) -> None:
+        self.messages_in += other.messages_in
+        self.bytes_in += other.bytes_in
+        self.bytes_out += other.bytes_out
+
 
 class RequestTimes:
     """One API's requests answered and their total time (Kafka's TotalTimeMs), bucketed."""
 
-    __slots__ = ("buckets", "count", "seconds")
+    __slots__ = ("buckets", "seconds")
 
     def __init__(self) -> None:
-        self.count = 0
         self.seconds = 0.0
         self.buckets = [0] * (len(_BUCKETS_S) + 1)
+
+    @property
+    def count(self) -> int:
+        return sum(self.buckets)
 
 
 class BrokerMetrics:
     def __init__(self) -> None:
         self.started = time.time()
-        self.total = TopicCounters()
-        # Kafka removes a deleted topic's metrics; BrokerState.forget_topic does here.
+        # Kafka removes a deleted topic's metrics (BrokerState.forget_topic calls forget);
+        # its counts stay in the totals.
         self.topics: dict[str, TopicCounters] = {}
-        self.requests: dict[int, RequestTimes] = {}
+        self._gone = TopicCounters()
+        self._requests = [RequestTimes() for _ in range(_API_KEYS)]
 
     def topic(self, name: str) -> TopicCounters:
         counters = self.topics.get(name)
@@ -51,25 +63,35 @@ class BrokerMetrics:
             counters = self.topics[name] = TopicCounters()
         return counters
 
+    def forget(self, name: str) -> None:
+        counters = self.topics.pop(name, None)
+        if counters is not None:
+            self._gone.add(counters)
+
+    @property
+    def total(self) -> TopicCounters:
+        total = TopicCounters()
+        total.add(self._gone)
+        for counters in self.topics.values():
+            total.add(counters)
+        return total
+
     def appended(self, topic: str, records: int, size: int) -> None:
-        """A batch appended (ReplicaManager: bytesInRate and messagesInRate per topic and
-        for all topics)."""
-        counters = self.topic(topic)
+        """A batch appended (ReplicaManager: the topic's bytesInRate and messagesInRate)."""
+        counters = self.topics.get(topic) or self.topic(topic)
         counters.messages_in += records
         counters.bytes_in += size
-        total = self.total
-        total.messages_in += records
-        total.bytes_in += size
 
     def sent(self, topic: str, size: int) -> None:
         """Record bytes in a Fetch answer (KafkaApis' updateBytesOut)."""
-        self.topic(topic).bytes_out += size
-        self.total.bytes_out += size
+        (self.topics.get(topic) or self.topic(topic)).bytes_out += size
 
     def answered(self, api_key: int, seconds: float) -> None:
-        times = self.requests.get(api_key)
-        if times is None:
-            times = self.requests[api_key] = RequestTimes()
-        times.count += 1
+        times = self._requests[api_key]
         times.seconds += seconds
         times.buckets[bisect_left(_BUCKETS_S, seconds)] += 1
+
+    @property
+    def requests(self) -> dict[int, RequestTimes]:
+        """The APIs that were called."""
+        return {key: t for key, t in enumerate(self._requests) if t.seconds or any(t.buckets)}

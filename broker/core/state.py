@@ -243,5 +243,5 @@ class BrokerState:
     def forget_topic(self, info: TopicInfo) -> None:
         """Drop a deleted topic's configs (file included) and its metrics."""
         self._settings.pop(info.topic_id, None)
-        self.metrics.topics.pop(info.name, None)
+        self.metrics.forget(info.name)
         self.topic_configs.delete(info.topic_id)

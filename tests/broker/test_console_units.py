@@ -78,6 +78,12 @@ def test_appends_and_fetches_count_per_topic_and_in_total() -> None:
         70,
     )
     assert (metrics.topics["a"].messages_in, metrics.topics["a"].bytes_out) == (3, 70)
+    # A deleted topic's metrics go (as Kafka removes them); its counts stay in the totals.
+    metrics.forget("a")
+    assert "a" not in metrics.topics
+    assert (metrics.total.messages_in, metrics.total.bytes_out) == (4, 70)
+    assert sorted(metrics.topic("a").__slots__) == ["bytes_in", "bytes_out", "messages_in"]
+    assert metrics.topics["a"].messages_in == 0
 
 
 def test_rates_are_the_change_over_the_last_interval() -> None:
