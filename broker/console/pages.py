@@ -6,7 +6,8 @@ DESCRIBE is answered as one that does not exist.
     /topics                 topics with partitions, size, messages in
     /topics/<t>             partitions (log start/end, LSO, size, segments), producers
                             and open transactions, configs with their sources
-    /topics/<t>/<p>         records: ?offset=&order=oldest|newest&count=&format=text|json|hex
+    /topics/<t>/<p>         records: ?offset= or ?timestamp= (ms), &order=oldest|newest,
+                            &count=, &format=text|json|hex
     /groups                 groups, classic and KIP-848, with their lag
     /groups/<g>             members, assignments, committed offsets and lag
 """
@@ -280,7 +281,11 @@ async def _messages(view: View, plog: PartitionLog) -> str:
     shape = query.get("format", "text")
     default = plog.high_watermark - count if newest else plog.log_start_offset
     offset = _int(query.get("offset"), default, 0, 2**63 - 1)
-    if newest and "offset" in query:
+    if "timestamp" in query:
+        # ListOffsets' lookup: the first record at or after the time (none: the log end).
+        found = plog.offset_for_timestamp(_int(query["timestamp"], 0, 0, 2**63 - 1))
+        offset = found.offset if found is not None else plog.high_watermark
+    elif newest and "offset" in query:
         offset = offset - count + 1  # newest first, down from the given offset
     page = await browse.read(plog, max(offset, plog.log_start_offset), count)
     records = list(reversed(page.records)) if newest else page.records

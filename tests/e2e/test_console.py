@@ -474,3 +474,65 @@ async def test_a_non_loopback_peer_is_refused_and_ready_waits_for_a_broker() -> 
         assert local.startswith(b"HTTP/1.1 503") and b"DOWN" in local
     finally:
         await server.close()
+
+
+def test_a_kip_848_group_shows_its_assignment_and_lag(console: tuple[BrokerProcess, str]) -> None:
+    proc, url = console
+    topic, group = "kip848-shown", "kip848-group"
+    create(proc.bootstrap, topic, 2)
+    produce(proc.bootstrap, topic, [(f"k{i}", "v", i % 2) for i in range(10)])
+    consumer = Consumer(
+        {
+            "bootstrap.servers": proc.bootstrap,
+            "group.id": group,
+            "group.protocol": "consumer",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        consumer.subscribe([topic])
+        consume_and_commit(consumer, 4)
+        # 4 of 10 consumed and committed; lag is published for the partitions committed.
+        seen = metrics(url)
+        assert value(seen, "kafka_consumergroup_current_offset", consumergroup=group) == 4
+        ends = {
+            labels["partition"]: v
+            for labels, v in seen["kafka_log_log_logendoffset"]
+            if labels["topic"] == topic
+        }
+        assert (
+            value(seen, "kafka_consumergroup_lag", consumergroup=group)
+            == sum(
+                ends[labels["partition"]] - v
+                for labels, v in seen["kafka_consumergroup_current_offset"]
+                if labels["consumergroup"] == group
+            )
+            > 0
+        )
+        consume_and_commit(consumer, 10 - 4)
+        status, page = get(url + f"/groups/{group}")
+        assert status == 200 and "KIP-848 consumer group, Stable" in page
+        assert f"{topic}: [0, 1]" in page
+        assert value(metrics(url), "kafka_consumergroup_lag", consumergroup=group) == 0
+        assert value(metrics(url), "kafka_consumergroup_current_offset", consumergroup=group) == 10
+        status, groups = get(url + "/groups")
+        assert re.search(
+            rf">{group}</a></td><td>consumer</td><td>Stable</td><td>1</td><td>0<", groups
+        )
+    finally:
+        consumer.close()
+
+
+def test_records_from_a_timestamp(console: tuple[BrokerProcess, str]) -> None:
+    proc, url = console
+    create(proc.bootstrap, "by-time", 1)
+    producer = Producer({"bootstrap.servers": proc.bootstrap})
+    for i, ts in enumerate((1_000_000, 2_000_000, 3_000_000)):
+        producer.produce("by-time", key=f"at-{i}", value="v", timestamp=ts)
+        producer.flush(30)
+    status, page = get(url + "/topics/by-time/0?timestamp=1500000")
+    assert status == 200
+    assert "at-0" not in page and "at-1" in page and "at-2" in page
+    status, page = get(url + "/topics/by-time/0?timestamp=9000000")
+    assert status == 200 and "at-" not in page
