@@ -215,6 +215,10 @@ def test_pages_show_the_topic_its_records_and_the_groups_lag(
     assert "{\n  &quot;n&quot;: 1\n}" in as_json
     status, as_hex = get(url + "/topics/pages/0?format=hex&offset=2")
     assert "6f 6d 65 67 61" in as_hex and "alpha" not in as_hex  # "omega"
+    # Nonsense in the query falls back to the defaults; counts are capped.
+    for query in ("count=abc&offset=-5&format=zzz&order=sideways", "count=999999999&offset=x"):
+        status, page = get(url + "/topics/pages/0?" + query)
+        assert status == 200 and "alpha" in page and "omega" in page, query
 
     consumer = Consumer(
         {"bootstrap.servers": proc.bootstrap, "group.id": group, "enable.auto.commit": False}
@@ -230,8 +234,13 @@ def test_pages_show_the_topic_its_records_and_the_groups_lag(
     # committed 1 of 3: the lag is 2
     assert re.search(r">pages</a></td><td>0</td><td>1</td><td>3</td><td>2</td>", page), page
 
+    # A client connected now is listed with its client id and software (KIP-511).
+    client = Producer({"bootstrap.servers": proc.bootstrap, "client.id": "overview-client"})
+    client.produce("pages", value="x")
+    assert client.flush(30) == 0
     status, overview = get(url + "/")
-    assert status == 200 and "PLAINTEXT" in overview and "confluent-kafka" in overview
+    assert status == 200 and "PLAINTEXT" in overview
+    assert re.search(r"<td>overview-client</td><td>confluent-kafka-python</td>", overview)
     assert get(url + f"/topics/{topic}")[0] == 404
     assert get(url + "/topics/pages/7")[0] == 404
     assert get(url + "/groups/no-such-group")[0] == 404
@@ -433,6 +442,9 @@ def test_with_sasl_the_console_asks_a_broker_user_and_shows_only_what_it_may_des
         assert "shared-topic-key" in get(url + "/topics/shared-topic/0", alice)[1]
         assert get(url + "/topics/secret-topic", alice)[0] == 404
         assert get(url + "/topics/secret-topic/0", alice)[0] == 404
+        # Other clients' connections are the cluster's: not for alice (no DESCRIBE on it).
+        assert "Connections (" not in get(url + "/", alice)[1]
+        assert "Connections (" in get(url + "/", basic("admin", "admin-secret"))[1]
 
         # A super user sees both; a SCRAM user logs in with its password (no ACL: nothing).
         status, listing = get(url + "/topics", basic("admin", "admin-secret"))
