@@ -92,6 +92,20 @@ def produce(bootstrap: str, topic: str, records: list[tuple[str, str, int]], **c
     assert producer.flush(30) == 0
 
 
+def subscribed(proc: BrokerProcess, topic: str, group: str, **conf: str) -> Consumer:
+    consumer = Consumer(
+        {
+            "bootstrap.servers": proc.bootstrap,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            **conf,
+        }
+    )
+    consumer.subscribe([topic])
+    return consumer
+
+
 def consume_and_commit(consumer: Consumer, count: int) -> None:
     got = 0
     deadline = time.monotonic() + 30
@@ -127,16 +141,8 @@ def test_metrics_count_what_was_produced_and_consumed_and_lag_goes_to_zero(
     # The unlabelled totals hold the topic's counts too.
     assert value(before, "kafka_server_brokertopicmetrics_messagesin_total") >= 2 * 37
 
-    consumer = Consumer(
-        {
-            "bootstrap.servers": proc.bootstrap,
-            "group.id": group,
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-        }
-    )
+    consumer = subscribed(proc, topic, group)
     try:
-        consumer.subscribe([topic])
         consume_and_commit(consumer, 37)
         after = metrics(url)
         assert value(after, "kafka_consumergroup_current_offset", consumergroup=group) == 37
@@ -493,17 +499,8 @@ def test_a_kip_848_group_shows_its_assignment_and_lag(console: tuple[BrokerProce
     topic, group = "kip848-shown", "kip848-group"
     create(proc.bootstrap, topic, 2)
     produce(proc.bootstrap, topic, [(f"k{i}", "v", i % 2) for i in range(10)])
-    consumer = Consumer(
-        {
-            "bootstrap.servers": proc.bootstrap,
-            "group.id": group,
-            "group.protocol": "consumer",
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-        }
-    )
+    consumer = subscribed(proc, topic, group, **{"group.protocol": "consumer"})
     try:
-        consumer.subscribe([topic])
         consume_and_commit(consumer, 4)
         # 4 of 10 consumed and committed; lag is published for the partitions committed.
         seen = metrics(url)
