@@ -202,6 +202,11 @@ def test_pages_show_the_topic_its_records_and_the_groups_lag(
     )
     status, listing = get(url + "/topics")
     assert status == 200 and ">pages</a>" in listing
+    # No script may run on a page that shows what clients stored.
+    with urllib.request.urlopen(url + "/topics", timeout=30) as answer:
+        head = answer.headers
+    assert "default-src 'none'" in head["Content-Security-Policy"]
+    assert head["X-Content-Type-Options"] == "nosniff"
 
     status, detail = get(url + "/topics/pages")
     assert status == 200
@@ -340,6 +345,20 @@ def raw(url: str, request: bytes) -> tuple[int, str]:
             id="many-headers",
         ),
         pytest.param(lambda a: "hello\r\n\r\n", 400, "request line", id="not-http"),
+        pytest.param(
+            lambda a: f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{a}\r\nContent-Length: 5\r\n\r\nhello",
+            413,
+            "body above 0 bytes",
+            id="body",
+        ),
+        pytest.param(
+            lambda a: (
+                f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{a}\r\nTransfer-Encoding: chunked\r\n\r\n"
+            ),
+            411,
+            "Content-Length",
+            id="chunked",
+        ),
         pytest.param(
             lambda a: f"GET /nowhere HTTP/1.1\r\nHost: 127.0.0.1:{a}\r\n\r\n",
             404,
