@@ -71,7 +71,9 @@ def _request_metrics(state: BrokerState, api_names: dict[int, str]) -> list[Fami
     )
     for key, counts in sorted(state.metrics.requests.items()):
         name = api_names.get(key, str(key))
-        requests.add(counts.count, request=name)
+        for version, count in enumerate(counts.versions):
+            if count:
+                requests.add(count, request=name, version=str(version))
         times.add_histogram(LATENCY_BUCKETS_MS, counts.buckets, counts.seconds * 1000, request=name)
     purgatory = Family(
         "kafka_server_delayedoperationpurgatory_purgatorysize",

@@ -16,8 +16,9 @@ from bisect import bisect_left
 # Upper bounds (ms) of the request time histogram's buckets; one more counts the rest.
 LATENCY_BUCKETS_MS = (0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0)
 _BUCKETS_S = tuple(b / 1000 for b in LATENCY_BUCKETS_MS)
-# Above every API key Kafka 4.0 defines (ApiKeys goes to 92): requests index a list.
+# Above every API key and version Kafka 4.0 defines: requests index lists.
 _API_KEYS = 128
+_VERSIONS = 32
 
 
 class TopicCounters:
@@ -35,13 +36,15 @@ class TopicCounters:
 
 
 class RequestTimes:
-    """One API's requests answered and their total time (Kafka's TotalTimeMs), bucketed."""
+    """One API's requests answered per version (Kafka's RequestsPerSec has a version tag)
+    and their total time (TotalTimeMs), bucketed."""
 
-    __slots__ = ("buckets", "seconds")
+    __slots__ = ("buckets", "seconds", "versions")
 
     def __init__(self) -> None:
         self.seconds = 0.0
         self.buckets = [0] * (len(_BUCKETS_S) + 1)
+        self.versions = [0] * _VERSIONS
 
     @property
     def count(self) -> int:
@@ -86,8 +89,9 @@ class BrokerMetrics:
         """Record bytes in a Fetch answer (KafkaApis' updateBytesOut)."""
         (self.topics.get(topic) or self.topic(topic)).bytes_out += size
 
-    def answered(self, api_key: int, seconds: float) -> None:
+    def answered(self, api_key: int, version: int, seconds: float) -> None:
         times = self._requests[api_key]
+        times.versions[version] += 1
         times.seconds += seconds
         times.buckets[bisect_left(_BUCKETS_S, seconds)] += 1
 

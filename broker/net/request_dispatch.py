@@ -129,7 +129,7 @@ class RequestDispatch(ConnectionBase):
         except Exception:
             log.exception("closing connection: %s handler failed (%s)", api.name, ctx.describe())
             return self._refuse(pipelined)
-        self.state.metrics.answered(api_key, perf_counter() - started)
+        self.state.metrics.answered(api_key, api_version, perf_counter() - started)
         if api_key == PRODUCE_KEY:
             self._produce_offloaded = ctx.offloaded
         if payload is None:

@@ -57,11 +57,13 @@ def test_a_histogram_is_cumulative_up_to_inf_with_sum_and_count() -> None:
 
 def test_request_times_fall_in_the_bucket_whose_bound_they_do_not_exceed() -> None:
     metrics = BrokerMetrics()
-    metrics.answered(0, LATENCY_BUCKETS_MS[0] / 1000)  # exactly on the first bound
-    metrics.answered(0, 0.0007)  # between 0.5 and 1 ms
-    metrics.answered(0, 60.0)  # above every bound
+    metrics.answered(0, 9, LATENCY_BUCKETS_MS[0] / 1000)  # exactly on the first bound
+    metrics.answered(0, 9, 0.0007)  # between 0.5 and 1 ms
+    metrics.answered(0, 3, 60.0)  # above every bound
     times = metrics.requests[0]
     assert times.count == 3 and math.isclose(times.seconds, 60.00095)
+    assert (times.versions[9], times.versions[3]) == (2, 1)
+    assert list(metrics.requests) == [0]
     assert times.buckets[0] == 1
     assert times.buckets[LATENCY_BUCKETS_MS.index(1.0)] == 1
     assert times.buckets[-1] == 1

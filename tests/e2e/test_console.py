@@ -169,6 +169,13 @@ def test_metrics_count_what_was_produced_and_consumed_and_lag_goes_to_zero(
 
     final = metrics(url)
     produced = value(final, "kafka_network_requestmetrics_requests_total", request="Produce")
+    # Counted per API and version, as Kafka's RequestsPerSec (librdkafka asks ApiVersions v3).
+    versions = {
+        (labels["request"], labels["version"])
+        for labels, _ in final["kafka_network_requestmetrics_requests_total"]
+    }
+    assert ("ApiVersions", "3") in versions
+    assert any(request == "Produce" and int(v) >= 3 for request, v in versions)
     assert produced >= 2
     # Each request answered is in the histogram once; the +Inf bucket holds them all.
     assert value(final, "kafka_network_requestmetrics_totaltimems_count", request="Produce") == (
