@@ -1,8 +1,14 @@
 """faust-streaming: a table counting per key, kept only in memory, so each start of the worker
 rebuilds it from the table's changelog topic. The worker is SIGKILLed once its offsets for
 the first inputs are committed (faust is at-least-once: a kill before the commit would count
-the uncommitted inputs twice, by design), more inputs arrive while it is down, and the
-restarted worker's counts continue from the rebuilt table."""
+the uncommitted inputs twice, by design), restarted, and the inputs after the restart continue
+the counts of the rebuilt table.
+
+The second inputs are produced only once the restarted worker is ready: faust-streaming
+0.15's recovery resumes the input partitions before it seeks them to their committed offsets,
+so inputs already waiting at the restart can reach the agent on both sides of the seek, one
+processed twice and another never. Apache Kafka 4.0.0 shows the same (4 restarts in 8 with
+inputs waiting, none in 8 without): the client's race, not the broker's."""
 
 from __future__ import annotations
 
@@ -42,8 +48,9 @@ def test_table_rebuilt_from_changelog_after_kill(
             -4000:
         ]
         app.kill()
-        produce(boot, "events", ((b"k%d" % (n % KEYS), b"%d" % n) for n in range(HALF, 2 * HALF)))
         app = App(python, "faust_count.py", log, *args)
+        assert until(lambda: app.text().count("Worker ready") >= 2, 120), app.text()[-4000:]
+        produce(boot, "events", ((b"k%d" % (n % KEYS), b"%d" % n) for n in range(HALF, 2 * HALF)))
         assert until(lambda: committed_total(boot, "counter", "events") == 2 * HALF, 120), (
             app.text()[-4000:]
         )
