@@ -55,21 +55,22 @@ class BenchBroker:
         self.port = port or free_port()
         self.proc: subprocess.Popen[bytes] | None = None
 
+    def command(self) -> list[str]:
+        return [
+            sys.executable,
+            "-m",
+            "broker",
+            "--override",
+            f"listeners=PLAINTEXT://127.0.0.1:{self.port}",
+            "--override",
+            f"log.dirs={self.data_dir}",
+            "--override",
+            "log.level=WARNING",
+            *[arg for k, v in self.overrides.items() for arg in ("--override", f"{k}={v}")],
+        ]
+
     def spawn(self) -> subprocess.Popen[bytes]:
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "broker",
-                "--override",
-                f"listeners=PLAINTEXT://127.0.0.1:{self.port}",
-                "--override",
-                f"log.dirs={self.data_dir}",
-                "--override",
-                "log.level=WARNING",
-                *[arg for k, v in self.overrides.items() for arg in ("--override", f"{k}={v}")],
-            ]
-        )
+        self.proc = subprocess.Popen(self.command())
         return self.proc
 
     def __enter__(self) -> BenchBroker:

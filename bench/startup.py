@@ -27,7 +27,6 @@ import socket
 import statistics
 import struct
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -87,22 +86,7 @@ class _Broker(BenchBroker):
         self.source = source
 
     def spawn(self) -> subprocess.Popen[bytes]:
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "broker",
-                "--override",
-                f"listeners=PLAINTEXT://127.0.0.1:{self.port}",
-                "--override",
-                f"log.dirs={self.data_dir}",
-                "--override",
-                "log.level=WARNING",
-                *[arg for k, v in self.overrides.items() for arg in ("--override", f"{k}={v}")],
-            ],
-            cwd=self.source,
-            env=broker_env(),
-        )
+        self.proc = subprocess.Popen(self.command(), cwd=self.source, env=broker_env())
         return self.proc
 
 
