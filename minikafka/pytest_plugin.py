@@ -10,6 +10,9 @@ Fixtures:
   kafka_topic           a factory: ``kafka_topic(partitions=3)`` makes a topic with a name no
                         other test uses, on ``kafka_broker`` (or ``broker=``), and returns it.
   kafka_session_broker  one broker for the whole session (tests share it: use kafka_topic).
+  kafka_cluster         a simulated 3-node cluster for this test (``cluster_size=`` and
+                        ``racks=`` in the marker change it): ``.bootstrap`` names every node,
+                        ``.stop_node(id)``/``.start_node(id)`` stop and start one.
 
 Configuration, Kafka property names with ``_`` for ``.``:
   @pytest.mark.minikafka(num_partitions=3, auto_create_topics_enable=False)
@@ -69,7 +72,26 @@ def _start(config: pytest.Config, tmp: Path, settings: dict[str, Any]) -> Thread
 
 def _properties_only(settings: dict[str, Any]) -> dict[str, Any]:
     """The settings that are broker properties (not ThreadedBroker's own arguments)."""
-    return {k: v for k, v in settings.items() if k not in ("host", "port", "control", "config")}
+    own = ("host", "port", "control", "config", "cluster_size", "racks")
+    return {k: v for k, v in settings.items() if k not in own}
+
+
+def _settings(request: pytest.FixtureRequest, fixture: str) -> dict[str, Any]:
+    """The minikafka markers' settings, then the fixture's parameter (indirect)."""
+    from broker.toolkit.embedded import check_property_names
+
+    settings: dict[str, Any] = {}
+    for marker in reversed(list(request.node.iter_markers("minikafka"))):
+        # A misspelt property would start a broker with the default: refused, named as set.
+        check_property_names(None, _properties_only(marker.kwargs), "@pytest.mark.minikafka")
+        settings.update(marker.kwargs)
+    param = getattr(request, "param", None)
+    if param is not None:
+        if not isinstance(param, dict):
+            raise TypeError(f"parametrize {fixture} with dicts of broker properties")
+        check_property_names(None, _properties_only(param), f"{fixture} parameter")
+        settings.update(param)
+    return settings
 
 
 @pytest.fixture
@@ -86,20 +108,27 @@ def kafka_broker(
     @pytest.mark.parametrize("kafka_broker", [{"num_partitions": 3}], indirect=True).
     control=True in the marker also opens the HTTP control plane (.control_url).
     """
-    from broker.toolkit.embedded import check_property_names
-
-    settings: dict[str, Any] = {}
-    for marker in reversed(list(request.node.iter_markers("minikafka"))):
-        # A misspelt property would start a broker with the default: refused, named as set.
-        check_property_names(None, _properties_only(marker.kwargs), "@pytest.mark.minikafka")
-        settings.update(marker.kwargs)
-    param = getattr(request, "param", None)
-    if param is not None:
-        if not isinstance(param, dict):
-            raise TypeError("parametrize kafka_broker with dicts of broker properties")
-        check_property_names(None, _properties_only(param), "kafka_broker parameter")
-        settings.update(param)
+    settings = _settings(request, "kafka_broker")
     broker = _start(request.config, tmp_path_factory.mktemp("minikafka"), settings)
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+@pytest.fixture
+def kafka_cluster(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ThreadedBroker]:
+    """A simulated Kafka cluster of 3 nodes in this process (a minikafka.ThreadedBroker with
+    cluster_size=3), for this test only: node ids 1, 2, 3, each on a free loopback port.
+
+    Attributes as kafka_broker's; .bootstrap names every node; .stop_node(id) closes a node's
+    ports and connections and moves its leaderships, .start_node(id) brings it back.
+    @pytest.mark.minikafka(cluster_size=5, racks=["a", "b", "a", "b", "c"]) changes it.
+    """
+    settings = {"cluster_size": 3, **_settings(request, "kafka_cluster")}
+    broker = _start(request.config, tmp_path_factory.mktemp("minikafka-cluster"), settings)
     try:
         yield broker
     finally:

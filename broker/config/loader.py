@@ -128,10 +128,12 @@ def load_config(
     except security_settings.SettingError as exc:
         raise ConfigError(exc.prop, exc.message) from None
     _check_socket_server(values)
-    if values["default.replication.factor"] > 1:
+    _check_cluster(values)
+    if values["default.replication.factor"] > values["minikafka.cluster.size"]:
         warnings.append(
             f"default.replication.factor={values['default.replication.factor']}: "
-            "minikafka is a single broker and keeps one replica of each partition"
+            f"minikafka.cluster.size={values['minikafka.cluster.size']}: topics get at most "
+            "that many replicas"
         )
 
     attrs = {p.attr: values[p.name] for p in PROPERTIES if p.attr is not None}
@@ -177,6 +179,19 @@ def _check_socket_server(values: Mapping[str, Any]) -> None:
             f"failed.authentication.delay.ms={_FAILED_AUTHENTICATION_DELAY_MS} should always "
             f"be less than connections.max.idle.ms={idle}",
         )
+
+
+def _check_cluster(values: Mapping[str, Any]) -> None:
+    racks = values["minikafka.cluster.racks"]
+    size = values["minikafka.cluster.size"]
+    if racks and len(racks.split(",")) != size:
+        raise ConfigError(
+            "minikafka.cluster.racks",
+            f"names {len(racks.split(','))} rack(s) for minikafka.cluster.size={size} nodes: "
+            "give one rack per node",
+        )
+    if racks and any(not r.strip() for r in racks.split(",")):
+        raise ConfigError("minikafka.cluster.racks", "a rack name is empty")
 
 
 def _derived_times(values: Mapping[str, Any]) -> dict[str, int]:

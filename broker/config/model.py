@@ -34,6 +34,9 @@ class Listener:
     advertised_host: str
     advertised_port: int
     security: ListenerSecurity = PLAINTEXT
+    # Which node of a simulated cluster (broker.cluster) serves it: 0 = the first, and the
+    # only one of a single broker.
+    node_index: int = 0
 
     @property
     def protocol(self) -> str:
@@ -114,6 +117,10 @@ class Config:
     source_summary: str
     # Properties set explicitly (canonical name, raw value), e.g. for DescribeConfigs.
     explicit: tuple[tuple[str, str], ...]
+    # A simulated cluster in this process (broker.cluster): node count and each node's rack
+    # (the raw comma-separated list; checked against the count at load).
+    cluster_size: int = 1
+    cluster_racks: str = ""
     # The log cleaner (broker.lifecycle.log_cleaner_threads), log.cleaner.*; the last four
     # are the broker defaults of the topic configs delete.retention.ms,
     # min.cleanable.dirty.ratio, min.compaction.lag.ms and max.compaction.lag.ms.

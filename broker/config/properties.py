@@ -49,6 +49,15 @@ def _ratio(value: Any) -> None:
         raise ValueError("Value must be no more than 1")
 
 
+# A cluster in one process: beyond 16 nodes the ports and connections get silly.
+MAX_CLUSTER_SIZE = 16
+
+
+def _cluster_size(value: Any) -> None:
+    if not 1 <= value <= MAX_CLUSTER_SIZE:
+        raise ValueError(f"must be between 1 and {MAX_CLUSTER_SIZE}")
+
+
 DEFAULT_PROTOCOL_MAP = (
     "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SSL:SSL,"
     "SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
@@ -568,6 +577,23 @@ PROPERTIES: tuple[Property, ...] = (
         "records",
         "minikafka: check batch header and CRC only ('header') or each record too.",
         attr="record_validation",
+    ),
+    Property(
+        "minikafka.cluster.size",
+        INT,
+        "1",
+        "minikafka: nodes simulated in this process (1-16); node k has id node.id+k and serves "
+        "every listener at its port + k. 1 = a single broker, as without the setting.",
+        attr="cluster_size",
+        validator=_cluster_size,
+    ),
+    Property(
+        "minikafka.cluster.racks",
+        LIST,
+        "",
+        "minikafka: broker.rack of each simulated node, comma-separated, one per node "
+        "(empty = no racks).",
+        attr="cluster_racks",
     ),
     Property(
         "minikafka.validation.workers",

@@ -8,6 +8,7 @@ import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Protocol
 
+from broker.cluster.state import Cluster
 from broker.config import topic_configs
 from broker.config.topic_configs import TopicSettings
 from broker.core.metrics import BrokerMetrics
@@ -30,7 +31,7 @@ from storage.store import Store, TopicInfo
 from storage.topic_config_store import TopicConfigStore
 
 if TYPE_CHECKING:
-    from broker.config.model import Config
+    from broker.config.model import Config, Listener
     from broker.coordinator.groups import GroupCoordinator
     from broker.coordinator.transactions import TransactionCoordinator
     from broker.security.authorizer import StandardAuthorizer
@@ -44,8 +45,18 @@ class ClientConnection(Protocol):
 
     idle: asyncio.Event
     transport: asyncio.Transport | None
+    listener: Listener
 
     def close(self) -> None: ...
+
+
+class NodeSwitch(Protocol):
+    """Stopping and starting a simulated cluster's nodes (broker.lifecycle.server.Broker):
+    their ports, connections and leaderships. UnknownNode for an id not in the cluster."""
+
+    def stop_node(self, node: int) -> bool: ...
+
+    def start_node(self, node: int) -> bool: ...
 
 
 class ApiTable(Protocol):
@@ -72,6 +83,11 @@ class BrokerState:
         self.store = store
         self.producer_ids = producer_ids
         self.node_id = config.node_id
+        # A simulated cluster's nodes and partition leaders; None for a single broker, which
+        # is every partition's leader (handlers test this once per request).
+        self.cluster: Cluster | None = Cluster(config) if config.cluster_size > 1 else None
+        # Set by the broker that serves this state (fault injection stops and starts nodes).
+        self.nodes: NodeSwitch | None = None
         self.connections: set[ClientConnection] = set()
         self.connection_quotas = ConnectionQuotas(
             config.max_connections,
@@ -244,4 +260,6 @@ class BrokerState:
         """Drop a deleted topic's configs (file included) and its metrics."""
         self._settings.pop(info.topic_id, None)
         self.metrics.forget(info.name)
+        if self.cluster is not None:
+            self.cluster.forget_topic(info.topic_id)
         self.topic_configs.delete(info.topic_id)

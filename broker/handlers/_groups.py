@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from broker.cluster.routing import REQUEST_NODE
 from broker.coordinator.groups.coordinator import GroupCoordinator
 from broker.core.request_context import RequestContext
 from protocol.schema import Message
 
 
 def coordinator(ctx: RequestContext) -> GroupCoordinator:
+    cluster = ctx.state.cluster
+    if cluster is not None:
+        # The coordinator refuses groups another node coordinates (NOT_COORDINATOR).
+        REQUEST_NODE.set(cluster.node_of(ctx.listener))
     return ctx.state.groups
 
 

@@ -11,7 +11,7 @@ TRANSACTIONAL_ID_AUTHORIZATION_FAILED; READ on the group, else GROUP_AUTHORIZATI
 from __future__ import annotations
 
 from broker.core.request_context import RequestContext
-from broker.handlers._txn import coordinator, for_version
+from broker.handlers._txn import coordinator, for_version, txn_elsewhere
 from broker.security.acl import GROUP, READ, TRANSACTIONAL_ID, WRITE
 from protocol.errors import ErrorCode
 from protocol.messages.add_offsets_to_txn import ADD_OFFSETS_TO_TXN
@@ -30,6 +30,8 @@ async def handle(ctx: RequestContext, request: Message) -> Message:
         error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     elif not ctx.authorized(READ, GROUP, request.group_id):
         error = ErrorCode.GROUP_AUTHORIZATION_FAILED
+    elif txn_elsewhere(ctx, request.transactional_id):
+        error = ErrorCode.NOT_COORDINATOR
     else:
         error = await coordinator(ctx).add_offsets(
             request.transactional_id,

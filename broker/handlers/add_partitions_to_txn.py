@@ -21,7 +21,7 @@ UNKNOWN_TOPIC_OR_PARTITION for unknown partitions and OPERATION_NOT_ATTEMPTED fo
 from __future__ import annotations
 
 from broker.core.request_context import RequestContext
-from broker.handlers._txn import coordinator, for_version
+from broker.handlers._txn import coordinator, for_version, txn_elsewhere
 from broker.security.acl import (
     CLUSTER,
     CLUSTER_ACTION,
@@ -94,6 +94,8 @@ async def _one(
     from_client = ctx.version < FIRST_BATCHED_VERSION
     if from_client and not ctx.authorized(WRITE, TRANSACTIONAL_ID, txn_id):
         return dict.fromkeys(wanted, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    if txn_elsewhere(ctx, txn_id):
+        return dict.fromkeys(wanted, ErrorCode.NOT_COORDINATOR)
     # KafkaApis.handleAddPartitionsToTxnRequest: a client's request needs WRITE on each
     # topic (checked once per topic); any denied or unknown partition fails the whole
     # transaction, the others then not attempted.

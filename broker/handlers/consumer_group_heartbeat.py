@@ -28,6 +28,7 @@ from functools import partial
 from broker.coordinator.groups.consumer_manager import HeartbeatRequest
 from broker.core.request_context import RequestContext
 from broker.handlers._groups import client_host, coordinator
+from broker.handlers._leadership import GROUP_KEY, not_coordinator
 from broker.security.acl import DESCRIBE, GROUP, READ, TOPIC
 from protocol.errors import ErrorCode
 from protocol.messages.consumer_group_heartbeat import CONSUMER_GROUP_HEARTBEAT
@@ -73,6 +74,9 @@ async def handle(ctx: RequestContext, request: Message) -> Message:
     names = request.subscribed_topic_names
     if names and not all([ctx.authorized(DESCRIBE, TOPIC, n) for n in dict.fromkeys(names)]):
         return _refused(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+    cluster = ctx.state.cluster
+    if cluster is not None and not_coordinator(ctx, cluster, GROUP_KEY, request.group_id):
+        return _refused(ErrorCode.NOT_COORDINATOR)
     owned = (
         None
         if request.topic_partitions is None

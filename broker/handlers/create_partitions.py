@@ -29,12 +29,13 @@ import logging
 from collections import Counter
 
 from broker.core.request_context import RequestContext
-from broker.handlers._assignments import manual_assignment_refusal
+from broker.handlers._assignments import manual_assignment_refusal, replica_count_refusal
 from broker.runtime import offload
 from broker.security.acl import ALTER, TOPIC
 from protocol.errors import ErrorCode
 from protocol.messages.create_partitions import CREATE_PARTITIONS
 from protocol.schema import Message
+from storage.store import TopicInfo
 
 API = CREATE_PARTITIONS
 MIN_VERSION = 0
@@ -46,7 +47,9 @@ log = logging.getLogger(__name__)
 MAX_RECORDS_PER_USER_OP = 10_000
 
 
-def _check(ctx: RequestContext, topic: Message, current: int) -> tuple[ErrorCode, str] | None:
+def _check(
+    ctx: RequestContext, topic: Message, current: int, info: TopicInfo | None = None
+) -> tuple[ErrorCode, str] | None:
     count = topic.count
     if count < current:
         return (
@@ -64,8 +67,14 @@ def _check(ctx: RequestContext, topic: Message, current: int) -> tuple[ErrorCode
                 f"Attempted to add {added} additional partition(s), but only "
                 f"{len(topic.assignments)} assignment(s) were specified.",
             )
+        cluster = ctx.state.cluster
+        nodes = (ctx.state.node_id,) if cluster is None else cluster.node_ids
         for assignment in topic.assignments:
-            refusal = manual_assignment_refusal(assignment.broker_ids, ctx.state.node_id)
+            refusal = manual_assignment_refusal(assignment.broker_ids, nodes)
+            if refusal is None and cluster is not None and info is not None:
+                refusal = replica_count_refusal(
+                    assignment.broker_ids, cluster.replication_factor(info.topic_id)
+                )
             if refusal is not None:
                 return ErrorCode.INVALID_REPLICA_ASSIGNMENT, refusal
     return None
@@ -116,7 +125,7 @@ async def _handle(ctx: RequestContext, request: Message) -> Message:
             )
             continue
         current = len(info.partitions)
-        problem = _check(ctx, topic, current)
+        problem = _check(ctx, topic, current, info)
         if problem is not None:
             log.info("CreatePartitions %r refused: %s (%s)", name, problem[1], ctx.describe())
             results.append(Message(name=name, error_code=problem[0], error_message=problem[1]))
@@ -126,6 +135,9 @@ async def _handle(ctx: RequestContext, request: Message) -> Message:
         if not request.validate_only and target > current:
             added = await offload.run(state.store.prepare_partitions, info, target)
             state.store.add_prepared_partitions(info, added)
+            if state.cluster is not None and topic.assignments:
+                for index, assignment in enumerate(topic.assignments, start=current):
+                    state.cluster.assign(info.topic_id, index, assignment.broker_ids)
             state.apply_topic_settings(info)
             log.info(
                 "topic %r grown from %d to %d partitions (%s)",

@@ -6,10 +6,10 @@ validate's wording), a name colliding with an existing one once '.' and '_' are 
 INVALID_TOPIC_EXCEPTION; an existing topic -> TOPIC_ALREADY_EXISTS; a null, unknown or
 invalid config -> INVALID_CONFIG (broker.config.topic_configs); then partitions and replicas:
 num_partitions -1 = num.partitions, 0 or below -1 -> INVALID_PARTITIONS; replication
-factor -1 = 1, 0 or below -1 -> INVALID_REPLICATION_FACTOR, and above 1 as well (one
-broker: Kafka's "cannot be reached because only 1 broker(s) are registered"); a manual
-assignment must number partitions 0..n-1 with exactly this broker as replica
-(INVALID_REPLICA_ASSIGNMENT) and needs num_partitions and replication_factor -1.
+factor 0 or below -1 -> INVALID_REPLICATION_FACTOR, and above the registered nodes as well
+(Kafka's "cannot be reached because only 1 broker(s) are registered"); a manual assignment
+must number partitions 0..n-1 with registered nodes, each once, the same count for every
+partition (INVALID_REPLICA_ASSIGNMENT) and needs num_partitions and replication_factor -1.
 validate_only runs every check and creates nothing. v5+ answers carry the partition
 count, replication factor and every config with its source; v7 the topic id (a random one
 for validate_only, as Kafka).
@@ -29,8 +29,10 @@ The directories and files of new partitions are made on a worker thread (broker.
 all of a request's topics in one trip with their fsyncs grouped (Store.prepare_topics): the
 loop serves others meanwhile. A name being created meanwhile counts as existing.
 
-Deviation: Kafka's default.replication.factor is used for -1; here it is always 1, since a
-single broker keeps one replica (the broker warns at start-up about a larger setting).
+A simulated cluster (minikafka.cluster.size) takes default.replication.factor for -1 and
+refuses a factor above its running nodes as Kafka does; a manual assignment names its nodes.
+Deviation: a single broker takes 1 for -1 whatever default.replication.factor says, since it
+keeps one replica (the broker warns at start-up about a larger setting).
 Creation completes before the answer: the topic is ready when the answer leaves.
 Authorization (with an authorizer), as ControllerApis.createTopics: CREATE on the cluster or
 on the topic, else TOPIC_AUTHORIZATION_FAILED "Authorization failed."; those topics, like
@@ -46,13 +48,14 @@ from __future__ import annotations
 import logging
 import uuid
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from broker.config import topic_configs
 from broker.config.topic_configs import InvalidConfigError
 from broker.core.request_context import RequestContext
 from broker.handlers._admin import collision, topic_name_error
-from broker.handlers._assignments import manual_assignment_refusal
+from broker.handlers._assignments import manual_assignment_refusal, replica_count_refusal
 from broker.runtime import offload
 from broker.security.acl import CLUSTER, CLUSTER_NAME, CREATE, DESCRIBE_CONFIGS, TOPIC
 from protocol.errors import ErrorCode
@@ -83,6 +86,9 @@ class _Plan:
     name: str
     count: int
     configs: dict[str, str]
+    # The replication factor and, for a manual assignment, each partition's replicas.
+    replication_factor: int = 1
+    assignments: tuple[tuple[int, ...], ...] = ()
 
     @property
     def records(self) -> int:
@@ -110,8 +116,11 @@ def _error(name: str, code: ErrorCode, message: str | None) -> Message:
     )
 
 
-def _partition_count(ctx: RequestContext, topic: Message) -> int:
-    """The number of partitions to create; raises _Refused as Kafka's controller would."""
+def _partition_count(
+    ctx: RequestContext, topic: Message
+) -> tuple[int, int, tuple[tuple[int, ...], ...]]:
+    """The number of partitions, the replication factor and a manual assignment (by
+    partition) to create; raises _Refused as Kafka's controller would."""
     node = ctx.state.node_id
     if topic.assignments:
         if topic.replication_factor != -1:
@@ -131,11 +140,24 @@ def _partition_count(ctx: RequestContext, topic: Message) -> int:
                 ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                 f"Partitions should be numbered 0 to {len(indexes) - 1}, got {indexes}.",
             )
+        cluster = ctx.state.cluster
+        nodes = (node,) if cluster is None else cluster.node_ids
         for assignment in topic.assignments:
-            _check_replicas(list(assignment.broker_ids), node)
-        return len(indexes)
+            _check_replicas(list(assignment.broker_ids), nodes)
+            count_refusal = replica_count_refusal(
+                assignment.broker_ids, len(topic.assignments[0].broker_ids)
+            )
+            if count_refusal is not None:
+                raise _Refused(ErrorCode.INVALID_REPLICA_ASSIGNMENT, count_refusal)
+        by_index = sorted(topic.assignments, key=lambda a: a.partition_index)
+        manual = tuple(tuple(a.broker_ids) for a in by_index)
+        return len(indexes), len(manual[0]), manual
     count = ctx.state.config.num_partitions if topic.num_partitions == -1 else topic.num_partitions
-    replicas = 1 if topic.replication_factor == -1 else topic.replication_factor
+    cluster = ctx.state.cluster
+    default = 1 if cluster is None else ctx.state.config.default_replication_factor
+    replicas = default if topic.replication_factor == -1 else topic.replication_factor
+    # ReplicationControlManager: the usable (unfenced) brokers bound the replication factor.
+    registered = 1 if cluster is None else len(cluster.live_nodes())
     if replicas <= 0:
         raise _Refused(
             ErrorCode.INVALID_REPLICATION_FACTOR,
@@ -146,18 +168,19 @@ def _partition_count(ctx: RequestContext, topic: Message) -> int:
             ErrorCode.INVALID_PARTITIONS,
             "Number of partitions was set to an invalid non-positive value.",
         )
-    if replicas > 1:
+    if replicas > registered:
         raise _Refused(
             ErrorCode.INVALID_REPLICATION_FACTOR,
             f"Unable to replicate the partition {replicas} time(s): The target replication "
-            f"factor of {replicas} cannot be reached because only 1 broker(s) are registered.",
+            f"factor of {replicas} cannot be reached because only {registered} broker(s) are "
+            "registered.",
         )
-    return int(count)
+    return int(count), int(replicas), ()
 
 
-def _check_replicas(broker_ids: list[int], node: int) -> None:
-    """A manual assignment on a one-broker cluster: exactly [this broker]."""
-    refusal = manual_assignment_refusal(broker_ids, node)
+def _check_replicas(broker_ids: list[int], nodes: Sequence[int]) -> None:
+    """A manual assignment: registered nodes, each once."""
+    refusal = manual_assignment_refusal(broker_ids, nodes)
     if refusal is not None:
         raise _Refused(ErrorCode.INVALID_REPLICA_ASSIGNMENT, refusal)
 
@@ -253,11 +276,17 @@ def _check(
         if len(overrides) != len(topic.configs):
             raise InvalidConfigError("Duplicate config name.", ErrorCode.INVALID_REQUEST)
         topic_configs.validate(overrides)
-        count = _partition_count(ctx, topic)
+        count, replication_factor, manual = _partition_count(ctx, topic)
     except (InvalidConfigError, _Refused) as exc:
         log.info("CreateTopics %r refused: %s (%s)", name, exc.message, ctx.describe())
         return _error(name, exc.code, exc.message)
-    return _Plan(name, count, {k: v for k, v in overrides.items() if v is not None})
+    return _Plan(
+        name,
+        count,
+        {k: v for k, v in overrides.items() if v is not None},
+        replication_factor,
+        manual,
+    )
 
 
 async def _make(ctx: RequestContext, plans: list[_Plan]) -> dict[str, bytes | None]:
@@ -283,6 +312,10 @@ async def _make(ctx: RequestContext, plans: list[_Plan]) -> dict[str, bytes | No
         store.preparing.difference_update(names)
     for plan, info in zip(todo, infos, strict=True):
         store.add_prepared_topic(info)
+        if state.cluster is not None:
+            state.cluster.replication_factors[info.topic_id] = plan.replication_factor
+            for index, replicas in enumerate(plan.assignments):
+                state.cluster.assign(info.topic_id, index, replicas)
         if plan.configs:
             state.set_topic_configs(info, plan.configs)
         made[plan.name] = info.topic_id
@@ -327,7 +360,7 @@ def _answer(ctx: RequestContext, plan: _Plan, made: dict[str, bytes | None]) -> 
         error_message=None,
         topic_config_error_code=0,
         num_partitions=count,
-        replication_factor=1,
+        replication_factor=plan.replication_factor,
         configs=[
             Message(
                 name=e.name,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from broker.core.request_context import RequestContext
 from broker.handlers._groups import coordinator
+from broker.handlers._leadership import GROUP_KEY, not_coordinator
 from broker.security.acl import DELETE, GROUP
 from protocol.errors import ErrorCode
 from protocol.messages.delete_groups import DELETE_GROUPS
@@ -23,7 +24,18 @@ MAX_VERSION = 2
 async def handle(ctx: RequestContext, request: Message) -> Message:
     names = list(request.groups_names)
     allowed = [g for g in names if ctx.authorized(DELETE, GROUP, g)]
+    cluster = ctx.state.cluster
+    elsewhere: dict[str, int] = {}
+    if cluster is not None:
+        # A simulated cluster: groups another node coordinates get NOT_COORDINATOR.
+        elsewhere = {
+            g: ErrorCode.NOT_COORDINATOR
+            for g in allowed
+            if not_coordinator(ctx, cluster, GROUP_KEY, g)
+        }
+        allowed = [g for g in allowed if g not in elsewhere]
     deleted = dict(zip(allowed, await coordinator(ctx).delete_groups(allowed), strict=True))
+    deleted.update(elsewhere)
     return Message(
         throttle_time_ms=0,
         results=[

@@ -10,6 +10,7 @@ OFFSET_OUT_OF_RANGE; segments wholly below it are deleted (renamed ``*.deleted``
 removed file.delete.delay.ms later, as Kafka's deleteSegmentFiles); the new start survives
 restarts (Kafka's log-start-offset-checkpoint file).
 Authorization (with an authorizer): DELETE on each topic, else TOPIC_AUTHORIZATION_FAILED.
+In a simulated cluster only the partition's leader deletes (else NOT_LEADER_OR_FOLLOWER).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import logging
 
 from broker.core.request_context import RequestContext
+from broker.handlers._leadership import served_here
 from broker.security.acl import DELETE, TOPIC
 from protocol.errors import ErrorCode
 from protocol.messages.delete_records import DELETE_RECORDS
@@ -42,6 +44,12 @@ def _partition(ctx: RequestContext, topic: str, part: Message) -> Message:
             partition_index=index,
             low_watermark=-1,
             error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        )
+    cluster = state.cluster
+    if cluster is not None and served_here(ctx, cluster, topic, index, replica_ok=False) is None:
+        # ReplicaManager.deleteRecordsOnLocalLog: the leader's.
+        return Message(
+            partition_index=index, low_watermark=-1, error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER
         )
     if not state.topic_settings(info).delete:
         return Message(

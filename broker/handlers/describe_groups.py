@@ -19,6 +19,7 @@ from broker.core.authorized_operations import GROUP as GROUP_OPERATIONS
 from broker.core.authorized_operations import NOT_REQUESTED, of
 from broker.core.request_context import RequestContext
 from broker.handlers._groups import coordinator
+from broker.handlers._leadership import GROUP_KEY, not_coordinator
 from broker.security.acl import DESCRIBE, GROUP
 from protocol.errors import ErrorCode
 from protocol.messages.describe_groups import DESCRIBE_GROUPS
@@ -35,6 +36,19 @@ def _describe(ctx: RequestContext, group_id: str, with_operations: bool) -> Mess
     if not ctx.authorized(DESCRIBE, GROUP, group_id):
         return Message(
             error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED,
+            error_message=None,
+            group_id=group_id,
+            group_state="",
+            protocol_type="",
+            protocol_data="",
+            members=[],
+            authorized_operations=NOT_REQUESTED,
+        )
+    cluster = ctx.state.cluster
+    if cluster is not None and not_coordinator(ctx, cluster, GROUP_KEY, group_id):
+        # Another node of a simulated cluster coordinates it (Kafka's NOT_COORDINATOR).
+        return Message(
+            error_code=ErrorCode.NOT_COORDINATOR,
             error_message=None,
             group_id=group_id,
             group_state="",

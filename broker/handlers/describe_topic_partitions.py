@@ -16,6 +16,7 @@ from __future__ import annotations
 from broker.core.authorized_operations import TOPIC as TOPIC_OPERATIONS
 from broker.core.authorized_operations import of
 from broker.core.request_context import RequestContext
+from broker.handlers._leadership import partition_entry
 from broker.handlers.metadata import led_partition
 from broker.security.acl import DESCRIBE, TOPIC
 from protocol.errors import ErrorCode
@@ -84,7 +85,12 @@ def handle(ctx: RequestContext, request: Message) -> Message:
                 name=name,
                 topic_id=info.topic_id,
                 is_internal=False,
-                partitions=[led_partition(i, node) for i in range(max(first, 0), last)],
+                partitions=[led_partition(i, node) for i in range(max(first, 0), last)]
+                if state.cluster is None
+                else [
+                    partition_entry(state.cluster, info.topic_id, i)
+                    for i in range(max(first, 0), last)
+                ],
                 topic_authorized_operations=of(ctx, TOPIC_OPERATIONS, TOPIC, name),
             )
         )

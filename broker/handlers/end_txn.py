@@ -21,7 +21,7 @@ TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
 from __future__ import annotations
 
 from broker.core.request_context import RequestContext
-from broker.handlers._txn import coordinator, for_version
+from broker.handlers._txn import coordinator, for_version, txn_elsewhere
 from broker.security.acl import TRANSACTIONAL_ID, WRITE
 from protocol.errors import ErrorCode
 from protocol.messages.end_txn import END_TXN
@@ -37,6 +37,8 @@ TV2_VERSION = 5
 async def handle(ctx: RequestContext, request: Message) -> Message:
     if not ctx.authorized(WRITE, TRANSACTIONAL_ID, request.transactional_id):
         error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    elif txn_elsewhere(ctx, request.transactional_id):
+        error = ErrorCode.NOT_COORDINATOR
     elif ctx.version >= TV2_VERSION:
         result = await coordinator(ctx).end_txn_v2(
             request.transactional_id,

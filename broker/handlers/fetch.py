@@ -1,5 +1,11 @@
 """Fetch, versions 4-17 (Kafka 4.0's range).
 
+In a simulated cluster (broker.cluster) a consumer's Fetch is served by the partition's
+leader and, from v11 (KIP-392: FetchParams.fetchOnlyLeader once the client sends its
+metadata), by a follower in the ISR; elsewhere NOT_LEADER_OR_FOLLOWER, with CurrentLeader
+(v12+) and the leader's NodeEndpoints (v16+, KIP-951). Epochs below are the partition's
+current leader epoch there (an older current_leader_epoch is FENCED_LEADER_EPOCH).
+
 Serves stored batches exactly as they sit in the segment files, sent from the file with
 sendfile when large (broker.fetch.zero_copy). Behaviour as Kafka (KafkaApis.handleFetchRequest,
 ReplicaManager.fetchMessages / readFromLog, UnifiedLog.read, LogSegment.read):
@@ -52,6 +58,13 @@ from broker.core.request_context import RequestContext
 from broker.fetch.purgatory import Watch
 from broker.fetch.sessions import ZERO_UUID, Answered, PartitionKey, PartitionRef, PartitionRequest
 from broker.fetch.zero_copy import FileRecords
+from broker.handlers._leadership import (
+    current_leader,
+    node_endpoints,
+    served_here,
+    topic_id_of,
+    with_field,
+)
 from broker.handlers.list_offsets import LEADER_EPOCH
 from broker.security.acl import READ, TOPIC
 from protocol.errors import ErrorCode
@@ -144,12 +157,22 @@ async def handle(ctx: RequestContext, request: Message) -> Message:
     for ref, answer in outcome.partitions:
         if answer.records and ref.topic is not None:
             metrics.sent(ref.topic, len(answer.records))
-    return Message(
+    response = Message(
         throttle_time_ms=0,
         error_code=outcome.error,
         session_id=outcome.session_id,
         responses=_by_topic(outcome.partitions),
     )
+    if state.cluster is not None and ctx.version >= 16:
+        # KIP-951: the addresses of the leaders named in CurrentLeader.
+        leaders = {
+            a.current_leader.leader_id
+            for _, a in outcome.partitions
+            if a.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        }
+        if leaders:
+            with_field(response, "node_endpoints", node_endpoints(ctx, state.cluster, leaders))
+    return response
 
 
 def _requested(
@@ -227,10 +250,23 @@ def _read(
     plog, error = _log_for(ctx.state.store, ref)
     if plog is None:
         return _failed(ref.index, error)
-    if part.current_leader_epoch > LEADER_EPOCH:
+    epoch = LEADER_EPOCH
+    cluster = ctx.state.cluster
+    if cluster is not None:
+        served = served_here(ctx, cluster, plog.topic, ref.index, replica_ok=ctx.version >= 11)
+        if served is None:
+            leader = current_leader(cluster, topic_id_of(ctx, plog.topic), ref.index)
+            return with_field(
+                _failed(ref.index, ErrorCode.NOT_LEADER_OR_FOLLOWER), "current_leader", leader
+            )
+        epoch = served
+        # Partition.checkCurrentLeaderEpoch: an older epoch than the leader's is fenced.
+        if 0 <= part.current_leader_epoch < epoch:
+            return _failed(ref.index, ErrorCode.FENCED_LEADER_EPOCH)
+    if part.current_leader_epoch > epoch:
         return _failed(ref.index, ErrorCode.UNKNOWN_LEADER_EPOCH)
     if part.last_fetched_epoch >= 0:
-        if part.last_fetched_epoch > LEADER_EPOCH or part.fetch_offset < plog.log_start_offset:
+        if part.last_fetched_epoch > epoch or part.fetch_offset < plog.log_start_offset:
             return _failed(ref.index, ErrorCode.OFFSET_OUT_OF_RANGE)
         if part.fetch_offset > plog.log_end_offset:
             return _answer(
@@ -238,7 +274,7 @@ def _read(
                 plog,
                 b"",
                 None,
-                diverging_epoch=Message(epoch=LEADER_EPOCH, end_offset=plog.log_end_offset),
+                diverging_epoch=Message(epoch=epoch, end_offset=plog.log_end_offset),
             )
     max_bytes = min(part.max_bytes, limit)
     try:

@@ -4,7 +4,9 @@ Behaviour: a single broker coordinates everything, so every key gets this broker
 and the advertised address of the listener the request came in on. Transaction keys
 (key_type 1) get this broker too, so a transactional client learns about missing
 transaction support from InitProducerId's fatal error instead of retrying here forever.
-Share-group keys (key_type 2) get INVALID_REQUEST, as Kafka 4.0 without share groups
+In a simulated cluster a key gets the leader of its __consumer_offsets or
+__transaction_state partition (COORDINATOR_NOT_AVAILABLE when it has none). Share-group keys
+(key_type 2) get INVALID_REQUEST, as Kafka 4.0 without share groups
 enabled. error_message as Kafka's KafkaApis.handleFindCoordinatorRequest: v1-3 carry
 Errors.message() ("NONE" on success, the error's text otherwise); v4+ leave each
 coordinator's at its default, "". An unknown key type fails the whole request with
@@ -18,7 +20,9 @@ cluster, else CLUSTER_AUTHORIZATION_FAILED for the whole request.
 
 from __future__ import annotations
 
+from broker.cluster.state import NO_LEADER, Cluster
 from broker.core.request_context import RequestContext
+from broker.handlers._leadership import coordinator_node
 from broker.security.acl import (
     CLUSTER,
     CLUSTER_ACTION,
@@ -44,6 +48,7 @@ MESSAGES = {
         "or the message was sent to an incompatible broker. See the broker logs for more "
         "details."
     ),
+    ErrorCode.COORDINATOR_NOT_AVAILABLE: "The coordinator is not available.",
     ErrorCode.GROUP_AUTHORIZATION_FAILED: "Group authorization failed.",
     ErrorCode.CLUSTER_AUTHORIZATION_FAILED: "Cluster authorization failed.",
     ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: "Transactional Id authorization failed.",
@@ -81,10 +86,20 @@ def handle(ctx: RequestContext, request: Message) -> Message:
     listener = ctx.listener
     here = (ctx.state.node_id, listener.advertised_host, listener.advertised_port)
     no_node = (-1, "", -1)  # Kafka's Node.noNode()
+    cluster = ctx.state.cluster
+    if cluster is not None:
+        errors = [
+            error or _coordinator_error(cluster, key_type, key)
+            for key, error in zip(_keys(ctx, request), errors, strict=True)
+        ]
     if ctx.version >= 4:
         coordinators = []
         for key, error in zip(request.coordinator_keys, errors, strict=True):
-            node, host, port = no_node if error else here
+            if cluster is not None and not error:
+                node = coordinator_node(cluster, key_type, key)
+                node, host, port = (node, *cluster.endpoint(node, listener))
+            else:
+                node, host, port = no_node if error else here
             coordinators.append(
                 Message(
                     key=key, node_id=node, host=host, port=port, error_code=error, error_message=""
@@ -95,6 +110,9 @@ def handle(ctx: RequestContext, request: Message) -> Message:
     if error:
         return _whole_request_error(ctx, request, error)
     node, host, port = here
+    if cluster is not None:
+        node = coordinator_node(cluster, key_type, request.key)
+        host, port = cluster.endpoint(node, listener)
     return Message(
         throttle_time_ms=0,
         error_code=error,
@@ -134,3 +152,11 @@ def _whole_request_error(ctx: RequestContext, request: Message, error: ErrorCode
 
 def _keys(ctx: RequestContext, request: Message) -> list[str]:
     return list(request.coordinator_keys) if ctx.version >= 4 else [request.key]
+
+
+def _coordinator_error(cluster: Cluster, key_type: int, key: str) -> ErrorCode:
+    # KafkaApis.getCoordinator: a coordinator partition without a leader answers
+    # COORDINATOR_NOT_AVAILABLE.
+    if coordinator_node(cluster, key_type, key) == NO_LEADER:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    return ErrorCode.NONE

@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 
 from broker.core.request_context import RequestContext
-from broker.handlers._txn import coordinator, for_version
+from broker.handlers._txn import coordinator, for_version, txn_elsewhere
 from broker.security.acl import (
     CLUSTER,
     CLUSTER_NAME,
@@ -52,6 +52,13 @@ async def handle(ctx: RequestContext, request: Message) -> Message:
             return Message(
                 throttle_time_ms=0,
                 error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                producer_id=-1,
+                producer_epoch=-1,
+            )
+        if request.transactional_id and txn_elsewhere(ctx, request.transactional_id):
+            return Message(
+                throttle_time_ms=0,
+                error_code=ErrorCode.NOT_COORDINATOR,
                 producer_id=-1,
                 producer_epoch=-1,
             )

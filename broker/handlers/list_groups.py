@@ -6,13 +6,15 @@ Kafka): "classic" groups, and KIP-848 "consumer" groups (protocol type "consumer
 Empty/Assigning/Reconciling/Stable, as Kafka's ConsumerGroup.asListedGroup).
 Authorization (with an authorizer): DESCRIBE on the cluster lists every group, else only
 the groups the caller may DESCRIBE, of every type (Kafka filters the coordinator's whole
-answer, classic and consumer groups alike).
+answer, classic and consumer groups alike). A simulated cluster's node lists the groups it
+coordinates.
 """
 
 from __future__ import annotations
 
 from broker.core.request_context import RequestContext
 from broker.handlers._groups import coordinator
+from broker.handlers._leadership import GROUP_KEY, not_coordinator
 from broker.security.acl import CLUSTER, CLUSTER_NAME, DESCRIBE, GROUP
 from protocol.errors import ErrorCode
 from protocol.messages.list_groups import LIST_GROUPS
@@ -33,7 +35,13 @@ def handle(ctx: RequestContext, request: Message) -> Message:
     # only the groups the caller may DESCRIBE.
     everything = ctx.authorized(DESCRIBE, CLUSTER, CLUSTER_NAME, log_denied=False)
 
+    cluster = ctx.state.cluster
+
     def visible(group_id: str) -> bool:
+        # A simulated cluster's node lists only the groups it coordinates, as each Kafka
+        # broker does (admin clients ask every node and merge).
+        if cluster is not None and not_coordinator(ctx, cluster, GROUP_KEY, group_id):
+            return False
         return everything or ctx.authorized(DESCRIBE, GROUP, group_id, log_denied=False)
 
     listed = []

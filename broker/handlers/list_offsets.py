@@ -22,6 +22,8 @@ above it UNKNOWN_LEADER_EPOCH, below it FENCED_LEADER_EPOCH. leader_epoch in the
 whenever an offset is returned.
 timeout_ms (v10) bounds lookups in remote (tiered) storage, which does not exist here; it is
 accepted and ignored.
+In a simulated cluster only the partition's leader answers (else NOT_LEADER_OR_FOLLOWER), with
+its current leader epoch in place of 0.
 Deviation: a timestamp lookup starts after the last time-index entry strictly older than the
 target; Kafka starts at the last entry <= the target and so can skip earlier records carrying
 exactly the target timestamp. Here the answer is always the first such record.
@@ -33,6 +35,7 @@ from __future__ import annotations
 import logging
 
 from broker.core.request_context import RequestContext
+from broker.handlers._leadership import served_here
 from broker.security.acl import DESCRIBE, TOPIC
 from protocol.errors import ErrorCode
 from protocol.messages.list_offsets import LIST_OFFSETS
@@ -98,7 +101,15 @@ def _answer(ctx: RequestContext, topic: str, part: Message, isolation_level: int
     plog = ctx.state.store.partition(topic, index)
     if plog is None:
         return _error(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-    epoch_error = check_leader_epoch(part.current_leader_epoch)
+    leader_epoch = LEADER_EPOCH
+    cluster = ctx.state.cluster
+    if cluster is not None:
+        # Consumers' ListOffsets are the leader's (fetchOnlyFromLeader).
+        served = served_here(ctx, cluster, topic, index, replica_ok=False)
+        if served is None:
+            return _error(index, ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        leader_epoch = served
+    epoch_error = check_leader_epoch(part.current_leader_epoch, leader_epoch)
     if epoch_error != ErrorCode.NONE:
         return _error(index, epoch_error)
     try:
@@ -111,7 +122,7 @@ def _answer(ctx: RequestContext, topic: str, part: Message, isolation_level: int
         return _error(index, ErrorCode.KAFKA_STORAGE_ERROR)
     if found is None:
         return _error(index, ErrorCode.NONE)
-    epoch = NO_EPOCH if found.offset < 0 else LEADER_EPOCH
+    epoch = NO_EPOCH if found.offset < 0 else leader_epoch
     return Message(
         partition_index=index,
         error_code=ErrorCode.NONE,
@@ -140,13 +151,13 @@ def _lookup(plog: PartitionLog, timestamp: int, read_committed: bool) -> Timesta
     return found
 
 
-def check_leader_epoch(current_leader_epoch: int) -> ErrorCode:
+def check_leader_epoch(current_leader_epoch: int, leader_epoch: int = LEADER_EPOCH) -> ErrorCode:
     """Kafka's Partition.checkCurrentLeaderEpoch; -1 means the client did not say."""
     if current_leader_epoch == NO_EPOCH:
         return ErrorCode.NONE
-    if current_leader_epoch > LEADER_EPOCH:
+    if current_leader_epoch > leader_epoch:
         return ErrorCode.UNKNOWN_LEADER_EPOCH
-    if current_leader_epoch < LEADER_EPOCH:
+    if current_leader_epoch < leader_epoch:
         return ErrorCode.FENCED_LEADER_EPOCH
     return ErrorCode.NONE
 

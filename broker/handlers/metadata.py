@@ -1,6 +1,10 @@
 """Metadata, versions 0-13.
 
-This broker is the only node, leader of every partition, with replicas = isr = [node].
+A single broker is the only node, leader of every partition, with replicas = isr = [node].
+A simulated cluster (minikafka.cluster.size) lists its live nodes with their racks, a live one
+picked at random as controller_id (KRaftMetadataCache.getRandomAliveBrokerId), and each
+partition's leader, epoch, replicas, ISR and offline replicas; a partition without a leader
+answers LEADER_NOT_AVAILABLE with leader -1.
 The broker address is the advertised address of the listener the client connected
 through, so a client on a Docker network and one on the host each get an address they can
 reach (Kafka does the same per listener).
@@ -27,6 +31,7 @@ import logging
 from broker.core import authorized_operations as ops
 from broker.core.dispatch import CloseConnection
 from broker.core.request_context import RequestContext
+from broker.handlers._leadership import broker_entries, partition_entry
 from broker.security.acl import CLUSTER, CLUSTER_NAME, CREATE, DESCRIBE, TOPIC
 from protocol.errors import ErrorCode
 from protocol.messages.metadata import METADATA
@@ -121,6 +126,7 @@ def handle(ctx: RequestContext, request: Message) -> Message:
     state = ctx.state
     store = state.store
     node = state.node_id
+    cluster = state.cluster
 
     def topic_ops(name: str | None) -> int:
         if not request.include_topic_authorized_operations:
@@ -136,7 +142,9 @@ def handle(ctx: RequestContext, request: Message) -> Message:
             name=info.name,
             topic_id=info.topic_id,
             is_internal=False,
-            partitions=[led_partition(i, node) for i in range(len(info.partitions))],
+            partitions=[led_partition(i, node) for i in range(len(info.partitions))]
+            if cluster is None
+            else [partition_entry(cluster, info.topic_id, i) for i in range(len(info.partitions))],
             topic_authorized_operations=topic_ops(info.name),
         )
 
@@ -229,9 +237,11 @@ def handle(ctx: RequestContext, request: Message) -> Message:
                 port=listener.advertised_port,
                 rack=None,
             )
-        ],
+        ]
+        if cluster is None
+        else broker_entries(ctx, cluster),
         cluster_id=state.cluster_id,
-        controller_id=node,
+        controller_id=node if cluster is None else cluster.random_live_node(),
         topics=topics,
         cluster_authorized_operations=ops.of(ctx, ops.CLUSTER, CLUSTER, CLUSTER_NAME)
         if request.include_cluster_authorized_operations

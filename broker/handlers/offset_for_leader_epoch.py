@@ -14,11 +14,15 @@ authorizer Kafka answers followers and consumers alike, and this broker has no f
 Authorization (with an authorizer), as KafkaApis.handleOffsetForLeaderEpochRequest:
 CLUSTER_ACTION on the cluster (a broker's own request) answers every topic; else DESCRIBE on
 each topic (KIP-320's consumers), else TOPIC_AUTHORIZATION_FAILED.
+In a simulated cluster only the leader answers (else NOT_LEADER_OR_FOLLOWER); every epoch up
+to the current one ends at the log end, since its nodes share one log that never diverges
+(deviation: Kafka answers the start of the next epoch from its leader-epoch cache).
 """
 
 from __future__ import annotations
 
 from broker.core.request_context import RequestContext
+from broker.handlers._leadership import served_here
 from broker.handlers.list_offsets import LEADER_EPOCH, NO_EPOCH, check_leader_epoch
 from broker.security.acl import CLUSTER, CLUSTER_ACTION, CLUSTER_NAME, DESCRIBE, TOPIC
 from protocol.errors import ErrorCode
@@ -40,7 +44,7 @@ def handle(ctx: RequestContext, request: Message) -> Message:
             Message(
                 topic=topic.topic,
                 partitions=[
-                    _answer(store.partition(topic.topic, part.partition), part)
+                    _answer(ctx, topic.topic, store.partition(topic.topic, part.partition), part)
                     if as_broker or ctx.authorized(DESCRIBE, TOPIC, topic.topic)
                     else _result(part.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
                     for part in topic.partitions
@@ -51,13 +55,24 @@ def handle(ctx: RequestContext, request: Message) -> Message:
     )
 
 
-def _answer(plog: PartitionLog | None, part: Message) -> Message:
+def _answer(ctx: RequestContext, topic: str, plog: PartitionLog | None, part: Message) -> Message:
     if plog is None:
         return _result(part.partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-    error = check_leader_epoch(part.current_leader_epoch)
+    current = LEADER_EPOCH
+    cluster = ctx.state.cluster
+    if cluster is not None:
+        served = served_here(ctx, cluster, topic, part.partition, replica_ok=False)
+        if served is None:
+            return _result(part.partition, ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        current = served
+    error = check_leader_epoch(part.current_leader_epoch, current)
     if error != ErrorCode.NONE:
         return _result(part.partition, error)
     epoch = part.leader_epoch
+    if 0 <= epoch <= current and cluster is not None:
+        # Every node shares the one log, which never diverges: each epoch the leader has
+        # known ends at the log end for the client (it never truncates).
+        return _result(part.partition, ErrorCode.NONE, epoch, plog.log_end_offset)
     if epoch == LEADER_EPOCH:
         # The current epoch ends at the log end (a consumer checking its position after a
         # rebalance is never told to truncate).

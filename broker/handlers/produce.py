@@ -26,6 +26,11 @@ RECORD_LIST_TOO_LARGE, CORRUPT_MESSAGE and KAFKA_STORAGE_ERROR, the partition's 
 offset for every other error. min.insync.replicas never refuses a write: Kafka caps it at
 the replication factor (Partition.effectiveMinIsr, KAFKA-15583), which is 1 here.
 
+In a simulated cluster (broker.cluster) only the partition's leader appends, checked at append
+time as ReplicaManager.appendToLocalLog: elsewhere NOT_LEADER_OR_FOLLOWER with CurrentLeader
+and, in the response, the leaders' NodeEndpoints (v10+, KIP-951); batches are stamped with the
+partition's current leader epoch.
+
 acks=0: processed normally, no response; if any partition failed the connection is closed
 so the client refreshes its metadata (Kafka's behaviour).
 
@@ -100,9 +105,16 @@ import struct
 import time
 from typing import TYPE_CHECKING
 
+from broker.cluster.state import Cluster
 from broker.config.topic_configs import TopicSettings
 from broker.core.dispatch import CloseConnection
 from broker.core.request_context import RequestContext
+from broker.handlers._leadership import (
+    current_leader,
+    misdirected,
+    node_endpoints,
+    with_field,
+)
 from broker.produce.validation_pool import ValidationPool, WorkerLost
 from broker.runtime import offload
 from broker.security.acl import TOPIC, TRANSACTIONAL_ID, WRITE
@@ -219,10 +231,13 @@ async def handle(ctx: RequestContext, request: Message) -> Message | None:
                     results = {tp: answer}
                     await _flush(ctx, due, {tp: appended[0]}, results)
                     answer = results[tp]
-            return Message(
+            response = Message(
                 responses=[Message(name=topics[0].name, partition_responses=[answer])],
                 throttle_time_ms=0,
             )
+            if ctx.state.cluster is not None:
+                _add_node_endpoints(ctx, ctx.state.cluster, response)
+            return response
     order: list[_TopicPartition] = []
     # Every (topic, partition) named, in request order, with its early answer or its work.
     named: list[tuple[_TopicPartition, Message | BatchJob]] = []
@@ -342,7 +357,25 @@ async def _validate_and_append(
     for (name, _), answer in answers.items():
         grouped.setdefault(name, []).append(answer)
     responses = [Message(name=name, partition_responses=parts) for name, parts in grouped.items()]
-    return Message(responses=responses, throttle_time_ms=0)
+    response = Message(responses=responses, throttle_time_ms=0)
+    if ctx.state.cluster is not None:
+        _add_node_endpoints(ctx, ctx.state.cluster, response)
+    return response
+
+
+def _add_node_endpoints(ctx: RequestContext, cluster: Cluster, response: Message) -> None:
+    """KIP-951 (v10+): the addresses of the leaders named in NOT_LEADER_OR_FOLLOWER answers'
+    CurrentLeader, so the producer retries there without a Metadata round trip."""
+    if ctx.version < 10:
+        return
+    leaders = {
+        p.current_leader.leader_id
+        for t in response.responses
+        for p in t.partition_responses
+        if p.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    }
+    if leaders:
+        with_field(response, "node_endpoints", node_endpoints(ctx, cluster, leaders))
 
 
 def _alone(
@@ -648,6 +681,17 @@ def _append(
     if info is None or state.store.partition(name, index) is not plog:
         # Deleted (or deleted and created again) while the batch was being validated.
         return _partition(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    epoch = 0
+    cluster = state.cluster
+    if cluster is not None:
+        # ReplicaManager.appendToLocalLog: only the leader appends, checked at append time
+        # (the leader may have moved while the batch was checked).
+        if misdirected(ctx, cluster, info.topic_id, index) is not None:
+            leader = current_leader(cluster, info.topic_id, index)
+            return with_field(
+                _partition(index, ErrorCode.NOT_LEADER_OR_FOLLOWER), "current_leader", leader
+            )
+        epoch = cluster.partition(info.topic_id, index).leader_epoch
     settings = state.topic_settings(info)
     checked = entry.checked
     if checked.error != ErrorCode.NONE or checked.header is None:
@@ -693,7 +737,7 @@ def _append(
     if len(batch) > settings.log_config.segment_bytes:
         _log_refused(ctx, tp, ErrorCode.RECORD_LIST_TOO_LARGE, f"{len(batch)} > segment.bytes")
         return _failed(tp, ErrorCode.RECORD_LIST_TOO_LARGE, plog)
-    result = plog.append(batch, header, now_ms, verified=verified)
+    result = plog.append(batch, header, now_ms, epoch, verified=verified)
     if result.error != ErrorCode.NONE:
         log.info(
             "%s for %s-%d producer_id=%d epoch=%d base_sequence=%d (%s)",

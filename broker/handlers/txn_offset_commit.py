@@ -28,7 +28,7 @@ from broker.coordinator.groups.coordinator import OFFSET_METADATA_MAX_BYTES
 from broker.coordinator.transactions import GROUP_OFFSETS_TOPIC, offsets_partition
 from broker.core.request_context import RequestContext
 from broker.handlers._groups import offset_commit_answer
-from broker.handlers._txn import coordinator
+from broker.handlers._txn import coordinator, group_elsewhere
 from broker.security.acl import GROUP, READ, TOPIC, TRANSACTIONAL_ID, WRITE
 from protocol.errors import ErrorCode
 from protocol.messages.txn_offset_commit import TXN_OFFSET_COMMIT
@@ -58,6 +58,8 @@ async def handle(ctx: RequestContext, request: Message) -> Message:
         whole = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     elif not ctx.authorized(READ, GROUP, request.group_id):
         whole = ErrorCode.GROUP_AUTHORIZATION_FAILED
+    elif group_elsewhere(ctx, request.group_id):
+        whole = ErrorCode.NOT_COORDINATOR
     for topic in request.topics:
         topic_denied = whole is None and not ctx.authorized(READ, TOPIC, topic.name)
         for part in topic.partitions:

@@ -9,9 +9,17 @@ import logging
 import socket
 import ssl
 import time
+from collections.abc import Callable
 from typing import Protocol
 
 from broker import __version__
+from broker.cluster.state import (
+    INTERNAL_PARTITIONS,
+    OFFSETS_TOPIC,
+    TRANSACTION_TOPIC,
+    Cluster,
+    UnknownNode,
+)
 from broker.config.kinds import consumer_assignors
 from broker.config.model import Config, ConfigError, Listener
 from broker.coordinator.groups import GroupCoordinator, GroupSettings
@@ -21,6 +29,7 @@ from broker.coordinator.transactions import TransactionCoordinator
 from broker.core.dispatch import Dispatcher
 from broker.core.state import BrokerState
 from broker.handlers import build_dispatcher
+from broker.handlers._leadership import group_elsewhere
 from broker.lifecycle.background import Background
 from broker.net.acceptor import Acceptor, bind
 from broker.net.connection import KafkaConnection
@@ -64,6 +73,11 @@ class Broker:
         self.servers: list[Acceptor] = []
         self.stopped = asyncio.Event()
         self.background: Background | None = None
+        # A simulated cluster's acceptors per node index (every listener's), for broker-stop.
+        self.node_servers: dict[int, list[Acceptor]] = {}
+        self._connection_factory: Callable[[str, int, str], asyncio.BaseProtocol] | None = None
+        self._headroom: FdHeadroom | None = None
+        self._resolved: dict[tuple[str, int], Listener] = {}
         # The data directory's lock, held from start to stop (or crash).
         self._lock: DataDirLock | None = None
 
@@ -79,12 +93,12 @@ class Broker:
             # that is going to fail leaves the directory as it found it (not even a .lock).
             contexts = _tls_contexts(config)
             names = [(lst.name, lst.host, lst.port) for lst in config.listeners]
-            for listener in config.listeners:
+            for listener in node_listeners(config):
                 listening.append(
                     bind(
                         listener.host,
                         listener.port,
-                        f"listener {listener.name}",
+                        _listener_label(config, listener),
                         listeners_fix(names, listener.name),
                     )
                 )
@@ -118,35 +132,49 @@ class Broker:
             raise
         self._lock = lock
         state.transactions.on_markers = state.notify_appended
+        if state.cluster is not None:
+            state.groups.elsewhere = group_elsewhere(state.cluster)
         self.state = state
+        state.nodes = self
         faults = self.faults
         if faults is not None:
             faults.attach(state, dispatcher)
-        resolved: dict[str, Listener] = {}
+        resolved: dict[tuple[str, int], Listener] = {}
 
-        def connection(name: str, address: str) -> asyncio.BaseProtocol:
+        def connection(name: str, node_index: int, address: str) -> asyncio.BaseProtocol:
             if faults is not None and faults.refusing():
                 # Refused on purpose (fault injection): it never counts against the quotas.
                 state.connection_quotas.dec(address)
                 return faults.refused_connection()
-            return KafkaConnection(state, dispatcher, resolved[name], address, contexts.get(name))
+            return KafkaConnection(
+                state, dispatcher, resolved[name, node_index], address, contexts.get(name)
+            )
 
+        self._connection_factory = connection
+        self._resolved = resolved
         # One count of the process's file descriptors for every listener's acceptor.
         headroom = FdHeadroom()
-        for listener, sockets in zip(config.listeners, listening, strict=True):
+        self._headroom = headroom
+        for listener, sockets in zip(node_listeners(config), listening, strict=True):
             server = Acceptor(
                 sockets,
-                functools.partial(connection, listener.name),
+                functools.partial(connection, listener.name, listener.node_index),
                 state.connection_quotas,
                 headroom,
             )
             self.servers.append(server)
+            self.node_servers.setdefault(listener.node_index, []).append(server)
             port = server.port
             # Port 0 binds an ephemeral port; advertise the real one.
-            resolved[listener.name] = dataclasses.replace(
+            resolved[listener.name, listener.node_index] = dataclasses.replace(
                 listener, port=port, advertised_port=listener.advertised_port or port
             )
-        bound = [resolved[lst.name] for lst in config.listeners]
+        bound = [resolved[lst.name, 0] for lst in config.listeners]
+        if state.cluster is not None:
+            for lst in config.listeners:
+                state.cluster.listeners[lst.name] = [
+                    resolved[lst.name, k] for k in range(config.cluster_size)
+                ]
         config = dataclasses.replace(config, listeners=tuple(bound))
         self.config = config
         state.config = config
@@ -173,6 +201,54 @@ class Broker:
             ),
             (time.monotonic() - started) * 1000,
         )
+
+    def stop_node(self, node: int) -> bool:
+        """A simulated cluster's node stops: its ports close, its connections drop, the
+        partitions it led elect new leaders. False if it was stopped already."""
+        state, cluster = _cluster_of(self.state)
+        cluster.check_node(node)
+        if node not in cluster.alive:
+            return False
+        index = node - cluster.node_ids[0]
+        for server in self.node_servers.pop(index, []):
+            server.close()
+            self.servers.remove(server)
+        for conn in list(state.connections):
+            if conn.listener.node_index == index and conn.transport is not None:
+                conn.transport.abort()
+        cluster.stop(node, _all_partitions(state))
+        # Fetches parked on the old leader answer now; their clients look for the new one.
+        state.complete_parked_fetches()
+        log.warning("node %d stopped (fault injection)", node)
+        return True
+
+    def start_node(self, node: int) -> bool:
+        """A stopped node serves again on the ports it had. False if it was running."""
+        state, cluster = _cluster_of(self.state)
+        cluster.check_node(node)
+        if node in cluster.alive:
+            return False
+        index = node - cluster.node_ids[0]
+        factory, headroom = self._connection_factory, self._headroom
+        assert factory is not None and headroom is not None
+        listeners = [lst for (_, k), lst in self._resolved.items() if k == index]
+        bound = [
+            bind(lst.host, lst.port, _listener_label(self.config, lst), "another port")
+            for lst in listeners
+        ]
+        for lst, sockets in zip(listeners, bound, strict=True):
+            server = Acceptor(
+                sockets,
+                functools.partial(factory, lst.name, index),
+                state.connection_quotas,
+                headroom,
+            )
+            self.servers.append(server)
+            self.node_servers.setdefault(index, []).append(server)
+            server.start()
+        cluster.start(node)
+        log.info("node %d started again (fault injection)", node)
+        return True
 
     async def stop(self) -> None:
         """Graceful shutdown: stop accepting, finish requests in flight, snapshot, flush."""
@@ -236,6 +312,45 @@ class Broker:
         lock, self._lock = self._lock, None
         if lock is not None:
             lock.release()
+
+
+def _cluster_of(state: BrokerState | None) -> tuple[BrokerState, Cluster]:
+    if state is None or state.cluster is None:
+        raise UnknownNode("not a cluster: minikafka.cluster.size is 1")
+    return state, state.cluster
+
+
+def _all_partitions(state: BrokerState) -> list[tuple[bytes | str, int]]:
+    """Every partition whose leadership a stop may move, internal topics' included."""
+    keys: list[tuple[bytes | str, int]] = [
+        (t.topic_id, p) for t in state.store.topics() for p in range(len(t.partitions))
+    ]
+    for name in (OFFSETS_TOPIC, TRANSACTION_TOPIC):
+        keys.extend((name, p) for p in range(INTERNAL_PARTITIONS))
+    return keys
+
+
+def node_listeners(config: Config) -> list[Listener]:
+    """Every listener of every node: node k serves each at its port + k (an ephemeral port
+    when the port is 0) and advertises the advertised port + k."""
+    if config.cluster_size == 1:
+        return list(config.listeners)
+    return [
+        dataclasses.replace(
+            lst,
+            port=lst.port + k if lst.port else 0,
+            advertised_port=lst.advertised_port + k if lst.advertised_port else 0,
+            node_index=k,
+        )
+        for k in range(config.cluster_size)
+        for lst in config.listeners
+    ]
+
+
+def _listener_label(config: Config, listener: Listener) -> str:
+    if config.cluster_size == 1:
+        return f"listener {listener.name}"
+    return f"listener {listener.name} of node {config.node_id + listener.node_index}"
 
 
 def _open_transactions(config: Config, state: BrokerState) -> TransactionCoordinator:

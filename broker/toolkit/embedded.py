@@ -6,6 +6,10 @@ the temporary data directory they made. ``Broker`` runs on the caller's event lo
 (``async with minikafka.Broker() as broker``); ``ThreadedBroker`` runs its own loop in a
 daemon thread for synchronous tests, and hands calls on ``faults`` to that loop.
 
+``cluster_size=3`` (and ``racks=["a", "b", "c"]``) simulates a cluster of that many nodes
+(broker.cluster), ``bootstrap`` naming them all; ``stop_node``/``start_node`` stop and start
+one of them.
+
 Configuration uses Kafka's property names, as a mapping (``config={"num.partitions": 3}``)
 or as keywords with ``_`` for ``.`` (``num_partitions=3``).
 """
@@ -19,7 +23,7 @@ import functools
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
@@ -37,7 +41,7 @@ PropertyValue = str | int | float | bool
 
 
 # Broker's own keyword arguments, for the suggestion when one is misspelt.
-_OWN_KEYWORDS = ("data_dir", "host", "port", "control", "config")
+_OWN_KEYWORDS = ("data_dir", "host", "port", "control", "cluster_size", "racks", "config")
 
 
 def kafka_properties(
@@ -101,10 +105,17 @@ class Broker:
         host: str = "127.0.0.1",
         port: int = 0,
         control: bool = False,
+        cluster_size: int = 1,
+        racks: Sequence[str] | None = None,
         config: Mapping[str, PropertyValue] | None = None,
         **properties: PropertyValue,
     ) -> None:
         check_property_names(config, properties)
+        cluster: dict[str, str] = {}
+        if cluster_size != 1:
+            cluster["minikafka.cluster.size"] = str(cluster_size)
+        if racks is not None:
+            cluster["minikafka.cluster.racks"] = ",".join(racks)
         self._own_dir = data_dir is None
         self.data_dir = Path(data_dir) if data_dir is not None else None
         self._origins = property_origins(config, properties)
@@ -113,6 +124,7 @@ class Broker:
             # In the caller's process: no worker processes unless asked for (issue 19).
             "minikafka.validation.workers": "0",
             **({"minikafka.control.listener": f"{host}:0"} if control else {}),
+            **cluster,
             **kafka_properties(config, properties),
         }
         self.faults = FaultInjector()
@@ -167,8 +179,17 @@ class Broker:
 
     @property
     def bootstrap(self) -> str:
-        """``host:port`` for ``bootstrap.servers``."""
+        """``host:port`` for ``bootstrap.servers`` (every node's, comma-separated, of a
+        cluster)."""
         return self.host.bootstrap
+
+    def stop_node(self, node: int) -> bool:
+        """Stop one node of a cluster (``cluster_size`` > 1): fault operation broker-stop."""
+        return bool(self.faults.broker_stop(node))
+
+    def start_node(self, node: int) -> bool:
+        """Start a stopped node again: fault operation broker-start."""
+        return bool(self.faults.broker_start(node))
 
     @property
     def port(self) -> int:
@@ -314,6 +335,12 @@ class ThreadedBroker:
 
     def create_topic(self, name: str, partitions: int | None = None) -> None:
         self._call(_run(functools.partial(self._broker.create_topic, name, partitions)))
+
+    def stop_node(self, node: int) -> bool:
+        return self._call(_run(functools.partial(self._broker.stop_node, node)))
+
+    def start_node(self, node: int) -> bool:
+        return self._call(_run(functools.partial(self._broker.start_node, node)))
 
     def crash(self) -> None:
         self._call(self._broker.crash())

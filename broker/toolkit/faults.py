@@ -16,6 +16,8 @@ them once for all three. What they do:
 - ``offline``/``online``: Metadata shows the partition LEADER_NOT_AVAILABLE with no leader and
   Produce, Fetch and ListOffsets get NOT_LEADER_OR_FOLLOWER for it, as Kafka answers when the
   partition's leader is gone (KRaftMetadataCache, ReplicaManager.getPartitionOrError).
+- ``broker-stop``/``broker-start``: stop a simulated cluster's node (minikafka.cluster.size)
+  or start it again; see broker.cluster.state for what clients then see.
 - ``close_connections``: close every client connection now.
 - ``refuse_connections``: accept and at once close new connections for ``duration_s``.
 - ``log_requests`` / ``requests``: record each request (API, version, client id, decoded
@@ -45,6 +47,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from broker.cluster.state import UnknownNode
 from broker.core.dispatch import CloseConnection
 from broker.toolkit import fault_responses
 from protocol.api_keys import ALL_APIS
@@ -56,7 +59,7 @@ from protocol.schema import Api, Message
 if TYPE_CHECKING:
     from broker.core.dispatch import Dispatcher, Handler
     from broker.core.request_context import RequestContext
-    from broker.core.state import BrokerState
+    from broker.core.state import BrokerState, NodeSwitch
 
 log = logging.getLogger(__name__)
 
@@ -310,6 +313,22 @@ class FaultInjector:
             conn.close()
         log.info("fault: closed %d client connection(s)", len(conns))
         return len(conns)
+
+    def broker_stop(self, node: int) -> bool:
+        """Stop a simulated cluster's node: its ports close, its connections drop, the
+        partitions it led elect new leaders (False if it was stopped already)."""
+        return self._nodes().stop_node(_int("node", node, 0))
+
+    def broker_start(self, node: int) -> bool:
+        """Start a stopped node again on its ports; it rejoins the ISRs."""
+        return self._nodes().start_node(_int("node", node, 0))
+
+    def _nodes(self) -> NodeSwitch:
+        if self._state is None or self._state.nodes is None:
+            raise FaultError("the broker is not running")
+        if self._state.cluster is None:
+            raise FaultError("not a cluster: start it with minikafka.cluster.size above 1")
+        return _CheckedNodes(self._state.nodes)
 
     def refuse_connections(self, duration_s: float) -> None:
         """New connections are accepted and closed at once for ``duration_s`` seconds."""
@@ -643,6 +662,8 @@ OPERATIONS: dict[str, str] = {
     "online": "bring_online",
     "close-connections": "close_connections",
     "refuse-connections": "refuse_connections",
+    "broker-stop": "broker_stop",
+    "broker-start": "broker_start",
     "log-requests": "log_requests",
     "requests": "requests",
     "clear": "clear",
@@ -680,6 +701,25 @@ def call_operation(faults: FaultInjector, name: str, args: dict[str, Any]) -> An
     positional = [args[n] for n, p in params.items() if p.kind is p.POSITIONAL_OR_KEYWORD]
     keywords = {n: args[n] for n, p in params.items() if p.kind is p.KEYWORD_ONLY and n in args}
     return method(*positional, **keywords)
+
+
+class _CheckedNodes:
+    """A node id not in the cluster is the caller's mistake: FaultError (HTTP 400)."""
+
+    def __init__(self, nodes: NodeSwitch) -> None:
+        self._nodes = nodes
+
+    def stop_node(self, node: int) -> bool:
+        try:
+            return self._nodes.stop_node(node)
+        except UnknownNode as exc:
+            raise FaultError(str(exc)) from None
+
+    def start_node(self, node: int) -> bool:
+        try:
+            return self._nodes.start_node(node)
+        except UnknownNode as exc:
+            raise FaultError(str(exc)) from None
 
 
 class RefusedConnection(asyncio.Protocol):

@@ -50,8 +50,13 @@ class BrokerHost:
 
     @property
     def bootstrap(self) -> str:
+        """The first listener's address; of a simulated cluster, every node's."""
         listener = self.config.listeners[0]
-        return f"{listener.advertised_host}:{listener.advertised_port}"
+        state = self.broker.state if self.broker is not None else None
+        if state is None or state.cluster is None:
+            return f"{listener.advertised_host}:{listener.advertised_port}"
+        nodes = state.cluster.listeners[listener.name]
+        return ",".join(f"{n.advertised_host}:{n.advertised_port}" for n in nodes)
 
     async def start(self) -> None:
         control = None

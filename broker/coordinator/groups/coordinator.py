@@ -95,6 +95,7 @@ class GroupCoordinator(ClassicRequests, GroupOffsets, ConsumerGroupRequests):
         self._group_flushes = {}
         self._resolutions = set()
         self.closed = False
+        self.elsewhere = None
         now = monotonic_ms()
         for group_id, record in store.groups().items():
             self.groups[group_id] = self._load_group(group_id, record, now)

@@ -36,6 +36,9 @@ class CoordinatorBase:
         settings: GroupSettings
         store: CommittedOffsets
         groups: dict[str, ClassicGroup]
+        # A simulated cluster's routing: True when a group's coordinator is not the node
+        # the request reached (broker.cluster.routing); None for a single broker.
+        elsewhere: Callable[[str], bool] | None
         consumer: ConsumerGroupManager
         closed: bool
         _flusher: Flusher
@@ -58,6 +61,10 @@ class CoordinatorBase:
         down answers NOT_COORDINATOR (the client finds it again), an empty id
         INVALID_GROUP_ID."""
         if self.closed:
+            return ErrorCode.NOT_COORDINATOR
+        # A simulated cluster: the group's coordinator is another node (the leader of its
+        # __consumer_offsets partition), as Kafka's GroupCoordinatorService answers.
+        if self.elsewhere is not None and self.elsewhere(group_id):
             return ErrorCode.NOT_COORDINATOR
         if not group_id:
             return ErrorCode.INVALID_GROUP_ID

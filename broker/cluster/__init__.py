@@ -1,0 +1,1 @@
+"""A simulated cluster of several nodes in one broker process (minikafka.cluster.size)."""

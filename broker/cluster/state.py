@@ -1,0 +1,165 @@
+"""The simulated nodes, which of them run, and each partition's leader, epoch and ISR.
+
+Every replica shares the one stored log in this process, so a replica never trails its
+leader: a stopped node leaves the ISR of its partitions (KRaft fences it and shrinks the
+ISRs), and a partition it led elects the first live replica of its ISR with the leader epoch
+bumped (ReplicationControlManager's leader election); with no live replica in the ISR the
+partition has no leader (-1) and keeps its last ISR, as KRaft does without ELR. A node that
+starts again rejoins the ISRs at once (it has nothing to catch up) and takes the leadership of
+partitions left without one.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from broker.cluster.placement import replicas_for, seed_of
+from broker.config.model import Config, Listener
+
+NO_LEADER = -1
+# Kafka's offsets.topic.replication.factor and transaction.state.log.replication.factor
+# defaults; a smaller cluster gets one replica per node.
+INTERNAL_REPLICATION_FACTOR = 3
+OFFSETS_TOPIC = "__consumer_offsets"
+TRANSACTION_TOPIC = "__transaction_state"
+# offsets.topic.num.partitions and transaction.state.log.num.partitions (Kafka's defaults,
+# which the coordinators' partitionFor uses here).
+INTERNAL_PARTITIONS = 50
+
+
+@dataclass(slots=True)
+class PartitionState:
+    replicas: tuple[int, ...]
+    leader: int
+    leader_epoch: int
+    isr: list[int]
+
+
+class UnknownNode(ValueError):
+    """A node id that is not one of the cluster's."""
+
+
+class Cluster:
+    def __init__(self, config: Config) -> None:
+        first = config.node_id
+        self.size = config.cluster_size
+        self.node_ids = tuple(range(first, first + self.size))
+        racks = config.cluster_racks.split(",") if config.cluster_racks else []
+        self.racks: dict[int, str | None] = {
+            node: (racks[k].strip() if racks else None) for k, node in enumerate(self.node_ids)
+        }
+        self.alive: set[int] = set(self.node_ids)
+        self.default_replication_factor = min(config.default_replication_factor, self.size)
+        # Replication factors given by CreateTopics, per topic id; other topics get the default.
+        self.replication_factors: dict[bytes, int] = {}
+        # Manual assignments (CreateTopics, CreatePartitions), per (topic id, partition).
+        self.assignments: dict[tuple[bytes, int], tuple[int, ...]] = {}
+        self._partitions: dict[tuple[bytes | str, int], PartitionState] = {}
+        # Per listener name, each node's listener as bound (its ports and advertised ports).
+        self.listeners: dict[str, list[Listener]] = {}
+
+    # -- nodes ---------------------------------------------------------------------------
+
+    def node_of(self, listener: Listener) -> int:
+        return self.node_ids[listener.node_index]
+
+    def check_node(self, node: int) -> None:
+        if node not in self.racks:
+            ids = ", ".join(map(str, self.node_ids))
+            raise UnknownNode(f"no node {node} in this cluster (its nodes: {ids})")
+
+    def live_nodes(self) -> list[int]:
+        return [n for n in self.node_ids if n in self.alive]
+
+    def endpoint(self, node: int, via: Listener) -> tuple[str, int]:
+        """The advertised address of ``node`` on the listener a request came through."""
+        listener = self.listeners[via.name][node - self.node_ids[0]]
+        return listener.advertised_host, listener.advertised_port
+
+    def random_live_node(self) -> int:
+        """Metadata's and DescribeCluster's controller id: KRaftMetadataCache
+        .getRandomAliveBrokerId, a live broker picked at random per answer."""
+        live = self.live_nodes()
+        return random.choice(live) if live else NO_LEADER
+
+    # -- partitions ----------------------------------------------------------------------
+
+    def replication_factor(self, topic_id: bytes) -> int:
+        return self.replication_factors.get(topic_id, self.default_replication_factor)
+
+    def assign(self, topic_id: bytes, index: int, replicas: Iterable[int]) -> None:
+        """A manual assignment: these replicas, the first the preferred leader."""
+        self.assignments[topic_id, index] = tuple(replicas)
+        self._partitions.pop((topic_id, index), None)
+
+    def partition(self, key: bytes | str, index: int) -> PartitionState:
+        """A topic's partition (key: topic id), or an internal topic's (key: its name)."""
+        found = self._partitions.get((key, index))
+        if found is None:
+            rf = (
+                min(INTERNAL_REPLICATION_FACTOR, self.size)
+                if isinstance(key, str)
+                else self.replication_factor(key)
+            )
+            nodes = list(self.node_ids)
+            replicas = self.assignments.get((key, index)) if isinstance(key, bytes) else None
+            if replicas is None:
+                replicas = tuple(
+                    replicas_for(index, rf, nodes, [self.racks[n] for n in nodes], seed_of(key))
+                )
+            live = [n for n in replicas if n in self.alive]
+            if live:
+                found = PartitionState(replicas, live[0], 0, live)
+            else:
+                found = PartitionState(replicas, NO_LEADER, 0, [replicas[-1]])
+            self._partitions[(key, index)] = found
+        return found
+
+    def leader(self, key: bytes | str, index: int) -> int:
+        return self.partition(key, index).leader
+
+    def forget_topic(self, topic_id: bytes) -> None:
+        self.replication_factors.pop(topic_id, None)
+        for assigned in [k for k in self.assignments if k[0] == topic_id]:
+            del self.assignments[assigned]
+        for key in [k for k in self._partitions if k[0] == topic_id]:
+            del self._partitions[key]
+
+    # -- stopping and starting nodes -----------------------------------------------------
+
+    def stop(self, node: int, partitions: Iterable[tuple[bytes | str, int]]) -> None:
+        """``node`` stops: it leaves every ISR; the partitions it led elect a new leader."""
+        self.check_node(node)
+        self.alive.discard(node)
+        for key, index in partitions:
+            self.partition(key, index)
+        for part in self._partitions.values():
+            if node not in part.isr:
+                continue
+            if len(part.isr) > 1:
+                part.isr.remove(node)
+            if part.leader == node:
+                live = [n for n in part.isr if n in self.alive]
+                part.leader = live[0] if live else NO_LEADER
+                part.leader_epoch += 1
+
+    def start(self, node: int) -> None:
+        """``node`` runs again: it rejoins the ISRs and leads where no one does."""
+        self.check_node(node)
+        self.alive.add(node)
+        for part in self._partitions.values():
+            if node not in part.replicas:
+                continue
+            if part.leader == NO_LEADER:
+                # Only a member of the last ISR may lead again (no unclean election).
+                if node not in part.isr:
+                    continue
+                part.leader = node
+                part.leader_epoch += 1
+            # Its log is the shared one: caught up at once, so the ISR expands now.
+            part.isr = [n for n in part.replicas if n in self.alive]
+
+    def offline_replicas(self, part: PartitionState) -> list[int]:
+        return [n for n in part.replicas if n not in self.alive]
