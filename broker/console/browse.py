@@ -71,32 +71,37 @@ async def read(plog: PartitionLog, start: int, count: int) -> Page:
         if where.length == 0:
             break
         fd = where.segment.dup_fd()
-        found, problem = await offload.run(
+        found, scanned, problem = await offload.run(
             _decode, fd, where.position, where.length, page.next_offset, end, count
         )
         page.records += found[: count - len(page.records)]
         if problem is not None:
             page.problem = problem
             break
-        if not found:
+        # Past the records shown, or past batches left empty by compaction.
+        following = page.records[-1].offset + 1 if found else scanned
+        if following <= page.next_offset:
             break
-        page.next_offset = page.records[-1].offset + 1
+        page.next_offset = following
     return page
 
 
 def _decode(
     fd: int, position: int, length: int, start: int, end: int, count: int
-) -> tuple[list[Shown], str | None]:
-    """On a worker thread: the slice's batches, decoded, records from ``start`` on."""
+) -> tuple[list[Shown], int, str | None]:
+    """On a worker thread: the slice's batches, decoded, records from ``start`` on; and the
+    offset after the last batch read whole."""
     try:
         data = os.pread(fd, length, position)
     finally:
         os.close(fd)
     shown: list[Shown] = []
+    scanned = start
     try:
         for pos, header in iter_batches(data):
             if header.base_offset >= end or len(shown) >= count:
                 break
+            scanned = max(scanned, header.last_offset + 1)
             if header.last_offset < start:
                 continue
             batch = Batch(
@@ -132,8 +137,8 @@ def _decode(
                 if len(shown) >= count:
                     break
     except CorruptBatchError as exc:
-        return shown, f"unreadable batch: {exc}"
-    return shown, None
+        return shown, scanned, f"unreadable batch: {exc}"
+    return shown, scanned, None
 
 
 def _marker(key: bytes) -> str:

@@ -5,15 +5,21 @@ what clients stored."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from broker.config.loader import make_config
 from broker.config.model import ConfigError
+from broker.console import browse
 from broker.console.exposition import Family, render
 from broker.console.pages import Rates, _shown, table
 from broker.core.metrics import LATENCY_BUCKETS_MS, BrokerMetrics
+from protocol.records import build_batch, parse_header
+from storage.batch_filter import _empty
+from storage.log_config import LogConfig
+from storage.partition_log import PartitionLog
 
 
 def parsed(text: str) -> dict[str, list[tuple[str, dict[str, str], float]]]:
@@ -136,3 +142,32 @@ def test_what_clients_stored_is_escaped_in_every_shape() -> None:
     assert "{\n  &quot;a&quot;: 1\n}" in _shown(b'{"a":1}', "json")
     long = _shown(b"x" * 5000, "text")
     assert "(+2952 B)" in long
+
+
+def _append(plog: PartitionLog, batch: bytes) -> None:
+    data = bytearray(batch)
+    assert plog.append(data, parse_header(data), 1_000).error == 0
+
+
+@pytest.mark.asyncio
+async def test_browsing_reads_past_emptied_batches_and_stops_at_the_count(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Reads of one batch a round: the emptied batch comes back alone.
+    monkeypatch.setattr(browse, "READ_BYTES", 1)
+    plog = PartitionLog.open(tmp_path / "b-0", "b", 0, config=LogConfig())
+    try:
+        _append(plog, build_batch([(b"k%d" % i, b"v") for i in range(3)]))  # 0-2
+        # What the cleaner leaves of a batch whose records all went: offsets 3-6, no record.
+        emptied = parse_header(build_batch([(b"x", b"x")] * 4, base_offset=3))
+        _append(plog, _empty(emptied))
+        _append(plog, build_batch([(b"k7", b"v"), (b"k8", None)]))  # 7-8
+        page = await browse.read(plog, 3, 10)
+        assert [(r.offset, r.key) for r in page.records] == [(7, b"k7"), (8, b"k8")]
+        assert page.records[1].value is None and page.next_offset == 9
+        assert page.records[0].batch.base_offset == 7 and page.records[0].batch.codec == "none"
+        page = await browse.read(plog, 1, 2)
+        assert [r.offset for r in page.records] == [1, 2]
+        assert (await browse.read(plog, 9, 5)).records == []
+    finally:
+        plog.close()
