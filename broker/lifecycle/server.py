@@ -31,7 +31,7 @@ from broker.core.state import BrokerState
 from broker.handlers import build_dispatcher
 from broker.handlers._leadership import group_elsewhere
 from broker.lifecycle.background import Background
-from broker.net.acceptor import Acceptor, bind
+from broker.net.acceptor import Acceptor, BindError, bind
 from broker.net.connection import KafkaConnection
 from broker.net.fd_headroom import FdHeadroom
 from broker.runtime.flusher import Flusher
@@ -84,7 +84,9 @@ class Broker:
     async def start(self) -> None:
         config = self.config
         started = time.monotonic()
+        # Every socket bound (closed if the start fails), and per node listener its sockets.
         listening: list[list[socket.socket]] = []
+        ordered: list[list[socket.socket]] = []
         lock: DataDirLock | None = None
         store: Store | None = None
         try:
@@ -93,15 +95,29 @@ class Broker:
             # that is going to fail leaves the directory as it found it (not even a .lock).
             contexts = _tls_contexts(config)
             names = [(lst.name, lst.host, lst.port) for lst in config.listeners]
-            for listener in node_listeners(config):
-                listening.append(
-                    bind(
-                        listener.host,
-                        listener.port,
-                        _listener_label(config, listener),
-                        listeners_fix(names, listener.name),
-                    )
+            runs = _ephemeral_runs(config, listening)
+            if runs:
+                config = dataclasses.replace(
+                    config,
+                    listeners=tuple(
+                        dataclasses.replace(lst, port=runs[lst.name][0])
+                        if lst.name in runs
+                        else lst
+                        for lst in config.listeners
+                    ),
                 )
+            for listener in node_listeners(config):
+                if listener.name in runs:
+                    ordered.append(runs[listener.name][1][listener.node_index])
+                    continue
+                sockets = bind(
+                    listener.host,
+                    listener.port,
+                    _listener_label(config, listener),
+                    listeners_fix(names, listener.name),
+                )
+                listening.append(sockets)
+                ordered.append(sockets)
             try:
                 lock = DataDirLock.acquire(config.log_dir)
             except DataDirLockedError:
@@ -155,7 +171,7 @@ class Broker:
         # One count of the process's file descriptors for every listener's acceptor.
         headroom = FdHeadroom()
         self._headroom = headroom
-        for listener, sockets in zip(node_listeners(config), listening, strict=True):
+        for listener, sockets in zip(node_listeners(config), ordered, strict=True):
             server = Acceptor(
                 sockets,
                 functools.partial(connection, listener.name, listener.node_index),
@@ -312,6 +328,45 @@ class Broker:
         lock, self._lock = self._lock, None
         if lock is not None:
             lock.release()
+
+
+# Binding a cluster's ephemeral listener: tries at a run of consecutive free ports.
+PORT_RUN_ATTEMPTS = 50
+
+
+def _ephemeral_runs(
+    config: Config, listening: list[list[socket.socket]]
+) -> dict[str, tuple[int, list[list[socket.socket]]]]:
+    """A cluster's listeners on port 0: a free run of consecutive ports each, node k on the
+    first + k as with a fixed port (so a restart binds the same ones): per listener name the
+    first port and each node's sockets, also added to ``listening`` (closed on failure)."""
+    found: dict[str, tuple[int, list[list[socket.socket]]]] = {}
+    if config.cluster_size == 1:
+        return found
+    for lst in config.listeners:
+        if lst.port:
+            continue
+        for _ in range(PORT_RUN_ATTEMPTS):
+            first = bind(lst.host, 0, f"listener {lst.name}")
+            port = first[0].getsockname()[1]
+            run: list[list[socket.socket]] = [first]
+            try:
+                for k in range(1, config.cluster_size):
+                    run.append(bind(lst.host, port + k, f"listener {lst.name}"))
+            except (BindError, OverflowError):
+                for sockets in run:
+                    for sock in sockets:
+                        sock.close()
+                continue
+            found[lst.name] = (port, run)
+            listening.extend(run)
+            break
+        else:
+            raise BindError(
+                f"listener {lst.name}: no {config.cluster_size} consecutive free ports found "
+                f"for minikafka.cluster.size={config.cluster_size}; give the listener a port"
+            )
+    return found
 
 
 def _cluster_of(state: BrokerState | None) -> tuple[BrokerState, Cluster]:

@@ -281,3 +281,25 @@ def test_broker_stop_on_a_single_broker_is_refused(kafka_broker: ThreadedBroker)
 
     with pytest.raises(FaultError, match="not a cluster"):
         kafka_broker.faults.broker_stop(1)
+
+
+def test_nodes_take_consecutive_ports_and_keep_them_through_a_crash_restart(
+    kafka_cluster: ThreadedBroker,
+) -> None:
+    ports = ports_of(kafka_cluster)
+    assert [ports[2] - ports[1], ports[3] - ports[1]] == [1, 2]
+    create(kafka_cluster, "restarted", 3)
+    producer = Producer({"bootstrap.servers": kafka_cluster.bootstrap, "enable.idempotence": True})
+    for i in range(30):
+        producer.produce("restarted", f"r-{i}".encode(), partition=i % 3)
+    assert producer.flush(30) == 0
+    kafka_cluster.crash_restart()
+    assert ports_of(kafka_cluster) == ports
+    for i in range(30, 60):
+        producer.produce("restarted", f"r-{i}".encode(), partition=i % 3)
+    assert producer.flush(30) == 0
+    data_dir = Path(str(kafka_cluster.data_dir))
+    for p in range(3):
+        got = [r.value for h, b in stored(data_dir, "restarted", p) for r in decode_records(b, h)]
+        assert got == [f"r-{i}".encode() for i in range(p, 60, 3)]
+    assert {p.leader_id for p in partitions(ports[1], "restarted").values()} == {1, 2, 3}
