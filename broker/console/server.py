@@ -121,6 +121,9 @@ class ConsoleServer(LocalHttpServer):
             return self._health()
         if path == "/ready":
             return self._ready()
+        if path == "/favicon.ico":
+            # Asked by every browser with every page: an empty answer, not a logged 404.
+            return Reply(204, b"", "image/x-icon", {"Cache-Control": "max-age=86400"})
         state = self._state()
         if state is None:
             raise HttpError(503, "the broker is restarting", {"Retry-After": "1"})

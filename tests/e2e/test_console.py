@@ -258,6 +258,7 @@ def test_pages_show_the_topic_its_records_and_the_groups_lag(
     assert client.flush(30) == 0
     status, overview = get(url + "/")
     assert status == 200 and "PLAINTEXT" in overview
+    assert get(url + "/favicon.ico") == (204, "")
     assert re.search(r"<td>overview-client</td><td>confluent-kafka-python</td>", overview)
     assert get(url + f"/topics/{topic}")[0] == 404
     assert get(url + "/topics/pages/7")[0] == 404
@@ -505,9 +506,9 @@ async def test_a_non_loopback_peer_is_refused_and_ready_waits_for_a_broker() -> 
     await server.serve()
     try:
 
-        async def ask(source: str) -> bytes:
+        async def ask(source: str, path: str = "/ready") -> bytes:
             reader, writer = await asyncio.open_connection(source, server.port)
-            writer.write(f"GET /ready HTTP/1.1\r\nHost: {source}:{server.port}\r\n\r\n".encode())
+            writer.write(f"GET {path} HTTP/1.1\r\nHost: {source}:{server.port}\r\n\r\n".encode())
             answer = await reader.read()
             writer.close()
             return answer
@@ -516,6 +517,10 @@ async def test_a_non_loopback_peer_is_refused_and_ready_waits_for_a_broker() -> 
         assert remote.startswith(b"HTTP/1.1 403") and b"loopback clients only" in remote
         local = await ask("127.0.0.1")
         assert local.startswith(b"HTTP/1.1 503") and b"DOWN" in local
+        # No broker (a fault-injected crash, before its restart): the rest waits too.
+        metrics = await ask("127.0.0.1", "/metrics")
+        assert metrics.startswith(b"HTTP/1.1 503") and b"Retry-After: 1" in metrics
+        assert (await ask("127.0.0.1", "/health")).startswith(b"HTTP/1.1 200")
     finally:
         await server.close()
 
