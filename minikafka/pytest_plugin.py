@@ -121,7 +121,7 @@ def kafka_cluster(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ThreadedBroker]:
     """A simulated Kafka cluster of 3 nodes in this process (a minikafka.ThreadedBroker with
-    cluster_size=3), for this test only: node ids 1, 2, 3, each on a free loopback port.
+    cluster_size=3), for this test only: node ids 1, 2, 3 on consecutive free loopback ports.
 
     Attributes as kafka_broker's; .bootstrap names every node; .stop_node(id) closes a node's
     ports and connections and moves its leaderships, .start_node(id) brings it back.

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from broker.cluster.placement import replicas_for, seed_of
 from broker.config.model import Config, Listener
+from storage.replica_assignment_store import ReplicaAssignmentStore, TopicAssignment
 
 NO_LEADER = -1
 # Kafka's offsets.topic.replication.factor and transaction.state.log.replication.factor
@@ -56,6 +57,8 @@ class Cluster:
         self.replication_factors: dict[bytes, int] = {}
         # Manual assignments (CreateTopics, CreatePartitions), per (topic id, partition).
         self.assignments: dict[tuple[bytes, int], tuple[int, ...]] = {}
+        # Where both are kept across restarts (None: in memory only, for unit tests).
+        self.store: ReplicaAssignmentStore | None = None
         self._partitions: dict[tuple[bytes | str, int], PartitionState] = {}
         # Per listener name, each node's listener as bound (its ports and advertised ports).
         self.listeners: dict[str, list[Listener]] = {}
@@ -89,10 +92,30 @@ class Cluster:
     def replication_factor(self, topic_id: bytes) -> int:
         return self.replication_factors.get(topic_id, self.default_replication_factor)
 
-    def assign(self, topic_id: bytes, index: int, replicas: Iterable[int]) -> None:
-        """A manual assignment: these replicas, the first the preferred leader."""
-        self.assignments[topic_id, index] = tuple(replicas)
-        self._partitions.pop((topic_id, index), None)
+    def load(self, store: ReplicaAssignmentStore, topic_ids: Iterable[bytes]) -> int:
+        """Take the assignments kept in ``store`` (from now on written there too), after
+        forgetting those of topics no longer in ``topic_ids``; how many were forgotten."""
+        self.store = store
+        gone = store.remove_except(topic_ids)
+        for topic_id, kept in store.all().items():
+            self.replication_factors[topic_id] = kept.replication_factor
+            for index, replicas in kept.manual.items():
+                self.assignments[topic_id, index] = replicas
+        self._partitions.clear()
+        return gone
+
+    def record_topic(
+        self, topic_id: bytes, replication_factor: int, manual: dict[int, tuple[int, ...]]
+    ) -> None:
+        """A new topic's replication factor and manual assignments (the first replica of each
+        the preferred leader), or partitions added to a topic with theirs; durable."""
+        self.replication_factors[topic_id] = replication_factor
+        for index, replicas in manual.items():
+            self.assignments[topic_id, index] = replicas
+            self._partitions.pop((topic_id, index), None)
+        if self.store is not None:
+            kept = {i: r for (t, i), r in self.assignments.items() if t == topic_id}
+            self.store.put(topic_id, TopicAssignment(replication_factor, kept))
 
     def partition(self, key: bytes | str, index: int) -> PartitionState:
         """A topic's partition (key: topic id), or an internal topic's (key: its name)."""
@@ -121,6 +144,8 @@ class Cluster:
         return self.partition(key, index).leader
 
     def forget_topic(self, topic_id: bytes) -> None:
+        if self.store is not None:
+            self.store.delete(topic_id)
         self.replication_factors.pop(topic_id, None)
         for assigned in [k for k in self.assignments if k[0] == topic_id]:
             del self.assignments[assigned]

@@ -135,9 +135,15 @@ async def _handle(ctx: RequestContext, request: Message) -> Message:
         if not request.validate_only and target > current:
             added = await offload.run(state.store.prepare_partitions, info, target)
             state.store.add_prepared_partitions(info, added)
-            if state.cluster is not None and topic.assignments:
-                for index, assignment in enumerate(topic.assignments, start=current):
-                    state.cluster.assign(info.topic_id, index, assignment.broker_ids)
+            cluster = state.cluster
+            if cluster is not None and topic.assignments:
+                manual = {
+                    index: tuple(assignment.broker_ids)
+                    for index, assignment in enumerate(topic.assignments, start=current)
+                }
+                cluster.record_topic(
+                    info.topic_id, cluster.replication_factor(info.topic_id), manual
+                )
             state.apply_topic_settings(info)
             log.info(
                 "topic %r grown from %d to %d partitions (%s)",

@@ -313,9 +313,9 @@ async def _make(ctx: RequestContext, plans: list[_Plan]) -> dict[str, bytes | No
     for plan, info in zip(todo, infos, strict=True):
         store.add_prepared_topic(info)
         if state.cluster is not None:
-            state.cluster.replication_factors[info.topic_id] = plan.replication_factor
-            for index, replicas in enumerate(plan.assignments):
-                state.cluster.assign(info.topic_id, index, replicas)
+            state.cluster.record_topic(
+                info.topic_id, plan.replication_factor, dict(enumerate(plan.assignments))
+            )
         if plan.configs:
             state.set_topic_configs(info, plan.configs)
         made[plan.name] = info.topic_id

@@ -41,6 +41,7 @@ from storage.committed_offsets import CommittedOffsets
 from storage.dir_lock import DataDirLock, DataDirLockedError
 from storage.log_config import LogConfig
 from storage.producer_ids import ProducerIdAllocator
+from storage.replica_assignment_store import ReplicaAssignmentStore
 from storage.store import Store
 from storage.txn_state_log import TxnStateLog
 
@@ -134,6 +135,8 @@ class Broker:
             producer_ids = ProducerIdAllocator(config.log_dir)
             dispatcher = build_dispatcher()
             state = BrokerState(config, store, producer_ids, dispatcher)
+            if state.cluster is not None:
+                _load_assignments(state.cluster, store)
             state.groups = _open_groups(config, state)
             state.transactions = _open_transactions(config, state)
         except BaseException:
@@ -367,6 +370,16 @@ def _ephemeral_runs(
                 f"for minikafka.cluster.size={config.cluster_size}; give the listener a port"
             )
     return found
+
+
+def _load_assignments(cluster: Cluster, store: Store) -> None:
+    """A cluster's replication factors and manual assignments, kept in the data directory."""
+    kept = ReplicaAssignmentStore.open(store.data_dir)
+    if kept.problem:
+        log.warning("replica assignment file ignored: %s", kept.problem)
+    gone = cluster.load(kept, (t.topic_id for t in store.topics()))
+    if gone:
+        log.info("forgot the replica assignments of %d deleted topic(s)", gone)
 
 
 def _cluster_of(state: BrokerState | None) -> tuple[BrokerState, Cluster]:

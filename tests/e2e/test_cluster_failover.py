@@ -303,3 +303,29 @@ def test_nodes_take_consecutive_ports_and_keep_them_through_a_crash_restart(
         got = [r.value for h, b in stored(data_dir, "restarted", p) for r in decode_records(b, h)]
         assert got == [f"r-{i}".encode() for i in range(p, 60, 3)]
     assert {p.leader_id for p in partitions(ports[1], "restarted").values()} == {1, 2, 3}
+
+
+def test_replication_factors_and_manual_assignments_survive_a_restart(
+    kafka_cluster: ThreadedBroker,
+) -> None:
+    from confluent_kafka.admin import NewPartitions
+
+    admin = AdminClient({"bootstrap.servers": kafka_cluster.bootstrap})
+    admin.create_topics([NewTopic("two", 3, 2)])["two"].result(10)
+    admin.create_topics([NewTopic("manual", 2, replica_assignment=[[3, 1], [2, 3]])])[
+        "manual"
+    ].result(10)
+    admin.create_partitions([NewPartitions("manual", 3, replica_assignment=[[1, 2]])])[
+        "manual"
+    ].result(10)
+    port = ports_of(kafka_cluster)[1]
+
+    def replicas(topic: str) -> dict[int, list[int]]:
+        return {i: list(p.replica_nodes) for i, p in partitions(port, topic).items()}
+
+    two, manual = replicas("two"), replicas("manual")
+    assert all(len(r) == 2 for r in two.values())
+    assert manual == {0: [3, 1], 1: [2, 3], 2: [1, 2]}
+    kafka_cluster.crash_restart()
+    assert replicas("two") == two
+    assert replicas("manual") == manual
