@@ -10,7 +10,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test lint typecheck unit fuzz bench compat compat-tools peer-tests spark spark-bench java-runtime kafka-jars kafka-reference reference reference-scenarios reference-ci dist-check clean
+.PHONY: setup run test lint typecheck unit fuzz bench compat compat-tools peer-tests spark spark-bench java-runtime kafka-jars kafka-reference reference reference-scenarios reference-ci oracle-record dist-check clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -325,6 +325,17 @@ REFERENCE_CI_TESTS := tests/reference/test_scenarios.py \
 
 reference-ci: setup build/kafka-4.0.0/libs/.installed
 	$(PY) -m pytest -m reference $(REFERENCE_CI_TESTS) $(PYTEST_ARGS)
+
+# Record oracle conversations (tests/oracle/scenarios.py) between real clients and a live Kafka
+# through the recording proxy (tests/oracle/record.py), a fresh Kafka per scenario:
+# SCENARIOS=a,b (default all), KAFKA_VERSION (default 4.0.0, the version the corpus holds),
+# OUT=dir (default tests/oracle/corpus).
+ORACLE_KAFKA_VERSION = $(if $(filter file,$(origin KAFKA_VERSION)),4.0.0,$(KAFKA_VERSION))
+OUT ?= tests/oracle/corpus
+
+oracle-record: setup
+	$(MAKE) -s build/kafka-$(ORACLE_KAFKA_VERSION)/libs/.installed
+	$(PY) -m tests.oracle.record --version $(ORACLE_KAFKA_VERSION) --out $(OUT) $(SCENARIOS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache $(COMPAT_JS)/node_modules

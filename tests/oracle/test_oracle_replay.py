@@ -78,15 +78,18 @@ ALLOWANCES = load_allowances()
 RAN: set[str] = set()
 
 
-def replay(scenario: str, workdir: Path) -> dict[str, Any]:
+def replay(
+    scenario: str, workdir: Path, path: Path | None = None, target: list[str] | None = None
+) -> dict[str, Any]:
+    """Replay ``scenario`` (the corpus file, or ``path``) against a broker spawned for it, or
+    ``target`` (replay.py's ``--broker HOST:PORT``)."""
     out = workdir / "result.json"
     proc = subprocess.run(
         [
             sys.executable,
             str(HERE / "replay.py"),
-            str(CORPUS / f"{scenario}.jsonl"),
-            "--spawn",
-            SPAWN,
+            str(path or CORPUS / f"{scenario}.jsonl"),
+            *(target or ["--spawn", SPAWN]),
             "--workdir",
             str(workdir),
             "--speed",

@@ -361,6 +361,10 @@ class KafkaReference:
         settings.update(self.overrides)
         return settings
 
+    def format_args(self) -> list[str]:
+        """kafka-storage format's quorum option: a dynamic quorum of this one controller."""
+        return ["--standalone"]
+
     def _write_config(self) -> Path:
         path = self.data_dir / "server.properties"
         path.write_text("".join(f"{k}={v}\n" for k, v in self.properties().items()))
@@ -380,7 +384,7 @@ class KafkaReference:
             [
                 *java_command(self.version, "kafka.tools.StorageTool", heap="256m", tool=True),
                 "format",
-                "--standalone",
+                *self.format_args(),
                 "--cluster-id",
                 self.cluster_id,
                 "--config",
