@@ -275,3 +275,82 @@ def test_a_group_is_listed_and_described_by_its_coordinator_node_only(
         assert [g.group_id for g in result.valid] == ["listed"]
     finally:
         consumer.close()
+
+
+def test_aiokafka_sees_the_nodes_and_leaders(kafka_cluster: ThreadedBroker) -> None:
+    import asyncio
+
+    from aiokafka import AIOKafkaProducer
+
+    create(kafka_cluster, "aio", 3, 3)
+    leaders = {i: p.leader_id for i, p in partitions_of(nodes(kafka_cluster)[2], "aio").items()}
+
+    from aiokafka.structs import TopicPartition as AioPartition
+
+    async def run() -> tuple[set[int], dict[int, int]]:
+        producer = AIOKafkaProducer(bootstrap_servers=kafka_cluster.bootstrap)
+        await producer.start()
+        try:
+            for p in range(3):
+                await producer.send_and_wait("aio", b"x", partition=p)
+            cluster = producer.client.cluster
+            seen = {b.nodeId for b in cluster.brokers()}
+            return seen, {p: cluster.leader_for_partition(AioPartition("aio", p)) for p in range(3)}
+        finally:
+            await producer.stop()
+
+    seen, aio_leaders = asyncio.run(run())
+    assert seen == {1, 2, 3}
+    assert aio_leaders == leaders
+
+
+def test_transactions_commit_through_the_transactional_id_s_coordinator_node(
+    kafka_cluster: ThreadedBroker,
+) -> None:
+    from protocol.messages.find_coordinator import FIND_COORDINATOR
+    from protocol.messages.init_producer_id import INIT_PRODUCER_ID
+
+    create(kafka_cluster, "txn-out", 3, 3)
+    ports = nodes(kafka_cluster)
+    with RawClient(ports[1]) as client:
+        found = client.request(
+            FIND_COORDINATOR, 4, Message(key_type=1, coordinator_keys=["tx-1"])
+        ).coordinators[0]
+    elsewhere = next(n for n in ports if n != found.node_id)
+    with RawClient(ports[elsewhere]) as client:
+        refused = client.request(
+            INIT_PRODUCER_ID,
+            4,
+            Message(
+                transactional_id="tx-1",
+                transaction_timeout_ms=60000,
+                producer_id=-1,
+                producer_epoch=-1,
+            ),
+        )
+    assert refused.error_code == ErrorCode.NOT_COORDINATOR
+
+    producer = Producer({"bootstrap.servers": kafka_cluster.bootstrap, "transactional.id": "tx-1"})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    for i in range(30):
+        producer.produce("txn-out", f"t-{i}".encode(), partition=i % 3)
+    producer.commit_transaction(30)
+    consumer = Consumer(
+        {
+            "bootstrap.servers": kafka_cluster.bootstrap,
+            "group.id": "txn-reader",
+            "auto.offset.reset": "earliest",
+            "isolation.level": "read_committed",
+        }
+    )
+    consumer.subscribe(["txn-out"])
+
+    def poll() -> list[bytes]:
+        m = consumer.poll(0.2)
+        return [] if m is None or m.error() else [m.value()]
+
+    try:
+        assert sorted(_wait_consumed(poll, 30)) == sorted(f"t-{i}".encode() for i in range(30))
+    finally:
+        consumer.close()

@@ -135,12 +135,13 @@ def test_idempotent_producer_rides_through_its_leader_stopping_and_stores_each_r
         assert sorted(back[i].isr_nodes) == [1, 2, 3] and back[i].offline_replicas == []
 
 
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
 def test_consumer_group_keeps_consuming_when_its_coordinator_node_stops(
-    kafka_cluster: ThreadedBroker,
+    kafka_cluster: ThreadedBroker, protocol: str
 ) -> None:
     create(kafka_cluster, "moving", 3)
     ports = ports_of(kafka_cluster)
-    group = "mover"
+    group = f"mover-{protocol}"
     coordinator = coordinator_of(ports[1], group)
 
     producer = Producer({"bootstrap.servers": kafka_cluster.bootstrap, "enable.idempotence": True})
@@ -154,6 +155,7 @@ def test_consumer_group_keeps_consuming_when_its_coordinator_node_stops(
             "group.id": group,
             "auto.offset.reset": "earliest",
             "enable.auto.commit": False,
+            "group.protocol": protocol,
         }
     )
     consumer.subscribe(["moving"])
