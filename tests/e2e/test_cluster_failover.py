@@ -331,3 +331,31 @@ def test_replication_factors_and_manual_assignments_survive_a_restart(
     kafka_cluster.crash_restart()
     assert replicas("two") == two
     assert replicas("manual") == manual
+
+
+def test_a_partition_without_a_live_replica_has_no_leader_until_its_node_returns(
+    kafka_cluster: ThreadedBroker,
+) -> None:
+    from protocol.messages.produce import PRODUCE
+    from tests.support.produce import batch, produce_request
+
+    admin = AdminClient({"bootstrap.servers": kafka_cluster.bootstrap})
+    admin.create_topics([NewTopic("lonely", 1, 1)])["lonely"].result(10)
+    ports = ports_of(kafka_cluster)
+    (only,) = partitions(ports[1], "lonely")[0].replica_nodes
+    assert kafka_cluster.stop_node(only)
+    other = next(n for n in ports if n != only)
+    part = partitions(ports[other], "lonely")[0]
+    assert part.error_code == ErrorCode.LEADER_NOT_AVAILABLE
+    assert (part.leader_id, part.leader_epoch) == (-1, 1)
+    assert part.isr_nodes == [only] and part.offline_replicas == [only]
+    with RawClient(ports[other]) as client:
+        answer = client.request(PRODUCE, 11, produce_request("lonely", batch(-1, -1, -1, count=1)))
+    refused = answer.responses[0].partition_responses[0]
+    assert refused.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    # No leader to name: KIP-951's fields keep their defaults (absent on the wire).
+    assert (refused.current_leader.leader_id, refused.current_leader.leader_epoch) == (-1, -1)
+    assert answer.get("node_endpoints", []) == []
+    assert kafka_cluster.start_node(only)
+    back = partitions(ports[only], "lonely")[0]
+    assert (back.error_code, back.leader_id, back.leader_epoch) == (ErrorCode.NONE, only, 2)
