@@ -35,6 +35,8 @@ async def serve(config: Config) -> int:
 
         # Bound before the broker starts (and recovers): a port in use touches nothing.
         console = ConsoleServer.bind_to(broker, config.console_host, config.console_port)
+        # Its faults page needs them attached from the first start.
+        _ = broker.faults
     try:
         await broker.start()
     except BaseException:

@@ -1,6 +1,8 @@
-"""The console's HTML pages, rendered on the server (no script, no build step). Every value
-that comes from a client or the log is escaped; a topic or group the principal may not
-DESCRIBE is answered as one that does not exist.
+"""The console's HTML pages, rendered on the server (no build step; one small script of
+the console's own, /static/console.js, for live rates and the request log's tail). Every
+value that comes from a client or the log is escaped; a topic or group the principal may
+not DESCRIBE is answered as one that does not exist. Each form that changes something
+posts to /actions/<name> (broker.console.actions) with the login's token.
 
     /                       overview: node, listeners, uptime, totals and rates, clients
     /topics                 topics with partitions, size, messages in
@@ -10,6 +12,9 @@ DESCRIBE is answered as one that does not exist.
                             &count=, &format=text|json|hex
     /groups                 groups, classic and KIP-848, with their lag
     /groups/<g>             members, assignments, committed offsets and lag
+    /acls, /users           ACLs and SCRAM users (for a principal that may DESCRIBE the
+                            cluster); changed with the admin APIs
+    /faults                 faults set, set and clear one, the request log's tail
 """
 
 from __future__ import annotations
@@ -20,13 +25,14 @@ import json
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
 from broker.config.topic_configs import describe_topic
 from broker.console import browse
 from broker.coordinator.groups.consumer_protocol import MalformedProtocol, decode_assignment
 from broker.runtime import offload
+from broker.security import acl
 
 if TYPE_CHECKING:
     from broker.config.model import Config
@@ -89,11 +95,54 @@ class View:
     principal: str | None
     config: Config
     rates: Rates
+    csrf: str = ""  # the token each form carries (broker.console.server)
+    faults: Any = None  # broker.toolkit.faults.FaultInjector, when the broker has one
+
+
+def form(action: str, view: View, fields: str, button: str) -> Html:
+    """A form posting to /actions/<action> with the login's token."""
+    return Html(
+        f'<form method="post" action="/actions/{esc(action)}" class="action">'
+        f'<input type="hidden" name="csrf" value="{esc(view.csrf)}">{fields}'
+        f'<button type="submit">{esc(button)}</button></form>'
+    )
+
+
+def hidden(name: str, value: object) -> str:
+    return f'<input type="hidden" name="{esc(name)}" value="{esc(value)}">'
+
+
+def field(label: str, name: str, value: object = "", size: int = 20) -> str:
+    return (
+        f'<label>{esc(label)} <input name="{esc(name)}" value="{esc(value)}" '
+        f'size="{size}"></label> '
+    )
+
+
+def area(label: str, name: str, placeholder: str = "") -> str:
+    return (
+        f'<label>{esc(label)} <textarea name="{esc(name)}" rows="3" cols="40" '
+        f'placeholder="{esc(placeholder)}"></textarea></label> '
+    )
+
+
+def select(label: str, name: str, options: Iterable[str]) -> str:
+    shown = "".join(f'<option value="{esc(o)}">{esc(o)}</option>' for o in options)
+    return f'<label>{esc(label)} <select name="{esc(name)}">{shown}</select></label> '
+
+
+def outcome_page(ok: bool, message: str, back: str) -> str:
+    mark = "Done" if ok else "Refused"
+    return _layout(
+        mark,
+        f'<p class="{"ok" if ok else "bad"}" id="outcome">{esc(message)}</p>'
+        f"<p>{link(back, 'back')}</p>",
+    )
 
 
 async def render(view: View, parts: list[str]) -> str | None:
     if not parts:
-        return _layout("Overview", _overview(view), refresh=True)
+        return _layout("Overview", _overview(view), script=True)
     if parts[0] == "topics":
         if len(parts) == 1:
             return _layout("Topics", _topics(view))
@@ -112,6 +161,12 @@ async def render(view: View, parts: list[str]) -> str | None:
         if len(parts) == 2 and view.visible("group", parts[1]):
             body = _group(view, parts[1])
             return None if body is None else _layout(f"Group {parts[1]}", body)
+    if parts == ["acls"]:
+        return _layout("ACLs", _acls(view))
+    if parts == ["users"]:
+        return _layout("SCRAM users", _users(view))
+    if parts == ["faults"]:
+        return _layout("Faults", _faults(view), script=True)
     return None
 
 
@@ -123,16 +178,21 @@ td,th{border:1px solid #ccc;padding:.2em .5em;text-align:left;vertical-align:top
 th{background:#f3f3f3}
 pre{margin:0;white-space:pre-wrap;word-break:break-all;max-width:60em}
 .muted{color:#777}
+form.action{margin:.5em 0;padding:.4em;border:1px solid #ddd;background:#fafafa}
+form.action label{margin-right:.6em}
+.ok{color:#060}.bad{color:#a00;font-weight:bold}
 """
 
 
-def _layout(title: str, body: str, refresh: bool = False) -> str:
-    meta = '<meta http-equiv="refresh" content="5">' if refresh else ""
+def _layout(title: str, body: str, script: bool = False) -> str:
+    # The script (the console's own, CSP 'self') updates rates and the request log's tail.
+    tag = '<script src="/static/console.js" defer></script>' if script else ""
     return (
-        f'<!doctype html><html><head><meta charset="utf-8">{meta}'
+        f'<!doctype html><html><head><meta charset="utf-8">{tag}'
         f"<title>{esc(title)} - minikafka</title><style>{_STYLE}</style></head><body>"
         f"<nav>{link('/', 'Overview')}{link('/topics', 'Topics')}"
-        f'{link("/groups", "Consumer groups")}<a href="/metrics">Metrics</a></nav>'
+        f"{link('/groups', 'Consumer groups')}{link('/acls', 'ACLs')}"
+        f'{link("/users", "Users")}{link("/faults", "Faults")}<a href="/metrics">Metrics</a></nav>'
         f"<h1>{esc(title)}</h1>{body}</body></html>"
     )
 
@@ -171,9 +231,17 @@ def _overview(view: View) -> str:
                 len(topics),
                 len(partitions),
                 sum(p.size for p in partitions),
-                f"{metrics.total.messages_in} ({rates.messages_in:.1f}/s)",
-                f"{metrics.total.bytes_in} ({rates.bytes_in:.0f}/s)",
-                f"{metrics.total.bytes_out} ({rates.bytes_out:.0f}/s)",
+                Html(
+                    f'<span id="messages-in">{metrics.total.messages_in} '
+                    f"({rates.messages_in:.1f}/s)</span>"
+                ),
+                Html(
+                    f'<span id="bytes-in">{metrics.total.bytes_in} ({rates.bytes_in:.0f}/s)</span>'
+                ),
+                Html(
+                    f'<span id="bytes-out">{metrics.total.bytes_out} '
+                    f"({rates.bytes_out:.0f}/s)</span>"
+                ),
             ]
         ],
     )
@@ -215,7 +283,19 @@ def _topics(view: View) -> str:
                 counters.messages_in if counters else 0,
             ]
         )
-    return table(["topic", "partitions", "bytes", "records in log", "messages in"], rows)
+    create = form(
+        "create-topic",
+        view,
+        field("name", "name")
+        + field("partitions", "partitions", 1, 4)
+        + area("configs", "configs", "cleanup.policy=compact"),
+        "Create topic",
+    )
+    return (
+        table(["topic", "partitions", "bytes", "records in log", "messages in"], rows)
+        + "<h2>Create a topic</h2>"
+        + create
+    )
 
 
 def _topic(view: View, name: str, logs: list[PartitionLog]) -> str:
@@ -268,9 +348,34 @@ def _topic(view: View, name: str, logs: list[PartitionLog]) -> str:
             for e in describe_topic(view.config, overrides)
         ],
     )
+    changes = (
+        form(
+            "alter-config",
+            view,
+            hidden("topic", name)
+            + field("config", "config")
+            + field("value", "value")
+            + select("", "op", ["set", "delete"]),
+            "Alter config",
+        )
+        + form(
+            "delete-records",
+            view,
+            hidden("topic", name)
+            + field("partition", "partition", 0, 4)
+            + field("before offset (-1: all)", "offset", -1, 10),
+            "Delete records",
+        )
+        + form(
+            "delete-topic",
+            view,
+            hidden("name", name) + field("type the topic's name to confirm", "confirm"),
+            "Delete topic",
+        )
+    )
     return (
         f"<h2>Partitions</h2>{partitions}<h2>Producers and transactions</h2>{producers}"
-        f"<h2>Configs</h2>{configs}"
+        f"<h2>Configs</h2>{configs}<h2>Change</h2>{changes}"
     )
 
 
@@ -314,11 +419,24 @@ async def _messages(view: View, plog: PartitionLog) -> str:
         for f in ("text", "json", "hex")
     ]
     problem = f"<p><b>{esc(page.problem)}</b></p>" if page.problem else ""
+    send = form(
+        "produce",
+        view,
+        hidden("topic", plog.topic)
+        + hidden("partition", plog.partition)
+        + field("key", "key")
+        + area("value", "value")
+        + area("headers", "headers", "name=value"),
+        "Produce",
+    )
     return (
         f"<p>log start {plog.log_start_offset}, high watermark {plog.high_watermark}, "
         f"LSO {plog.last_stable_offset}; {len(records)} record(s) "
         f"{'newest' if newest else 'oldest'} first</p>"
-        f"<p>{' '.join(nav)} | show as {' '.join(shapes)}</p>{problem}" + rows
+        f"<p>{' '.join(nav)} | show as {' '.join(shapes)}</p>{problem}"
+        + rows
+        + "<h2>Produce a record</h2>"
+        + send
     )
 
 
@@ -451,6 +569,16 @@ def _group(view: View, group_id: str) -> str | None:
             members.append([cm.member_id, cm.client_id, cm.client_host, assigned])
     else:
         summary = "no members (committed offsets only)"
+    reset = form(
+        "reset-offsets",
+        view,
+        hidden("group", group_id)
+        + field("topic", "topic", offsets[0][0] if offsets else "")
+        + field("partition (blank: all)", "partition", "", 4)
+        + select("to", "to", ["earliest", "latest", "offset"])
+        + field("offset", "offset", "", 10),
+        "Reset offsets",
+    )
     return (
         f"<p>{esc(summary)}</p><h2>Members</h2>"
         + table(["member id", "client id", "host", "assignment"], members)
@@ -458,5 +586,132 @@ def _group(view: View, group_id: str) -> str | None:
         + table(
             ["topic", "partition", "committed", "high watermark", "lag"],
             [[link(f"/topics/{part(t)}", t), p, c, e, lag] for t, p, c, e, lag in offsets],
+        )
+        + "<h2>Reset offsets</h2><p>Only while the group has no members, as "
+        "kafka-consumer-groups --reset-offsets.</p>" + reset
+    )
+
+
+# -- security ------------------------------------------------------------------------------
+
+_ADMIN_HINT = "<p>Changed with the admin APIs: {}. The console lists them only.</p>"
+
+
+def _acls(view: View) -> str:
+    authorizer = view.state.authorizer
+    if authorizer is None:
+        return "<p>No authorizer (authorizer.class.name is not set): every request is allowed.</p>"
+    if not view.visible("cluster", acl.CLUSTER_NAME):
+        return "<p>Listing ACLs needs DESCRIBE on the cluster.</p>"
+    every = acl.AclFilter(acl.ANY_RESOURCE, None, acl.ANY_PATTERN, None, None, 1, 1)
+    rows = [
+        [
+            a.principal,
+            a.host,
+            acl.RESOURCE_TYPES.get(a.resource_type, a.resource_type),
+            a.resource_name,
+            {acl.LITERAL: "LITERAL", acl.PREFIXED: "PREFIXED"}.get(a.pattern_type, a.pattern_type),
+            acl.OPERATIONS.get(a.operation, a.operation),
+            {acl.ALLOW: "ALLOW", acl.DENY: "DENY"}.get(a.permission_type, a.permission_type),
+        ]
+        for a in sorted(
+            authorizer.acls(every), key=lambda a: (a.principal, a.resource_type, a.resource_name)
+        )
+    ]
+    return table(
+        ["principal", "host", "resource", "name", "pattern", "operation", "permission"], rows
+    ) + _ADMIN_HINT.format(
+        "kafka-acls.sh --add/--remove, or Admin.createAcls/deleteAcls (CreateAcls, DeleteAcls)"
+    )
+
+
+def _users(view: View) -> str:
+    from broker.security.sasl_scram import MECHANISMS
+
+    if not view.visible("cluster", acl.CLUSTER_NAME):
+        return "<p>Listing users needs DESCRIBE on the cluster.</p>"
+    names = {kind: name for name, (kind, _digest, _min) in MECHANISMS.items()}
+    rows = [
+        [user, names.get(kind, kind), c.iterations]
+        for (user, kind), c in sorted(view.state.scram_credentials.all().items())
+    ]
+    return table(["user", "mechanism", "iterations"], rows) + _ADMIN_HINT.format(
+        "kafka-configs.sh --alter --add-config 'SCRAM-SHA-256=[password=...]' --entity-type "
+        "users, or Admin.alterUserScramCredentials (AlterUserScramCredentials)"
+    )
+
+
+# -- faults --------------------------------------------------------------------------------
+
+
+def _faults(view: View) -> str:
+    faults = view.faults
+    if faults is None:
+        return "<p>This broker has no fault injection.</p>"
+    status = faults.status()
+    rows = [
+        [
+            rule["id"],
+            rule["action"],
+            rule["api"],
+            ", ".join(f"{k}={v}" for k, v in rule.items() if k not in ("id", "action", "api")),
+            Html(
+                form(
+                    "fault",
+                    view,
+                    hidden("operation", "clear") + hidden("args", json.dumps({"id": rule["id"]})),
+                    "Clear",
+                )
+            ),
+        ]
+        for rule in status["faults"]
+    ]
+    offline = ", ".join(f"{o['topic']}-{o['partition']}" for o in status["offline"]) or "none"
+    logging = status["request_log"]
+    return (
+        table(["id", "action", "api", "scope and details", ""], rows)
+        + f"<p>offline partitions: {esc(offline)}; refusing connections for "
+        f"{status['refusing_connections_s']} s</p>"
+        + "<h2>Set a fault</h2>"
+        + form(
+            "fault",
+            view,
+            select(
+                "operation",
+                "operation",
+                [
+                    "error",
+                    "delay",
+                    "drop",
+                    "throttle",
+                    "offline",
+                    "online",
+                    "close-connections",
+                    "refuse-connections",
+                    "clear",
+                ],
+            )
+            + area(
+                "arguments (JSON)",
+                "args",
+                '{"api": "Produce", "error": "NOT_LEADER_OR_FOLLOWER", "count": 1}',
+            ),
+            "Apply",
+        )
+        + "<p>The arguments are those of <code>minikafka fault</code> and the control plane's "
+        "/v1/&lt;operation&gt;.</p><h2>Request log</h2>"
+        + (
+            f'<p id="log-state">on ({logging} kept)</p>'
+            if logging is not None
+            else '<p id="log-state">off</p>'
+        )
+        + form(
+            "fault",
+            view,
+            hidden("operation", "log-requests") + hidden("args", "{}"),
+            "Start (or restart) the request log",
+        )
+        + table(["time", "api", "version", "client id", "peer", "request"], []).replace(
+            "<table>", '<table id="request-tail">', 1
         )
     )

@@ -2,14 +2,19 @@
 
 Loopback only unless ``minikafka.console.allow.remote=true``, with the Host and Origin checks
 of every side listener (broker.net.local_http): a web page elsewhere cannot read it, even
-after DNS rebinding. Read-only for now: GET only, so there is no state-changing request a
-form could forge.
+after DNS rebinding. Changes are POSTs to /actions/<name> (broker.console.actions), taken
+only with an Origin that is the console's own (a POST without one is refused), the
+Content-Type of an HTML form, a body of at most ``max_body`` bytes and the form's token: an
+HMAC of the login under a secret made at each start, which a page elsewhere cannot read.
 
     GET /health   200 while the console serves and the broker is not stopping, else 503
     GET /ready    200 once the broker serves its listeners, 503 before, while restarting
                   after a fault-injected crash and while stopping
     GET /metrics  Prometheus text format (broker.console.metrics)
-    GET /, /topics, /topics/<t>, /topics/<t>/<p>, /groups, /groups/<g>   HTML pages
+    GET /, /topics, /topics/<t>, /topics/<t>/<p>, /groups, /groups/<g>, /acls, /users,
+        /faults   HTML pages (broker.console.pages)
+    GET /rates.json, /faults/requests.json?since=<time>   for /static/console.js
+    POST /actions/<name>   a change (broker.console.actions), answered with a page
 
 With SASL on any listener, everything but /health and /ready asks for HTTP Basic
 credentials, checked as the broker's own logins are (SASL/PLAIN users of the listeners'
@@ -24,13 +29,16 @@ import base64
 import binascii
 import hashlib
 import hmac
+import json
 import logging
+import secrets
 import socket
 import time
+from importlib import resources
 from typing import TYPE_CHECKING, Protocol
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from broker.console import pages
+from broker.console import actions, pages
 from broker.console.exposition import render
 from broker.console.metrics import collect
 from broker.net.local_http import HttpError, LocalHttpServer, Refused, Reply, Request
@@ -44,6 +52,7 @@ if TYPE_CHECKING:
     from broker.config.model import Config
     from broker.core.state import BrokerState
     from broker.lifecycle.server import Broker
+    from broker.toolkit.faults import FaultInjector
 
 log = logging.getLogger(__name__)
 
@@ -64,10 +73,19 @@ class ConsoleHost(Protocol):
     config: Config
     broker: Broker | None
 
+    @property
+    def faults(self) -> FaultInjector: ...
+
+
+FORM = "application/x-www-form-urlencoded"
+MAX_FORM_FIELDS = 64
+
 
 class ConsoleServer(LocalHttpServer):
     what = "console"
-    max_body = 0
+    # A form: a record produced from the page is at most this (Kafka's default
+    # max.request.size is 1 MiB).
+    max_body = 1024 * 1024
     max_connections = 16
     answer_timeout = 30.0
 
@@ -79,6 +97,8 @@ class ConsoleServer(LocalHttpServer):
         self._logins: dict[tuple[str, bytes], float] = {}
         self.rates = pages.Rates()
         self._sampler: asyncio.Task[None] | None = None
+        # Forms' tokens are HMACs under this: a restart of the process voids old pages.
+        self._secret = secrets.token_bytes(32)
 
     @classmethod
     def bind_to(cls, host: ConsoleHost, bind: str, port: int) -> ConsoleServer:
@@ -110,9 +130,24 @@ class ConsoleServer(LocalHttpServer):
         return broker.state if broker is not None else None
 
     def check_caller(self, request: Request) -> None:
-        # Read-only: nothing here changes state, so a forged cross-site POST has no target.
-        if request.method != "GET":
-            raise HttpError(405, f"method {request.method} not allowed (GET)", {"Allow": "GET"})
+        if request.method == "GET":
+            if request.headers.get("content-length", "0") != "0":
+                raise HttpError(400, "a GET carries no body")
+            return
+        if request.method != "POST":
+            raise HttpError(
+                405, f"method {request.method} not allowed (GET, POST)", {"Allow": "GET, POST"}
+            )
+        # check_origin refused a foreign Origin; a POST must name its own, which every
+        # browser sends with a form's POST.
+        if "origin" not in request.headers:
+            raise Refused(403, "a POST must carry the console's own Origin")
+        media = request.headers.get("content-type", "").partition(";")[0].strip().lower()
+        if media != FORM:
+            raise Refused(415, f"a POST body must be Content-Type: {FORM}")
+
+    def csrf_token(self, principal: str | None) -> str:
+        return hmac.new(self._secret, (principal or "").encode(), hashlib.sha256).hexdigest()
 
     async def route(self, request: Request) -> Reply:
         url = urlsplit(request.target)
@@ -130,17 +165,88 @@ class ConsoleServer(LocalHttpServer):
         principal = await self._login(state, request)
         visible = self._visibility(state, principal, request)
         query = dict(parse_qsl(url.query))
+        if request.method == "POST":
+            return await self._act(state, principal, request, path)
         if path == "/metrics":
             text = render(collect(state, API_NAMES, visible))
             return Reply(200, text.encode(), PROMETHEUS_TEXT)
+        if path == "/static/console.js":
+            return Reply(200, _SCRIPT, "text/javascript; charset=utf-8", _STATIC_HEADERS.copy())
+        if path == "/rates.json":
+            return _json(self._rates(state))
+        if path == "/faults/requests.json":
+            since = query.get("since", "0")
+            try:
+                after = float(since)
+            except ValueError:
+                after = 0.0
+            return _json(actions.request_tail(self.host.faults, after))
         parts = [unquote(p) for p in path.strip("/").split("/")] if path != "/" else []
-        view = pages.View(state, visible, query, principal, self.host.config, self.rates)
+        view = pages.View(
+            state,
+            visible,
+            query,
+            principal,
+            self.host.config,
+            self.rates,
+            self.csrf_token(principal),
+            self.host.faults,
+        )
         html = await pages.render(view, parts)
         if html is None:
             raise HttpError(404, f"no page {url.path[:200]!r}")
         # A page of records runs to megabytes: encoded off the loop.
         body = html.encode() if len(html) < OFFLOAD_BYTES else await offload.run(str.encode, html)
         return Reply(200, body, "text/html; charset=utf-8", _PAGE_HEADERS.copy())
+
+    def _rates(self, state: BrokerState) -> dict[str, float]:
+        total = state.metrics.total
+        rates = self.rates
+        return {
+            "messages_in": total.messages_in,
+            "bytes_in": total.bytes_in,
+            "bytes_out": total.bytes_out,
+            "messages_in_rate": rates.messages_in,
+            "bytes_in_rate": rates.bytes_in,
+            "bytes_out_rate": rates.bytes_out,
+        }
+
+    async def _act(
+        self, state: BrokerState, principal: str | None, request: Request, path: str
+    ) -> Reply:
+        """A form's change: token checked, then the action (broker.console.actions)."""
+        try:
+            text = request.body.decode("utf-8")
+            fields = parse_qsl(
+                text,
+                keep_blank_values=True,
+                strict_parsing=bool(text),
+                max_num_fields=MAX_FORM_FIELDS,
+            )
+        except (UnicodeDecodeError, ValueError):
+            raise HttpError(400, "the body is not a form") from None
+        form = dict(fields)
+        token = form.pop("csrf", "")
+        if not hmac.compare_digest(token.encode(), self.csrf_token(principal).encode()):
+            raise Refused(403, "the form's token is missing or stale: reload the page")
+        name = path.removeprefix("/actions/")
+        if name == path or name not in actions.ACTIONS:
+            raise HttpError(404, f"no action {path[:100]!r}")
+        caller = actions.Caller(state, principal, request.peer, self.host.faults)
+        try:
+            outcome = await actions.run(caller, name, form)
+        except actions.ActionError as exc:
+            outcome = actions.Outcome(False, str(exc), "/")
+        log.info(
+            "console: %s by %s: %s",
+            name,
+            principal or "(no login)",
+            outcome.message if outcome.ok else f"refused: {outcome.message}",
+        )
+        body = pages.outcome_page(outcome.ok, outcome.message, outcome.back).encode()
+        return Reply(
+            200 if outcome.ok else 400, body, "text/html; charset=utf-8", _PAGE_HEADERS.copy()
+        )
 
     # -- health --------------------------------------------------------------------------
 
@@ -234,14 +340,23 @@ class ConsoleServer(LocalHttpServer):
 
 
 _PAGE_HEADERS = {
-    # The pages embed records' bytes (escaped): no script runs on them, none loads from
-    # elsewhere, and no other site may frame them.
-    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; "
-    "frame-ancestors 'none'",
+    # The pages embed records' bytes (escaped): no script runs on them but the console's
+    # own file, nothing loads from elsewhere, forms post only here, no other site frames them.
+    "Content-Security-Policy": "default-src 'none'; script-src 'self'; connect-src 'self'; "
+    "style-src 'unsafe-inline'; img-src 'self'; form-action 'self'; frame-ancestors 'none'",
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
 }
+
+
+_STATIC_HEADERS = {"X-Content-Type-Options": "nosniff", "Cache-Control": "max-age=60"}
+_SCRIPT = resources.files("broker.console").joinpath("static/console.js").read_bytes()
+
+
+def _json(payload: object) -> Reply:
+    body = json.dumps(payload, default=str).encode()
+    return Reply(200, body, "application/json", {"Cache-Control": "no-store"})
 
 
 def _everything(kind: str, name: str) -> bool:

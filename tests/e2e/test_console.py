@@ -327,9 +327,9 @@ def raw(url: str, request: bytes) -> tuple[int, str]:
                 "Content-Type: application/x-www-form-urlencoded\r\n"
                 "Content-Length: 3\r\n\r\na=b"
             ),
-            405,
-            "not allowed",
-            id="form-post",
+            403,
+            "Origin",
+            id="post-without-origin",
         ),
         pytest.param(
             lambda a: (
@@ -355,9 +355,15 @@ def raw(url: str, request: bytes) -> tuple[int, str]:
         pytest.param(lambda a: "hello\r\n\r\n", 400, "request line", id="not-http"),
         pytest.param(
             lambda a: f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{a}\r\nContent-Length: 5\r\n\r\nhello",
-            413,
-            "body above 0 bytes",
-            id="body",
+            400,
+            "no body",
+            id="get-with-body",
+        ),
+        pytest.param(
+            lambda a: f"PUT / HTTP/1.1\r\nHost: 127.0.0.1:{a}\r\nContent-Length: 0\r\n\r\n",
+            405,
+            "not allowed",
+            id="put",
         ),
         pytest.param(
             lambda a: (

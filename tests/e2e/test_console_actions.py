@@ -1,0 +1,272 @@
+"""Changes made from the console's forms on a real broker process: each lands as the Kafka
+request would (confluent-kafka reads it back), is refused without the console's Origin, the
+form's content type or the login's token, and with ACLs is allowed only to a principal the
+Kafka API allows; a fault set from the page is answered to a client."""
+
+from __future__ import annotations
+
+import re
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlencode
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from tests.e2e.test_console import CONSOLE, basic, console_url, get, produce, subscribed
+from tests.support.broker_process import BrokerProcess, running
+from tests.support.sasl import acl_overrides
+
+TOKEN = re.compile(r'name="csrf" value="([0-9a-f]+)"')
+
+
+@pytest.fixture(scope="module")
+def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[BrokerProcess, str]]:
+    with running(tmp_path_factory.mktemp("console-actions") / "data", CONSOLE) as proc:
+        yield proc, console_url(proc)
+
+
+def token(url: str, headers: dict[str, str] | None = None) -> str:
+    status, page = get(url + "/topics", headers)
+    assert status == 200, page
+    found = TOKEN.search(page)
+    assert found is not None
+    return found.group(1)
+
+
+def post(
+    url: str,
+    action: str,
+    fields: dict[str, str],
+    headers: dict[str, str] | None = None,
+    *,
+    csrf: str | None = None,
+    origin: str | None = "own",
+    content_type: str = "application/x-www-form-urlencoded",
+) -> tuple[int, str]:
+    """A form's POST as a browser sends it (Origin, content type, the page's token)."""
+    if csrf is None:
+        csrf = token(url, headers)
+    sent = {"Content-Type": content_type, **(headers or {})}
+    if origin is not None:
+        sent["Origin"] = url if origin == "own" else origin
+    body = urlencode({"csrf": csrf, **fields}).encode()
+    request = urllib.request.Request(
+        f"{url}/actions/{action}", data=body, headers=sent, method="POST"
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return answer.status, answer.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+def read_all(bootstrap: str, topic: str, partition: int = 0, **conf: str) -> list[object]:
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": f"reader-{time.monotonic_ns()}", **conf}
+    )
+    try:
+        low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), 30)
+        consumer.assign([TopicPartition(topic, partition, low)])
+        out: list[object] = []
+        deadline = time.monotonic() + 30
+        while len(out) < high - low and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                out.append(message)
+        return out
+    finally:
+        consumer.close()
+
+
+def test_topics_are_created_altered_trimmed_and_deleted_from_the_page(
+    console: tuple[BrokerProcess, str],
+) -> None:
+    proc, url = console
+    status, page = post(
+        url, "create-topic", {"name": "formed", "partitions": "3", "configs": "retention.ms=123456"}
+    )
+    assert status == 200 and "created topic formed (3 partitions)" in page, page
+    status, page = get(url + "/topics/formed")
+    assert status == 200 and "retention.ms" in page and "123456" in page
+    assert "TOPIC_ALREADY_EXISTS" in post(url, "create-topic", {"name": "formed"})[1]
+
+    status, page = post(
+        url,
+        "alter-config",
+        {"topic": "formed", "config": "max.message.bytes", "value": "204800", "op": "set"},
+    )
+    assert status == 200, page
+    assert "204800" in get(url + "/topics/formed")[1]
+    status, page = post(
+        url, "alter-config", {"topic": "formed", "config": "no.such.config", "value": "1"}
+    )
+    assert status == 400 and "INVALID_CONFIG" in page
+
+    produce(proc.bootstrap, "formed", [(f"k{i}", f"v{i}", 1) for i in range(10)])
+    status, page = post(url, "delete-records", {"topic": "formed", "partition": "1", "offset": "4"})
+    assert status == 200 and "log start now 4" in page, page
+    assert len(read_all(proc.bootstrap, "formed", 1)) == 6
+
+    # Deletion asks for the name typed again.
+    status, page = post(url, "delete-topic", {"name": "formed", "confirm": "form"})
+    assert status == 400 and "confirm" in page
+    status, page = post(url, "delete-topic", {"name": "formed", "confirm": "formed"})
+    assert status == 200 and "deleted topic formed" in page
+    assert get(url + "/topics/formed")[0] == 404
+
+
+def test_a_record_produced_from_the_form_is_read_by_a_client(
+    console: tuple[BrokerProcess, str],
+) -> None:
+    proc, url = console
+    produce(proc.bootstrap, "handmade", [("before", "x", 0)])
+    fields = {
+        "topic": "handmade",
+        "partition": "0",
+        "key": "order-7",
+        "value": '{"total": 12.5}',
+        "headers": "trace=abc\nsource=console",
+    }
+    status, page = post(url, "produce", fields)
+    assert status == 200 and "produced to handmade-0 at offset 1" in page, page
+    [_, made] = read_all(proc.bootstrap, "handmade")
+    assert (made.key(), made.value()) == (b"order-7", b'{"total": 12.5}')  # type: ignore[attr-defined]
+    assert made.headers() == [("trace", b"abc"), ("source", b"console")]  # type: ignore[attr-defined]
+    assert "order-7" in get(url + "/topics/handmade/0")[1]
+    # The change is logged with who made it.
+    proc.wait_for_log(r"console: produce by \(no login\): produced to handmade-0")
+    status, page = post(url, "produce", {**fields, "partition": "9"})
+    assert status == 400 and "UNKNOWN_TOPIC_OR_PARTITION" in page
+
+
+def test_offsets_are_reset_only_while_the_group_has_no_members(
+    console: tuple[BrokerProcess, str],
+) -> None:
+    proc, url = console
+    topic, group = "resettable", "resetting-group"
+    produce(proc.bootstrap, topic, [(f"k{i}", "v", 0) for i in range(8)])
+    consumer = subscribed(proc, topic, group)
+    try:
+        got = 0
+        deadline = time.monotonic() + 30
+        while got < 8 and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                got += 1
+        consumer.commit(asynchronous=False)
+        fields = {"group": group, "topic": topic, "to": "earliest", "partition": ""}
+        status, page = post(url, "reset-offsets", fields)
+        assert status == 400 and "only when the group is inactive" in page, page
+    finally:
+        consumer.close()
+    status, page = post(url, "reset-offsets", {"group": group, "topic": topic, "to": "earliest"})
+    assert status == 200 and "reset to 0: 0" in page, page
+    status, page = get(url + f"/groups/{group}")
+    assert re.search(r"<td>0</td><td>0</td><td>8</td><td>8</td>", page), page
+    fields = {"group": group, "topic": topic, "to": "offset", "offset": "99"}
+    assert "reset to 0: 8" in post(url, "reset-offsets", fields)[1]  # clamped to the log end
+
+
+def test_a_fault_set_from_the_page_is_answered_to_a_client_and_the_log_tails(
+    console: tuple[BrokerProcess, str],
+) -> None:
+    proc, url = console
+    produce(proc.bootstrap, "faulted", [("k", "v", 0)])
+    assert post(url, "fault", {"operation": "log-requests", "args": "{}"})[0] == 200
+    args = '{"api": "Produce", "error": "INVALID_RECORD", "topic": "faulted", "count": 1}'
+    status, page = post(url, "fault", {"operation": "error", "args": args})
+    assert status == 200, page
+    listing = get(url + "/faults")[1]
+    assert "INVALID_RECORD" in listing and "Produce" in listing
+
+    producer = Producer({"bootstrap.servers": proc.bootstrap, "retries": 0})
+    reports: list[object] = []
+    producer.produce(
+        "faulted", key=b"k", value=b"v", partition=0, on_delivery=lambda e, _m: reports.append(e)
+    )
+    assert producer.flush(30) == 0
+    assert len(reports) == 1 and "INVALID_RECORD" in str(reports[0]), reports
+    assert "INVALID_RECORD" not in get(url + "/faults")[1]  # used up (count 1)
+
+    status, text = get(url + "/faults/requests.json?since=0")
+    assert status == 200 and '"api": "Produce"' in text and '"on": true' in text
+    status, page = post(url, "fault", {"operation": "error", "args": '{"api": "Nope", "error": 1}'})
+    assert status == 400 and "unknown api" in page
+    assert post(url, "fault", {"operation": "clear", "args": "{}"})[0] == 200
+    assert '"on": false' in get(url + "/faults/requests.json")[1]
+
+
+@pytest.mark.parametrize(
+    ("change", "status", "message"),
+    [
+        pytest.param({"csrf": ""}, 403, "token", id="no-token"),
+        pytest.param({"csrf": "0" * 64}, 403, "token", id="wrong-token"),
+        pytest.param({"origin": None}, 403, "Origin", id="no-origin"),
+        pytest.param({"origin": "http://evil.example"}, 403, "cross-origin", id="foreign"),
+        pytest.param({"content_type": "text/plain"}, 415, "Content-Type", id="text-plain"),
+        pytest.param(
+            {"content_type": "multipart/form-data; boundary=x"}, 415, "Content-Type", id="multi"
+        ),
+    ],
+)
+def test_forged_changes_are_refused(
+    console: tuple[BrokerProcess, str], change: dict[str, str | None], status: int, message: str
+) -> None:
+    _, url = console
+    got, page = post(url, "create-topic", {"name": "forged"}, **change)  # type: ignore[arg-type]
+    assert (got, message in page) == (status, True), page
+    assert get(url + "/topics/forged")[0] == 404
+
+
+def test_a_form_body_is_bounded(console: tuple[BrokerProcess, str]) -> None:
+    _, url = console
+    status, page = post(url, "produce", {"topic": "big", "value": "x" * (1024 * 1024 + 1)})
+    assert status == 413 and "body above" in page
+    assert get(url + "/topics/big")[0] == 404
+
+
+def test_with_acls_the_console_changes_only_what_the_login_may_change(tmp_path: Path) -> None:
+    with running(tmp_path / "data", {**acl_overrides(), **CONSOLE}) as proc:
+        url = console_url(proc)
+        admin, alice = basic("admin", "admin-secret"), basic("alice", "alice-secret")
+        status, page = post(url, "create-topic", {"name": "admins", "partitions": "1"}, admin)
+        assert status == 200, page
+        # Alice may do none of it: each answer is the Kafka API's own refusal.
+        refusals = [
+            ("create-topic", {"name": "alices"}, "TOPIC_AUTHORIZATION_FAILED"),
+            ("produce", {"topic": "admins", "value": "x"}, "TOPIC_AUTHORIZATION_FAILED"),
+            ("delete-topic", {"name": "admins", "confirm": "admins"}, "AUTHORIZATION_FAILED"),
+            ("fault", {"operation": "close-connections"}, "CLUSTER_AUTHORIZATION_FAILED"),
+        ]
+        for action, fields, error in refusals:
+            status, page = post(url, action, fields, alice)
+            assert status == 400 and error in page, (action, page)
+        # A token is bound to its login: admin's page does not lend alice its token.
+        status, page = post(
+            url, "produce", {"topic": "admins", "value": "x"}, alice, csrf=token(url, admin)
+        )
+        assert status == 403 and "token" in page
+        status, page = post(url, "produce", {"topic": "admins", "value": "y"}, admin)
+        assert status == 200, page
+        assert (
+            len(
+                read_all(
+                    f"127.0.0.1:{proc.ports['SASL_PLAINTEXT']}",
+                    "admins",
+                    **{
+                        "security.protocol": "SASL_PLAINTEXT",
+                        "sasl.mechanisms": "PLAIN",
+                        "sasl.username": "admin",
+                        "sasl.password": "admin-secret",
+                    },
+                )
+            )
+            == 1
+        )
+        # ACLs and users are listed for the cluster's describers only.
+        assert "User:alice" not in get(url + "/acls", alice)[1]
+        assert get(url + "/acls", admin)[0] == 200
