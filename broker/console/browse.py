@@ -5,7 +5,8 @@ lookup) and a duplicate of its file descriptor, which stays readable through a r
 retention or deletion. The bytes are read and the batches decompressed and decoded on a
 worker thread (broker.runtime.offload). Bounded: at most ``MAX_RECORDS`` records, reads of
 ``READ_BYTES`` a round and ``MAX_ROUNDS`` rounds, each batch decompressed to at most
-``MAX_BATCH_BYTES``.
+``MAX_BATCH_BYTES``. A search scans a bounded window the same way (``SEARCH_RECORDS``
+records or ``SEARCH_BYTES`` of log), matching on the worker thread too.
 """
 
 from __future__ import annotations
@@ -145,3 +146,96 @@ def _marker(key: bytes) -> str:
     # EndTransactionMarker's key: version int16, type int16 (0 ABORT, 1 COMMIT).
     kind = int.from_bytes(key[2:4], "big", signed=True) if len(key) >= 4 else -1
     return {0: "ABORT", 1: "COMMIT"}.get(kind, "control")
+
+
+SEARCH_RECORDS = 10_000
+SEARCH_BYTES = 16 * 1024 * 1024
+
+
+@dataclass
+class Found:
+    """Records matching a search, and the window scanned: ``start`` up to ``next_offset``."""
+
+    records: list[Shown] = field(default_factory=list)
+    start: int = 0
+    next_offset: int = 0
+    scanned_records: int = 0
+    scanned_bytes: int = 0
+    problem: str | None = None
+
+
+async def search(plog: PartitionLog, start: int, needle: bytes, where: str) -> Found:
+    """Records from ``start`` whose key (``where`` "key"), value ("value") or either holds
+    ``needle``: at most ``SEARCH_RECORDS`` records or ``SEARCH_BYTES`` of log scanned, and
+    ``MAX_RECORDS`` found, each read decoded and matched on a worker thread."""
+    begin = max(start, plog.log_start_offset)
+    found = Found(start=begin, next_offset=begin)
+    while found.scanned_records < SEARCH_RECORDS and found.scanned_bytes < SEARCH_BYTES:
+        end = plog.high_watermark
+        if len(found.records) >= MAX_RECORDS or found.next_offset >= end:
+            break
+        try:
+            where_ = plog.read_slice(found.next_offset, READ_BYTES, min_one_message=True)
+        except OffsetOutOfRangeError:
+            break
+        if where_.length == 0:
+            break
+        fd = where_.segment.dup_fd()
+        budget = SEARCH_RECORDS - found.scanned_records
+        matching, decoded, following, problem = await offload.run(
+            _decode_matching,
+            fd,
+            where_.position,
+            where_.length,
+            found.next_offset,
+            end,
+            budget,
+            needle,
+            where,
+        )
+        found.scanned_bytes += where_.length
+        room = MAX_RECORDS - len(found.records)
+        if len(matching) > room:
+            # A page's worth found: the window ends at the last match shown, so that a
+            # search on from there misses none.
+            kept = matching[:room]
+            found.records += kept
+            found.scanned_records += kept[-1].offset + 1 - found.next_offset
+            found.next_offset = kept[-1].offset + 1
+            return found
+        found.scanned_records += decoded
+        found.records += matching
+        if problem is not None:
+            found.problem = problem
+            break
+        if following <= found.next_offset:
+            break
+        found.next_offset = following
+    return found
+
+
+def _decode_matching(
+    fd: int,
+    position: int,
+    length: int,
+    start: int,
+    end: int,
+    count: int,
+    needle: bytes,
+    where: str,
+) -> tuple[list[Shown], int, int, str | None]:
+    """On a worker thread: the slice's matching records, how many were decoded, and the
+    offset the next read starts at."""
+    shown, scanned, problem = _decode(fd, position, length, start, end, count)
+    following = shown[-1].offset + 1 if shown else scanned
+    return [r for r in shown if _matches(r, needle, where)], len(shown), following, problem
+
+
+def _matches(record: Shown, needle: bytes, where: str) -> bool:
+    key = record.key or b""
+    value = record.value or b""
+    if where == "key":
+        return needle in key
+    if where == "value":
+        return needle in value
+    return needle in key or needle in value

@@ -9,7 +9,8 @@ posts to /actions/<name> (broker.console.actions) with the login's token.
     /topics/<t>             partitions (log start/end, LSO, size, segments), producers
                             and open transactions, configs with their sources
     /topics/<t>/<p>         records: ?offset= or ?timestamp= (ms), &order=oldest|newest,
-                            &count=, &format=text|json|hex
+                            &count=, &format=text|json|hex; ?search=<text>&in=key|value|any
+                            from ?offset= (a bounded window: broker.console.browse.search)
     /groups                 groups, classic and KIP-848, with their lag
     /groups/<g>             members, assignments, committed offsets and lag
     /acls, /users           ACLs and SCRAM users (for a principal that may DESCRIBE the
@@ -381,6 +382,8 @@ def _topic(view: View, name: str, logs: list[PartitionLog]) -> str:
 
 async def _messages(view: View, plog: PartitionLog) -> str:
     query = view.query
+    if query.get("search"):
+        return await _search(view, plog)
     count = _int(query.get("count"), DEFAULT_COUNT, 1, browse.MAX_RECORDS)
     newest = query.get("order") == "newest"
     shape = query.get("format", "text")
@@ -419,7 +422,7 @@ async def _messages(view: View, plog: PartitionLog) -> str:
         for f in ("text", "json", "hex")
     ]
     problem = f"<p><b>{esc(page.problem)}</b></p>" if page.problem else ""
-    send = form(
+    send = _search_form(view, plog) + form(
         "produce",
         view,
         hidden("topic", plog.topic)
@@ -437,6 +440,54 @@ async def _messages(view: View, plog: PartitionLog) -> str:
         + rows
         + "<h2>Produce a record</h2>"
         + send
+    )
+
+
+def _search_form(view: View, plog: PartitionLog, needle: str = "", start: object = "") -> Html:
+    where = view.query.get("in", "any")
+    options = "".join(
+        f'<option value="{w}"{" selected" if w == where else ""}>{w}</option>'
+        for w in ("any", "key", "value")
+    )
+    return Html(
+        f'<h2>Search</h2><form method="get" class="action" '
+        f'action="/topics/{esc(part(plog.topic))}/{plog.partition}">'
+        + field("text", "search", needle)
+        + f'<label>in <select name="in">{options}</select></label> '
+        + field("from offset", "offset", start, 10)
+        + f'<button type="submit">Search</button> <span class="muted">at most '
+        f"{browse.SEARCH_RECORDS} records or {browse.SEARCH_BYTES // (1024 * 1024)} MiB "
+        "scanned a search</span></form>"
+    )
+
+
+async def _search(view: View, plog: PartitionLog) -> str:
+    query = view.query
+    needle = query["search"]
+    where = query.get("in", "any")
+    shape = query.get("format", "text")
+    start = _int(query.get("offset"), plog.log_start_offset, 0, 2**63 - 1)
+    found = await browse.search(plog, start, needle.encode(), where)
+    rows = await offload.run(_records_table, found.records, shape)
+    base = f"/topics/{part(plog.topic)}/{plog.partition}"
+    more = ""
+    if found.next_offset < plog.high_watermark:
+        more = link(
+            base,
+            "search on",
+            search=needle,
+            offset=found.next_offset,
+            format=shape,
+            **{"in": where},
+        )
+    problem = f"<p><b>{esc(found.problem)}</b></p>" if found.problem else ""
+    return (
+        f'<p id="search-window">{len(found.records)} match(es) for {esc(repr(needle))} in '
+        f"{esc(where)}; scanned offsets {found.start} to {found.next_offset - 1} "
+        f"({found.scanned_records} records, {found.scanned_bytes} bytes of log) {more}</p>"
+        + problem
+        + rows
+        + _search_form(view, plog, needle, found.next_offset)
     )
 
 

@@ -270,3 +270,34 @@ def test_with_acls_the_console_changes_only_what_the_login_may_change(tmp_path: 
         # ACLs and users are listed for the cluster's describers only.
         assert "User:alice" not in get(url + "/acls", alice)[1]
         assert get(url + "/acls", admin)[0] == 200
+
+
+def test_search_finds_by_key_or_value_within_a_bounded_window(
+    console: tuple[BrokerProcess, str],
+) -> None:
+    proc, url = console
+    topic = "searched"
+    colors = ["red", "blue", "green"]
+    produce(
+        proc.bootstrap,
+        topic,
+        [(f"user-{i}", f'{{"color": "{colors[i % 3]}"}}', 0) for i in range(12_000)],
+    )
+    page = get(url + f"/topics/{topic}/0?search=user-1234&in=key")[1]
+    assert "1 match(es)" in page and "<pre>user-1234</pre>" in page, page
+    assert "0 match(es)" in get(url + f"/topics/{topic}/0?search=user-1234&in=value")[1]
+    # A needle in no record: the window stops at 10,000 records, with a link to go on.
+    page = get(url + f"/topics/{topic}/0?search=purple&in=value")[1]
+    assert "0 match(es)" in page and "scanned offsets 0 to 9999 (10000 records" in page, page
+    assert "search on" in page and "offset=10000" in page
+    page = get(url + f"/topics/{topic}/0?search=green&in=value&offset=11000")[1]
+    window = re.search(r'<p id="search-window">[^<]*', page)
+    assert window is not None
+    assert "334 match(es)" in window.group(0)
+    assert "scanned offsets 11000 to 11999" in window.group(0)
+    # A page's 500 matches found: the window ends at the last one shown.
+    page = get(url + f"/topics/{topic}/0?search=blue&in=value&offset=10000")[1]
+    window = re.search(r'<p id="search-window">[^<]*<a href="[^"]*"', page)
+    assert window is not None
+    assert "500 match(es)" in window.group(0) and "offsets 10000 to 11497" in window.group(0)
+    assert "offset=11498" in window.group(0)
