@@ -23,6 +23,7 @@ from broker.core.authorized_operations import GROUP as GROUP_OPERATIONS
 from broker.core.authorized_operations import NOT_REQUESTED, of
 from broker.core.request_context import RequestContext
 from broker.handlers._groups import coordinator
+from broker.handlers._leadership import GROUP_KEY, not_coordinator
 from broker.security.acl import DESCRIBE, GROUP, TOPIC
 from protocol.errors import ErrorCode
 from protocol.messages.consumer_group_describe import CONSUMER_GROUP_DESCRIBE
@@ -122,6 +123,7 @@ def _hide_unauthorized_topics(ctx: RequestContext, groups: list[Message]) -> lis
 
 def handle(ctx: RequestContext, request: Message) -> Message:
     groups = coordinator(ctx)
+    cluster = ctx.state.cluster
     out = []
     for group_id in request.group_ids:
         if groups.closed:
@@ -130,6 +132,9 @@ def handle(ctx: RequestContext, request: Message) -> Message:
             out.append(_error("", ErrorCode.INVALID_GROUP_ID, None))
         elif not ctx.authorized(DESCRIBE, GROUP, group_id):
             out.append(_error(group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED, None))
+        elif cluster is not None and not_coordinator(ctx, cluster, GROUP_KEY, group_id):
+            # Another node of a simulated cluster coordinates it.
+            out.append(_error(group_id, ErrorCode.NOT_COORDINATOR, None))
         else:
             found = groups.describe_consumer_group(group_id)
             if isinstance(found, str):

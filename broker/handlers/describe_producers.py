@@ -13,11 +13,13 @@ handleDescribeProducersRequest, only an unknown topic carries the error's defaul
 ("This server does not host this topic-partition."): an unknown partition of a known topic
 comes from ReplicaManager.activeProducerState, which sets none.
 Authorization (with an authorizer): READ on each topic, else TOPIC_AUTHORIZATION_FAILED.
+In a simulated cluster only the partition's leader answers (else NOT_LEADER_OR_FOLLOWER).
 """
 
 from __future__ import annotations
 
 from broker.core.request_context import RequestContext
+from broker.handlers._leadership import served_here
 from broker.security.acl import READ, TOPIC
 from protocol.errors import ErrorCode
 from protocol.messages.describe_producers import DESCRIBE_PRODUCERS
@@ -58,6 +60,21 @@ def handle(ctx: RequestContext, request: Message) -> Message:
                         partition_index=index,
                         error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                         error_message=None if known_topic else _NOT_HOSTED,
+                        active_producers=[],
+                    )
+                )
+                continue
+            cluster = ctx.state.cluster
+            if (
+                cluster is not None
+                and served_here(ctx, cluster, topic.name, index, replica_ok=False) is None
+            ):
+                # ReplicaManager.activeProducerState: the leader's (a simulated cluster).
+                partitions.append(
+                    Message(
+                        partition_index=index,
+                        error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                        error_message=None,
                         active_producers=[],
                     )
                 )

@@ -354,3 +354,37 @@ def test_transactions_commit_through_the_transactional_id_s_coordinator_node(
         assert sorted(_wait_consumed(poll, 30)) == sorted(f"t-{i}".encode() for i in range(30))
     finally:
         consumer.close()
+
+
+def test_describe_producers_and_consumer_group_describe_answer_on_the_right_node_only(
+    kafka_cluster: ThreadedBroker,
+) -> None:
+    from protocol.messages.consumer_group_describe import CONSUMER_GROUP_DESCRIBE
+    from protocol.messages.describe_producers import DESCRIBE_PRODUCERS
+    from protocol.messages.find_coordinator import FIND_COORDINATOR
+
+    create(kafka_cluster, "producers", 1, 3)
+    ports = nodes(kafka_cluster)
+    leader = partitions_of(ports[1], "producers")[0].leader_id
+    request = Message(topics=[Message(name="producers", partition_indexes=[0])])
+    for node, port in ports.items():
+        with RawClient(port) as client:
+            part = client.request(DESCRIBE_PRODUCERS, 0, request).topics[0].partitions[0]
+        expected = ErrorCode.NONE if node == leader else ErrorCode.NOT_LEADER_OR_FOLLOWER
+        assert part.error_code == expected
+
+    with RawClient(ports[1]) as client:
+        home = (
+            client.request(FIND_COORDINATOR, 4, Message(key_type=0, coordinator_keys=["kip848"]))
+            .coordinators[0]
+            .node_id
+        )
+    for node, port in ports.items():
+        with RawClient(port) as client:
+            described = client.request(
+                CONSUMER_GROUP_DESCRIBE,
+                0,
+                Message(group_ids=["kip848"], include_authorized_operations=False),
+            ).groups[0]
+        expected = ErrorCode.GROUP_ID_NOT_FOUND if node == home else ErrorCode.NOT_COORDINATOR
+        assert described.error_code == expected
