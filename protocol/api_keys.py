@@ -51,6 +51,10 @@ from protocol.messages.offset_for_leader_epoch import OFFSET_FOR_LEADER_EPOCH
 from protocol.messages.produce import PRODUCE
 from protocol.messages.sasl_authenticate import SASL_AUTHENTICATE
 from protocol.messages.sasl_handshake import SASL_HANDSHAKE
+from protocol.messages.share_acknowledge import SHARE_ACKNOWLEDGE
+from protocol.messages.share_fetch import SHARE_FETCH
+from protocol.messages.share_group_describe import SHARE_GROUP_DESCRIBE
+from protocol.messages.share_group_heartbeat import SHARE_GROUP_HEARTBEAT
 from protocol.messages.sync_group import SYNC_GROUP
 from protocol.messages.txn_offset_commit import TXN_OFFSET_COMMIT
 from protocol.messages.write_txn_markers import WRITE_TXN_MARKERS
@@ -118,5 +122,10 @@ ALL_APIS: dict[int, Api] = {
         TXN_OFFSET_COMMIT,
         DESCRIBE_TRANSACTIONS,
         LIST_TRANSACTIONS,
+        # KIP-932 share groups.
+        SHARE_GROUP_HEARTBEAT,
+        SHARE_GROUP_DESCRIBE,
+        SHARE_FETCH,
+        SHARE_ACKNOWLEDGE,
     )
 }

@@ -137,3 +137,5 @@ class ErrorCode(IntEnum):
     VOTER_NOT_FOUND = 127
     INVALID_REGULAR_EXPRESSION = 128
     REBOOTSTRAP_REQUIRED = 129
+    # 130-132 are the Streams group protocol's (KIP-1071).
+    SHARE_SESSION_LIMIT_REACHED = 133

@@ -121,6 +121,15 @@ class Config:
     # (the raw comma-separated list; checked against the count at load).
     cluster_size: int = 1
     cluster_racks: str = ""
+    # KIP-932 share groups (broker.coordinator.share): the finalized share.version (0 = off)
+    # and the group.share.* settings.
+    share_version: int = 0
+    group_share_session_timeout_ms: int = 45000
+    group_share_heartbeat_interval_ms: int = 5000
+    group_share_max_size: int = 200
+    group_share_record_lock_duration_ms: int = 30000
+    group_share_delivery_count_limit: int = 5
+    group_share_partition_max_record_locks: int = 200
     # The log cleaner (broker.lifecycle.log_cleaner_threads), log.cleaner.*; the last four
     # are the broker defaults of the topic configs delete.retention.ms,
     # min.cleanable.dirty.ratio, min.compaction.lag.ms and max.compaction.lag.ms.

@@ -58,6 +58,21 @@ def _cluster_size(value: Any) -> None:
         raise ValueError(f"must be between 1 and {MAX_CLUSTER_SIZE}")
 
 
+# share.version levels served: 1 = KIP-932 share groups (Kafka's ShareVersion.SV_1).
+MAX_SHARE_VERSION = 1
+
+
+def _share_version(value: Any) -> None:
+    if not 0 <= value <= MAX_SHARE_VERSION:
+        raise ValueError(f"must be between 0 and {MAX_SHARE_VERSION}")
+
+
+def _delivery_count_limit(value: Any) -> None:
+    # ShareGroupConfig: atLeast(2), atMost(10).
+    if not 2 <= value <= 10:
+        raise ValueError("must be between 2 and 10")
+
+
 DEFAULT_PROTOCOL_MAP = (
     "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SSL:SSL,"
     "SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
@@ -514,6 +529,65 @@ PROPERTIES: tuple[Property, ...] = (
         "upgrade (a classic group becomes a consumer group when a consumer-protocol member "
         "joins), downgrade (back when the last one leaves) or disabled.",
         attr="group_consumer_migration_policy",
+    ),
+    Property(
+        "minikafka.share.version",
+        INT,
+        "0",
+        "minikafka: the finalized share.version feature (what kafka-storage format --feature "
+        "share.version=1 sets on Kafka). 1 = KIP-932 share groups: ShareGroupHeartbeat, "
+        "ShareGroupDescribe, ShareFetch and ShareAcknowledge are served and advertised; 0 = "
+        "none of them, as Kafka 4.0.",
+        attr="share_version",
+        validator=_share_version,
+    ),
+    Property(
+        "group.share.session.timeout.ms",
+        INT,
+        "45000",
+        "Share groups: a member not heard from for this long is fenced.",
+        attr="group_share_session_timeout_ms",
+        validator=at_least(1),
+    ),
+    Property(
+        "group.share.heartbeat.interval.ms",
+        INT,
+        "5000",
+        "Share groups: the heartbeat interval told to members.",
+        attr="group_share_heartbeat_interval_ms",
+        validator=at_least(1),
+    ),
+    Property(
+        "group.share.max.size",
+        INT,
+        "200",
+        "Share groups: the most members a group takes (GROUP_MAX_SIZE_REACHED).",
+        attr="group_share_max_size",
+        validator=at_least(1),
+    ),
+    Property(
+        "group.share.record.lock.duration.ms",
+        INT,
+        "30000",
+        "Share groups: how long a member holds the records a ShareFetch acquired for it.",
+        attr="group_share_record_lock_duration_ms",
+        validator=at_least(1000),
+    ),
+    Property(
+        "group.share.delivery.count.limit",
+        INT,
+        "5",
+        "Share groups: deliveries of a record before it is archived.",
+        attr="group_share_delivery_count_limit",
+        validator=_delivery_count_limit,
+    ),
+    Property(
+        "group.share.partition.max.record.locks",
+        INT,
+        "200",
+        "Share groups: the most records in flight (acquired or waiting) per share-partition.",
+        attr="group_share_partition_max_record_locks",
+        validator=at_least(100),
     ),
     Property(
         "offsets.retention.minutes",

@@ -80,6 +80,10 @@ class Dispatcher:
         self.interceptors: list[Interceptor] = []
         # Fault injection (broker.toolkit.faults) wraps the handler while any fault is set.
         self.wrapper: HandlerWrapper | None = None
+        # Handlers behind a feature flag (share.version: share groups), served and advertised
+        # only once ``enable`` names the feature; until then their keys are unknown APIs, as
+        # on a Kafka 4.0 broker.
+        self._gated: dict[str, list[Handler]] = {}
 
     def register(
         self,
@@ -88,15 +92,25 @@ class Dispatcher:
         min_version: int,
         max_version: int,
         advertised_min: int | None = None,
+        feature: str | None = None,
     ) -> None:
         assert api.versions.low <= min_version <= max_version <= api.versions.high, api.name
-        self.handlers[api.key] = Handler(
+        handler = Handler(
             api,
             min_version,
             max_version,
             min_version if advertised_min is None else advertised_min,
             fn,
         )
+        if feature is None:
+            self.handlers[api.key] = handler
+        else:
+            self._gated.setdefault(feature, []).append(handler)
+
+    def enable(self, feature: str) -> None:
+        """Serve (and advertise) the handlers registered under ``feature``."""
+        for handler in self._gated.pop(feature, []):
+            self.handlers[handler.api.key] = handler
 
     def advertised(self) -> list[tuple[int, int, int]]:
         """(api_key, min, max) in ascending key order, as Kafka lists them."""

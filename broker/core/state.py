@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Protocol
 from broker.cluster.state import Cluster
 from broker.config import topic_configs
 from broker.config.topic_configs import TopicSettings
+from broker.coordinator.share.coordinator import ShareCoordinator, ShareSettings
 from broker.core.metrics import BrokerMetrics
 from broker.fetch.purgatory import FetchPurgatory
 from broker.fetch.sessions import FetchSessionCache
@@ -63,6 +64,12 @@ class ApiTable(Protocol):
     """The APIs served and their versions (broker.core.dispatch.Dispatcher), for ApiVersions."""
 
     def advertised(self) -> list[tuple[int, int, int]]: ...
+
+    def enable(self, feature: str) -> None: ...
+
+
+# The feature flag of the share-group APIs (Kafka's share.version; the dispatcher's gate).
+SHARE_VERSION_FEATURE = "share.version"
 
 
 class BrokerState:
@@ -150,6 +157,13 @@ class BrokerState:
         self._bootstrap_scram_users()
         if self.scram_credentials.problem:
             log.warning("SCRAM credential file ignored: %s", self.scram_credentials.problem)
+        # KIP-932 share groups; their APIs are served and advertised only with
+        # minikafka.share.version >= 1 (Kafka's finalized share.version feature).
+        self.shares = ShareCoordinator(
+            ShareSettings.of(config), store, self.group_config_overrides, self.classic_or_consumer
+        )
+        if config.share_version >= 1:
+            dispatcher.enable(SHARE_VERSION_FEATURE)
         # ACLs, when authorizer.class.name names StandardAuthorizer; None = no authorizer
         # (every request allowed, the ACL APIs answer SECURITY_DISABLED, as in Kafka).
         self.authorizer: StandardAuthorizer | None = None
@@ -159,6 +173,12 @@ class BrokerState:
             from storage.acl_store import AclStore
 
             self.authorizer = StandardAuthorizer(config.authorizer, AclStore.open(store.data_dir))
+
+    def classic_or_consumer(self, group_id: str) -> bool:
+        groups = getattr(self, "groups", None)
+        return groups is not None and (
+            group_id in groups.groups or group_id in groups.consumer.groups
+        )
 
     def _bootstrap_scram_users(self) -> None:
         """minikafka.scram.bootstrap.users, into a new data directory only (as format)."""

@@ -55,6 +55,10 @@ from broker.handlers import (
     produce,
     sasl_authenticate,
     sasl_handshake,
+    share_acknowledge,
+    share_fetch,
+    share_group_describe,
+    share_group_heartbeat,
     sync_group,
     txn_offset_commit,
     write_txn_markers,
@@ -119,6 +123,11 @@ MODULES: tuple[ModuleType, ...] = (
     write_txn_markers,
     describe_transactions,
     list_transactions,
+    # KIP-932 share groups (broker.coordinator.share), behind the share.version feature.
+    share_group_heartbeat,
+    share_group_describe,
+    share_fetch,
+    share_acknowledge,
 )
 
 
@@ -131,5 +140,6 @@ def build_dispatcher() -> Dispatcher:
             module.MIN_VERSION,
             module.MAX_VERSION,
             getattr(module, "ADVERTISED_MIN_VERSION", None),
+            getattr(module, "FEATURE", None),
         )
     return dispatcher

@@ -39,6 +39,10 @@ GROUP_VERSION_MIN = 0
 GROUP_VERSION_MAX = 1
 # TransactionVersion: supported 0-2, finalized 2 (TV_2, the 4.0 default for new clusters).
 TRANSACTION_VERSION_MAX = 2
+# share.version (KIP-932 share groups): supported 0-1 and finalized at
+# minikafka.share.version, listed only when that is 1 (a Kafka 4.0 cluster has no share
+# groups, and our default answer stays Kafka 4.0's).
+SHARE_VERSION_MAX = 1
 # ApiVersionsResponse.maybeFilterSupportedFeatureKeys: below v4 no feature with minimum 0.
 FEATURE_LEVEL_0_SINCE = 4
 
@@ -53,7 +57,7 @@ def _valid_software(request: Message) -> bool:
     )
 
 
-def _supported_features(version: int) -> list[Message]:
+def _supported_features(version: int, share_version: int) -> list[Message]:
     """Kafka lists a supported feature whose range starts at 0 only to v4+ requests (older
     clients reject a minimum of 0), so group.version 0-1 and transaction.version 0-2 appear
     at v4 only, as recorded from Kafka 4.0.0."""
@@ -71,10 +75,28 @@ def _supported_features(version: int) -> list[Message]:
                 name="group.version", min_version=GROUP_VERSION_MIN, max_version=GROUP_VERSION_MAX
             ),
         )
+        if share_version:
+            features.append(
+                Message(name="share.version", min_version=0, max_version=SHARE_VERSION_MAX)
+            )
         features.append(
             Message(name="transaction.version", min_version=0, max_version=TRANSACTION_VERSION_MAX)
         )
     return features
+
+
+def _finalized_features(share_version: int) -> list[Message]:
+    levels = [
+        ("group.version", GROUP_VERSION_MAX),
+        ("metadata.version", METADATA_VERSION_MAX),
+        ("share.version", share_version),
+        ("transaction.version", TRANSACTION_VERSION_MAX),
+    ]
+    return [
+        Message(name=name, max_version_level=level, min_version_level=level)
+        for name, level in levels
+        if level
+    ]
 
 
 def api_version_entries(apis: ApiTable) -> list[Message]:
@@ -87,6 +109,7 @@ def handle(ctx: RequestContext, request: Message) -> Message:
     if ctx.version >= 3 and not _valid_software(request):
         return Message(error_code=ErrorCode.INVALID_REQUEST, api_keys=[], throttle_time_ms=0)
     dispatcher = ctx.state.dispatcher
+    share_version = ctx.state.config.share_version
     if ctx.version >= 3:
         ctx.state.client_software[ctx.peer] = (
             ctx.client_id or "",
@@ -97,23 +120,7 @@ def handle(ctx: RequestContext, request: Message) -> Message:
         error_code=ErrorCode.NONE,
         api_keys=api_version_entries(dispatcher),
         throttle_time_ms=0,
-        supported_features=_supported_features(ctx.version),
+        supported_features=_supported_features(ctx.version, share_version),
         finalized_features_epoch=FINALIZED_FEATURES_EPOCH,
-        finalized_features=[
-            Message(
-                name="group.version",
-                max_version_level=GROUP_VERSION_MAX,
-                min_version_level=GROUP_VERSION_MAX,
-            ),
-            Message(
-                name="metadata.version",
-                max_version_level=METADATA_VERSION_MAX,
-                min_version_level=METADATA_VERSION_MAX,
-            ),
-            Message(
-                name="transaction.version",
-                max_version_level=TRANSACTION_VERSION_MAX,
-                min_version_level=TRANSACTION_VERSION_MAX,
-            ),
-        ],
+        finalized_features=_finalized_features(share_version),
     )

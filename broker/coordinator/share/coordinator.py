@@ -1,0 +1,258 @@
+"""The share-group coordinator: share groups, their share-partitions and share sessions.
+
+Handlers call it on the event loop only (no awaits inside an operation). Heartbeats follow
+Kafka's GroupMetadataManager.shareGroupHeartbeat (see broker.coordinator.share.group); a
+member not heard from within group.share.session.timeout.ms is fenced when the coordinator
+is next used (Kafka runs a timer; the effect a client sees is the same: UNKNOWN_MEMBER_ID
+and its records released). A share-partition is made at the group's first ShareFetch for
+it, starting at the latest offset (share.auto.offset.reset=latest, Kafka's default) or the
+log start (earliest), per the group config. Nothing is persisted (Kafka's
+__share_group_state is not kept): a restart forgets share groups and their records' states.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from broker.config.model import Config
+from broker.coordinator.share.group import Assignment, ShareGroup, ShareMember
+from broker.coordinator.share.partition import SharePartition
+from broker.coordinator.share.sessions import ShareSessionCache
+from protocol.errors import ErrorCode
+from storage.store import Store
+
+LEAVE_EPOCH = -1
+# KafkaApis.isMemberIdValid: the client's UUID string.
+MAX_MEMBER_ID_LENGTH = 36
+
+GroupConfigs = Callable[[str], Mapping[str, str]]
+
+
+def monotonic_ms() -> int:
+    return int(time.monotonic() * 1000)
+
+
+@dataclass(frozen=True, slots=True)
+class ShareSettings:
+    session_timeout_ms: int
+    heartbeat_interval_ms: int
+    max_size: int
+    record_lock_duration_ms: int
+    delivery_count_limit: int
+    partition_max_record_locks: int
+
+    @classmethod
+    def of(cls, config: Config) -> ShareSettings:
+        return cls(
+            config.group_share_session_timeout_ms,
+            config.group_share_heartbeat_interval_ms,
+            config.group_share_max_size,
+            config.group_share_record_lock_duration_ms,
+            config.group_share_delivery_count_limit,
+            config.group_share_partition_max_record_locks,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatResult:
+    error: ErrorCode
+    message: str | None = None
+    member_id: str | None = None
+    member_epoch: int = 0
+    heartbeat_interval_ms: int = 0
+    assignment: Assignment | None = None
+
+
+def _no_group_configs(_group_id: str) -> Mapping[str, str]:
+    return {}
+
+
+class ShareCoordinator:
+    def __init__(
+        self,
+        settings: ShareSettings,
+        store: Store,
+        group_configs: GroupConfigs = _no_group_configs,
+        other_group: Callable[[str], bool] = lambda _g: False,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self._group_configs = group_configs
+        # True when a classic or consumer group holds the id (one id names one kind).
+        self._other_group = other_group
+        self.groups: dict[str, ShareGroup] = {}
+        self.partitions: dict[tuple[str, bytes, int], SharePartition] = {}
+        self.sessions = ShareSessionCache()
+
+    # -- per-group settings (group configs override the broker's) ------------------------
+
+    def _group_int(self, group_id: str, name: str, default: int) -> int:
+        raw = self._group_configs(group_id).get(name)
+        return int(raw) if raw is not None else default
+
+    def session_timeout_ms(self, group_id: str) -> int:
+        return self._group_int(
+            group_id, "share.session.timeout.ms", self.settings.session_timeout_ms
+        )
+
+    def heartbeat_interval_ms(self, group_id: str) -> int:
+        return self._group_int(
+            group_id, "share.heartbeat.interval.ms", self.settings.heartbeat_interval_ms
+        )
+
+    def record_lock_ms(self, group_id: str) -> int:
+        return self._group_int(
+            group_id, "share.record.lock.duration.ms", self.settings.record_lock_duration_ms
+        )
+
+    def delivery_count_limit(self, group_id: str) -> int:
+        return self._group_int(
+            group_id, "share.delivery.count.limit", self.settings.delivery_count_limit
+        )
+
+    # -- heartbeats ----------------------------------------------------------------------
+
+    def _assignment_for(self, topics: tuple[str, ...]) -> Assignment:
+        """The SimpleAssignor for share groups: every partition of each subscribed topic."""
+        out: Assignment = {}
+        for name in topics:
+            info = self.store.topic(name)
+            if info is not None and info.partitions:
+                out[info.topic_id] = list(range(len(info.partitions)))
+        return out
+
+    def expire_members(self, now_ms: int | None = None) -> None:
+        now = monotonic_ms() if now_ms is None else now_ms
+        for group in list(self.groups.values()):
+            for member in list(group.members.values()):
+                if member.deadline_ms <= now:
+                    self._remove_member(group, member.member_id)
+
+    def _remove_member(self, group: ShareGroup, member_id: str) -> None:
+        group.members.pop(member_id, None)
+        group.group_epoch += 1
+        group.assignment_epoch = group.group_epoch
+        self.sessions.close(group.group_id, member_id)
+        for (group_id, _, _), part in self.partitions.items():
+            if group_id == group.group_id:
+                part.release_member(member_id)
+
+    def heartbeat(
+        self,
+        group_id: str,
+        member_id: str,
+        member_epoch: int,
+        rack_id: str | None,
+        subscribed: list[str] | None,
+        client_id: str,
+        client_host: str,
+    ) -> HeartbeatResult:
+        now = monotonic_ms()
+        self.expire_members(now)
+        if not group_id:
+            return HeartbeatResult(ErrorCode.INVALID_REQUEST, "GroupId can't be empty.")
+        if member_epoch < LEAVE_EPOCH:
+            return HeartbeatResult(ErrorCode.INVALID_REQUEST, "MemberEpoch is invalid.")
+        if member_epoch == 0 and not subscribed:
+            return HeartbeatResult(
+                ErrorCode.INVALID_REQUEST, "SubscribedTopicNames must be set in first request."
+            )
+        group = self.groups.get(group_id)
+        if group is None and self._other_group(group_id):
+            return HeartbeatResult(
+                ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group."
+            )
+        if member_epoch == LEAVE_EPOCH:
+            if group is not None and member_id in group.members:
+                self._remove_member(group, member_id)
+            return HeartbeatResult(ErrorCode.NONE, None, member_id, LEAVE_EPOCH, 0)
+        if group is None:
+            if member_epoch != 0:
+                return HeartbeatResult(
+                    ErrorCode.GROUP_ID_NOT_FOUND, f"Share group {group_id} not found."
+                )
+            group = self.groups[group_id] = ShareGroup(group_id)
+        member = group.members.get(member_id)
+        if member is None:
+            if member_epoch != 0:
+                return HeartbeatResult(
+                    ErrorCode.UNKNOWN_MEMBER_ID,
+                    f"Member {member_id} is not a member of group {group_id}.",
+                )
+            if len(group.members) >= self.settings.max_size:
+                return HeartbeatResult(
+                    ErrorCode.GROUP_MAX_SIZE_REACHED,
+                    f"The share group has reached its maximum capacity of "
+                    f"{self.settings.max_size} members.",
+                )
+            member = ShareMember(member_id, client_id, client_host)
+            group.members[member_id] = member
+            group.group_epoch += 1
+        elif member_epoch not in (0, member.member_epoch):
+            which = "greater" if member_epoch > member.member_epoch else "smaller"
+            return HeartbeatResult(
+                ErrorCode.FENCED_MEMBER_EPOCH,
+                f"The share group member has a {which} "
+                f"member epoch ({member_epoch}) than the one known by the group coordinator "
+                f"({member.member_epoch}). The member must abandon all its partitions and rejoin.",
+            )
+        if rack_id is not None:
+            member.rack_id = rack_id
+        if subscribed is not None and tuple(subscribed) != member.subscribed:
+            member.subscribed = tuple(subscribed)
+            group.group_epoch += 1
+        member.deadline_ms = now + self.session_timeout_ms(group_id)
+        new_assignment = self._assignment_for(member.subscribed)
+        changed = new_assignment != member.assignment
+        if changed:
+            group.group_epoch += 1 if group.assignment_epoch == group.group_epoch else 0
+        group.assignment_epoch = group.group_epoch
+        send = member_epoch == 0 or changed or member.member_epoch != group.assignment_epoch
+        member.assignment = new_assignment
+        member.member_epoch = group.assignment_epoch
+        return HeartbeatResult(
+            ErrorCode.NONE,
+            None,
+            member_id,
+            member.member_epoch,
+            self.heartbeat_interval_ms(group_id),
+            new_assignment if send else None,
+        )
+
+    # -- share-partitions ----------------------------------------------------------------
+
+    def is_member(self, group_id: str, member_id: str) -> bool:
+        group = self.groups.get(group_id)
+        return group is not None and member_id in group.members
+
+    def partition(self, group_id: str, topic_id: bytes, index: int) -> SharePartition | None:
+        """The group's share-partition, made at first use (None: no such partition)."""
+        key = (group_id, topic_id, index)
+        part = self.partitions.get(key)
+        info = self.store.topic_by_id(topic_id)
+        if info is None or not 0 <= index < len(info.partitions):
+            return None
+        plog = info.partitions[index]
+        if part is None:
+            reset = self._group_configs(group_id).get("share.auto.offset.reset", "latest")
+            start = plog.log_start_offset if reset == "earliest" else plog.high_watermark
+            part = SharePartition(
+                start,
+                self.delivery_count_limit(group_id),
+                self.settings.partition_max_record_locks,
+            )
+            self.partitions[key] = part
+        part.move_start(plog.log_start_offset)
+        return part
+
+    def close_session(self, group_id: str, member_id: str) -> list[tuple[bytes, int]]:
+        """The member's share session ends (final epoch): what it holds is released. The
+        share-partitions that got records back."""
+        self.sessions.close(group_id, member_id)
+        return [
+            (topic_id, index)
+            for (g, topic_id, index), part in self.partitions.items()
+            if g == group_id and part.release_member(member_id)
+        ]

@@ -1,0 +1,86 @@
+"""Helpers shared by ShareFetch and ShareAcknowledge: acknowledgement checks and records.
+
+Acknowledgement batches are checked as Kafka's KafkaApis.validateAcknowledgementBatches
+does: first <= last, ascending and not overlapping, one type for the range or one per
+offset, types 0-3 (4, RENEW, from v2 only); a partition whose batches fail gets
+INVALID_REQUEST. Ranges are bounded by the share-partition's in-flight limit (a record not
+in flight can not be acknowledged anyway), so a request can not make us walk huge ranges.
+"""
+
+from __future__ import annotations
+
+from broker.coordinator.share.coordinator import ShareCoordinator, monotonic_ms
+from broker.coordinator.share.partition import AckBatch, AckType, SharePartition
+from protocol.errors import ErrorCode
+from protocol.schema import Message
+from storage.partition_log import PartitionLog
+
+# KIP-1222: RENEW from ShareFetch/ShareAcknowledge v2.
+RENEW_SINCE = 2
+
+
+def ack_batches(batches: list[Message], version: int, max_span: int) -> list[AckBatch] | None:
+    """The request's batches, or None when they break Kafka's rules."""
+    out: list[AckBatch] = []
+    top = AckType.RENEW if version >= RENEW_SINCE else AckType.REJECT
+    previous = -1
+    for batch in batches:
+        first, last, types = batch.first_offset, batch.last_offset, list(batch.acknowledge_types)
+        if first < 0 or last < first or first <= previous or last - first >= max_span:
+            return None
+        if len(types) not in (1, last - first + 1) or not all(0 <= t <= top for t in types):
+            return None
+        out.append(AckBatch(first, last, tuple(types)))
+        previous = last
+    return out
+
+
+def acknowledge(
+    shares: ShareCoordinator,
+    group_id: str,
+    member_id: str,
+    part: SharePartition,
+    batches: list[Message],
+    version: int,
+) -> ErrorCode:
+    checked = ack_batches(batches, version, part.max_in_flight)
+    if checked is None:
+        return ErrorCode.INVALID_REQUEST
+    return part.acknowledge(member_id, checked, monotonic_ms(), shares.record_lock_ms(group_id))
+
+
+def skipped_offsets(plog: PartitionLog, start: int, end: int) -> list[int]:
+    """Offsets in [start, end) of control batches (transaction markers): never delivered."""
+    out: list[int] = []
+    if start >= end:
+        return out
+    for header in plog.headers(start):
+        if header.base_offset >= end:
+            break
+        if header.is_control:
+            last = header.base_offset + header.last_offset_delta
+            out.extend(range(max(start, header.base_offset), min(last, end - 1) + 1))
+    return out
+
+
+def batches_covering(plog: PartitionLog, first: int, last: int, max_bytes: int) -> bytes:
+    """Whole batches holding offsets first..last (the client keeps the acquired ones), at
+    least one, then up to ``max_bytes``."""
+    parts: list[bytes] = []
+    size = 0
+    for header, data in plog.batches(first):
+        if header.base_offset > last:
+            break
+        if header.base_offset + header.last_offset_delta < first:
+            continue
+        if parts and size + len(data) > max_bytes:
+            break
+        parts.append(data)
+        size += len(data)
+    return b"".join(parts)
+
+
+def no_leader() -> Message:
+    """CurrentLeader as Kafka leaves it on a partition with no leadership error (the
+    generated LeaderIdAndEpoch's zeros)."""
+    return Message(leader_id=0, leader_epoch=0)
