@@ -7,7 +7,8 @@ GROUP_ID_NOT_FOUND and a message from v6 (KIP-1043). v3+ with include_authorized
 every group answered without an error gets the operations Kafka allows on a group with no
 authorizer (KafkaApis.handleDescribeGroupsRequest, AuthHelper.authorizedOperations); else
 Kafka's "not requested" value. A KIP-848 consumer group is not a classic group: answered as
-a missing one, with "Group X is not a classic group." (GroupMetadataManager.classicGroup).
+a missing one, with "Group X is not a classic group." (GroupMetadataManager.classicGroup);
+so is a KIP-932 share group.
 With an authorizer: DESCRIBE on the group, else GROUP_AUTHORIZATION_FAILED with empty state
 (DescribeGroupsResponse.groupError); the operations are the caller's.
 """
@@ -63,7 +64,7 @@ def _describe(ctx: RequestContext, group_id: str, with_operations: bool) -> Mess
         missing = ctx.version >= 6
         kind = (
             "is not a classic group"
-            if group_id in coordinator(ctx).consumer.groups
+            if group_id in coordinator(ctx).consumer.groups or group_id in ctx.state.shares.groups
             else ("not found")
         )
         return Message(

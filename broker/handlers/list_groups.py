@@ -3,7 +3,8 @@
 Behaviour: every group this broker coordinates, including simple-consumer groups that only
 committed offsets (protocol type ""). v4 filters by state, v5 by type (case-insensitive, as
 Kafka): "classic" groups, and KIP-848 "consumer" groups (protocol type "consumer", states
-Empty/Assigning/Reconciling/Stable, as Kafka's ConsumerGroup.asListedGroup).
+Empty/Assigning/Reconciling/Stable, as Kafka's ConsumerGroup.asListedGroup) and KIP-932
+"share" groups (protocol type "share", Empty/Stable).
 Authorization (with an authorizer): DESCRIBE on the cluster lists every group, else only
 the groups the caller may DESCRIBE, of every type (Kafka filters the coordinator's whole
 answer, classic and consumer groups alike). A simulated cluster's node lists the groups it
@@ -26,6 +27,8 @@ MAX_VERSION = 5
 
 GROUP_TYPE = "classic"
 CONSUMER_GROUP_TYPE = "consumer"
+# KIP-932 share groups (ShareGroup.asListedGroup: protocol type and type "share").
+SHARE_GROUP_TYPE = "share"
 
 
 def handle(ctx: RequestContext, request: Message) -> Message:
@@ -72,6 +75,22 @@ def handle(ctx: RequestContext, request: Message) -> Message:
                     protocol_type=CONSUMER_GROUP_TYPE,
                     group_state=state,
                     group_type=CONSUMER_GROUP_TYPE,
+                )
+            )
+    if not types or SHARE_GROUP_TYPE in types:
+        shares = ctx.state.shares
+        shares.expire_members()
+        for share_group in shares.groups.values():
+            if states and share_group.state.lower() not in states:
+                continue
+            if not visible(share_group.group_id):
+                continue
+            listed.append(
+                Message(
+                    group_id=share_group.group_id,
+                    protocol_type=SHARE_GROUP_TYPE,
+                    group_state=share_group.state,
+                    group_type=SHARE_GROUP_TYPE,
                 )
             )
     return Message(throttle_time_ms=0, error_code=ErrorCode.NONE, groups=listed)

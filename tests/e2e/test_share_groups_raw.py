@@ -10,6 +10,9 @@ from collections.abc import Iterator
 import pytest
 
 from protocol.messages.api_versions import API_VERSIONS
+from protocol.messages.consumer_group_heartbeat import CONSUMER_GROUP_HEARTBEAT
+from protocol.messages.describe_groups import DESCRIBE_GROUPS
+from protocol.messages.list_groups import LIST_GROUPS
 from protocol.messages.share_acknowledge import SHARE_ACKNOWLEDGE
 from protocol.messages.share_fetch import SHARE_FETCH
 from protocol.messages.share_group_describe import SHARE_GROUP_DESCRIBE
@@ -367,3 +370,57 @@ def test_final_epoch_releases_what_the_member_holds(share_broker: BrokerProcess)
         assert closing.responses[0].partitions[0].error_code == 0
         # 1-2 are released at once (not after the lock duration), delivered to B.
         assert acquired(share_fetch(b, "c", "mb", 1, topic_id)) == [(1, 2, 2)]
+
+
+def test_share_groups_in_list_groups_and_describe_groups(share_broker: BrokerProcess) -> None:
+    with RawClient(share_broker.port) as client:
+        create_partitioned_topic(client, "listed", 1)
+        assert heartbeat(client, "sg-listed", "m1", 0, ["listed"]).error_code == 0
+        listed = client.request(LIST_GROUPS, 5, Message(states_filter=[], types_filter=["Share"]))
+        mine = [g for g in listed.groups if g.group_id == "sg-listed"]
+        assert [(g.protocol_type, g.group_state, g.group_type) for g in mine] == [
+            ("share", "Stable", "share")
+        ]
+        classic = client.request(
+            LIST_GROUPS, 5, Message(states_filter=[], types_filter=["classic", "consumer"])
+        )
+        assert "sg-listed" not in [g.group_id for g in classic.groups]
+        empty = client.request(LIST_GROUPS, 5, Message(states_filter=["empty"], types_filter=[]))
+        assert "sg-listed" not in [g.group_id for g in empty.groups]
+        described = client.request(
+            DESCRIBE_GROUPS, 6, Message(groups=["sg-listed"], include_authorized_operations=False)
+        ).groups[0]
+        assert (described.error_code, described.error_message, described.group_state) == (
+            GROUP_ID_NOT_FOUND,
+            "Group sg-listed is not a classic group.",
+            "Dead",
+        )
+        # One group id names one kind of group.
+        joined = client.request(
+            CONSUMER_GROUP_HEARTBEAT,
+            1,
+            Message(
+                group_id="cg-not-share",
+                member_id="c1",
+                member_epoch=0,
+                instance_id=None,
+                rack_id=None,
+                rebalance_timeout_ms=30000,
+                subscribed_topic_names=["listed"],
+                subscribed_topic_regex=None,
+                server_assignor=None,
+                topic_partitions=[],
+            ),
+        )
+        assert joined.error_code == 0, joined
+        refused = heartbeat(client, "cg-not-share", "m1", 0, ["listed"])
+        assert (refused.error_code, refused.error_message) == (
+            GROUP_ID_NOT_FOUND,
+            "Group cg-not-share is not a share group.",
+        )
+        described = client.request(
+            SHARE_GROUP_DESCRIBE,
+            1,
+            Message(group_ids=["cg-not-share"], include_authorized_operations=False),
+        ).groups[0]
+        assert described.error_message == "Group cg-not-share is not a share group."
