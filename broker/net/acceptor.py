@@ -19,6 +19,7 @@ import functools
 import logging
 import socket
 from collections.abc import Callable
+from typing import Any
 
 from broker.limits.connection_quotas import ConnectionQuotas, normalize
 from broker.net.fd_headroom import FdHeadroom
@@ -84,6 +85,8 @@ class Acceptor:
         self._quotas = quotas
         self._headroom = headroom
         self._tasks: list[asyncio.Task[None]] = []
+        # Listening sockets' file descriptors with an accept waiting on them.
+        self._reading: set[int] = set()
 
     @property
     def port(self) -> int:
@@ -95,6 +98,12 @@ class Acceptor:
         self._tasks = [loop.create_task(self._accept_from(sock)) for sock in self.sockets]
 
     def close(self) -> None:
+        loop = asyncio.get_running_loop() if self._reading else None
+        for fd in self._reading:
+            # Before the sockets close: their numbers may be reused at once.
+            assert loop is not None
+            loop.remove_reader(fd)
+        self._reading.clear()
         for task in self._tasks:
             task.cancel()
         for sock in self.sockets:
@@ -106,8 +115,15 @@ class Acceptor:
         while True:
             if headroom is not None and not headroom.room_for_a_connection():
                 await self._wait_for_descriptors(headroom)
+            accepted = self._accept(loop, server)
             try:
-                conn, peer = await loop.sock_accept(server)
+                conn, peer = await accepted
+            except asyncio.CancelledError:
+                # Accepted just before the cancellation (a node stopping, the broker
+                # closing): loop.sock_accept would lose that socket, open, to the GC.
+                if accepted.done() and not accepted.cancelled() and not accepted.exception():
+                    accepted.result()[0].close()
+                raise
             except OSError as exc:
                 if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
                     log.error("cannot accept connections for now: %s", exc)
@@ -135,6 +151,39 @@ class Acceptor:
                 self._quotas.dec(address)
                 with contextlib.suppress(OSError):
                     conn.close()
+
+    def _accept(
+        self, loop: asyncio.AbstractEventLoop, server: socket.socket
+    ) -> asyncio.Future[tuple[socket.socket, Any]]:
+        """The next connection on ``server``, in a future of our own (what loop.sock_accept
+        does, but a connection accepted before a cancellation stays in the future)."""
+        accepted: asyncio.Future[tuple[socket.socket, Any]] = loop.create_future()
+        fd = server.fileno()
+
+        def ready() -> None:
+            if accepted.done():
+                return
+            try:
+                conn, peer = server.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:
+                accepted.set_exception(exc)
+                return
+            conn.setblocking(False)
+            accepted.set_result((conn, peer))
+
+        def done(_: object) -> None:
+            if fd in self._reading:
+                self._reading.discard(fd)
+                loop.remove_reader(fd)
+
+        ready()  # a connection already waiting is taken at once, as sock_accept does
+        if not accepted.done():
+            self._reading.add(fd)
+            loop.add_reader(fd, ready)
+            accepted.add_done_callback(done)
+        return accepted
 
     async def _wait_for_descriptors(self, headroom: FdHeadroom) -> None:
         """Accept nothing (connections wait in the listen backlog) until accepting one
