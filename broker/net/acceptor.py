@@ -8,6 +8,9 @@ waits unread for a slot and the ones behind it stay in the listen backlog
 the log too few file descriptors (broker.net.fd_headroom), until a connection closes or the
 log gives some back. Everything else is asyncio's own transport
 (``connect_accepted_socket``), with asyncio's TCP_NODELAY; SO_KEEPALIVE as Kafka sets it.
+Accepting is loop.sock_accept's own way (try, else wait for the socket to be readable) in a
+future of our own, so that closing (a broker stopping, one node of a simulated cluster) closes
+a connection accepted at that moment instead of losing it.
 """
 
 from __future__ import annotations
