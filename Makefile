@@ -10,7 +10,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test lint typecheck unit fuzz bench compat compat-tools peer-tests spark spark-bench java-runtime kafka-jars kafka-reference reference reference-scenarios reference-ci oracle-record dist-check clean
+.PHONY: setup run test lint typecheck unit fuzz bench compat compat-tools peer-tests spark spark-bench java-runtime kafka-jars kafka-reference reference reference-scenarios reference-ci oracle-record dist-check clean console-browser
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -35,12 +35,12 @@ typecheck: setup
 	$(VENV)/bin/mypy
 
 unit: setup
-	$(PY) -m pytest -m "not e2e and not compat and not spark and not fuzz and not reference and not streams and not ecosystem" $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not e2e and not compat and not spark and not fuzz and not reference and not streams and not ecosystem and not console_browser" $(PYTEST_ARGS)
 
 # The compat tests need kcat, kafkajs and Java: `make compat` installs them and runs them;
 # the Spark tests need pyspark and Java: `make spark`.
 test: lint typecheck
-	$(PY) -m pytest -m "not compat and not spark and not fuzz and not reference and not streams and not ecosystem" $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not compat and not spark and not fuzz and not reference and not streams and not ecosystem and not console_browser" $(PYTEST_ARGS)
 
 # Hypothesis against one real broker process for FUZZ_SECONDS (default 60): request frames of
 # every API, mutated, cut short or with huge lengths, and SASL exchanges (tests/fuzz). What it
@@ -273,6 +273,19 @@ $(SPARK_KAFKA_STAMP): $(SPARK_KAFKA_POM) $(SPARK_STAMP) | maven
 spark: setup java-runtime $(SPARK_STAMP) $(SPARK_KAFKA_STAMP)
 	$(VENV)/bin/mypy minikafka_spark
 	$(PY) -m pytest -m spark tests/minikafka_spark $(PYTEST_ARGS)
+
+# The console in headless Chromium (tests/console_browser): Debian's chromium from apt-get
+# when missing (Playwright's own browser download does not work here), playwright from the
+# console-browser extra. CONSOLE_SCREENSHOTS=<dir> keeps each page's screenshot there.
+CONSOLE_BROWSER_STAMP := $(VENV)/.console-browser-installed
+
+$(CONSOLE_BROWSER_STAMP): pyproject.toml | $(STAMP)
+	$(PY) -m pip install -q -e '.[console-browser]'
+	touch $@
+
+console-browser: setup $(CONSOLE_BROWSER_STAMP)
+	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
+	$(PY) -m pytest -m console_browser tests/console_browser $(PYTEST_ARGS)
 
 # Spark session start-up and the data source's batch read/write rates (bench/results/spark.md).
 spark-bench: setup java-runtime $(SPARK_STAMP)
