@@ -174,6 +174,16 @@ class BrokerState:
 
             self.authorizer = StandardAuthorizer(config.authorizer, AclStore.open(store.data_dir))
 
+    def connection_closed(self, peer: str) -> None:
+        """A client connection ended: the share sessions it opened end with it (Kafka's
+        share session cache listens to disconnects), their records released to others."""
+        if not self.shares.sessions.sessions:
+            return
+        for topic_id, index in self.shares.connection_closed(peer):
+            info = self.store.topic_by_id(topic_id)
+            if info is not None:
+                self.fetch_purgatory.check_and_complete((info.name, index))
+
     def classic_or_consumer(self, group_id: str) -> bool:
         groups = getattr(self, "groups", None)
         return groups is not None and (

@@ -10,7 +10,7 @@ and the lock duration (group.share.record.lock.duration.ms). With nothing acquir
 request waits up to max_wait_ms for an append to one of its partitions or for a lock to
 run out. READ on each topic, else TOPIC_AUTHORIZATION_FAILED for its partitions; an unknown
 topic id UNKNOWN_TOPIC_ID. The final epoch (-1) only acknowledges and closes the session,
-releasing what the member still holds.
+releasing what the member still holds; so does closing the connection that opened it.
 """
 
 from __future__ import annotations
@@ -180,7 +180,7 @@ async def handle(ctx: RequestContext, request: Message) -> Message:
         if epoch == INITIAL_EPOCH:
             if has_acks:
                 return _error(ErrorCode.INVALID_REQUEST)
-            session = shares.sessions.open(group_id, member_id, requested)
+            session = shares.sessions.open(group_id, member_id, requested, ctx.peer)
             keys = list(session.partitions)
         elif epoch == FINAL_EPOCH:
             shares.sessions.existing(group_id, member_id, epoch)

@@ -217,6 +217,7 @@ class KafkaConnection(
         self._closing = True
         self.state.connections.discard(self)
         self.state.client_software.pop(self.peer, None)
+        self.state.connection_closed(self.peer)
         # Its buffers go back, and it no longer counts as reading (broker.limits.frame_buffers
         # sizes everybody's reads by the number of connections reading).
         self._reader.clear()

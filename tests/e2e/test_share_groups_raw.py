@@ -424,3 +424,23 @@ def test_share_groups_in_list_groups_and_describe_groups(share_broker: BrokerPro
             Message(group_ids=["cg-not-share"], include_authorized_operations=False),
         ).groups[0]
         assert described.error_message == "Group cg-not-share is not a share group."
+
+
+def test_closed_connection_ends_its_share_session(share_broker: BrokerProcess) -> None:
+    with RawClient(share_broker.port) as b:
+        topic_id = create_partitioned_topic(b, "dropped", 1)
+        assert acquired(share_fetch(b, "d", "mb", 0, topic_id)) == []
+        with RawClient(share_broker.port) as a:
+            assert acquired(share_fetch(a, "d", "ma", 0, topic_id)) == []
+            produce_values(a, "dropped", 4)
+            _, got = fetch_until(a, "d", "ma", 1, topic_id, 10)
+            assert got == [(0, 3, 1)]
+        # A's connection closed: its records go to B at once, not after the lock duration
+        # (the long poll is woken by the release).
+        started = time.monotonic()
+        answer = share_fetch(b, "d", "mb", 1, topic_id, max_wait_ms=5000)
+        assert acquired(answer) == [(0, 3, 2)]
+        assert time.monotonic() - started < LOCK_MS / 1000
+        # ... and A's session is gone.
+        with RawClient(share_broker.port) as a:
+            assert share_fetch(a, "d", "ma", 2, topic_id).error_code == SHARE_SESSION_NOT_FOUND

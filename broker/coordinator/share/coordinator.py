@@ -247,6 +247,13 @@ class ShareCoordinator:
         part.move_start(plog.log_start_offset)
         return part
 
+    def connection_closed(self, peer: str) -> list[tuple[bytes, int]]:
+        """The sessions that connection opened end, as if closed with the final epoch."""
+        released: list[tuple[bytes, int]] = []
+        for session in self.sessions.of_peer(peer):
+            released += self.close_session(session.group_id, session.member_id)
+        return released
+
     def close_session(self, group_id: str, member_id: str) -> list[tuple[bytes, int]]:
         """The member's share session ends (final epoch): what it holds is released. The
         share-partitions that got records back."""

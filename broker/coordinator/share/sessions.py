@@ -4,8 +4,10 @@ SharePartitionManager.newContext.
 One session per (group, member): ShareFetch epoch 0 opens it (replacing an old one; no
 acknowledgements allowed then, INVALID_REQUEST), each later request must carry the session's
 epoch (else INVALID_SHARE_SESSION_EPOCH; no session: SHARE_SESSION_NOT_FOUND) and moves it
-on (wrapping past 2^31-1 to 1), -1 closes it. The cache holds at most ``capacity`` sessions
-(Kafka's group.share.max.share.sessions, default 2000): beyond, SHARE_SESSION_LIMIT_REACHED.
+on (wrapping past 2^31-1 to 1), -1 closes it, and so does the close of the connection that
+opened it (Kafka's ShareSessionCache disconnect listener), releasing the member's records.
+The cache holds at most ``capacity`` sessions (Kafka's group.share.max.share.sessions,
+default 2000): beyond, SHARE_SESSION_LIMIT_REACHED.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ class ShareSession:
     group_id: str
     member_id: str
     epoch: int = 1
+    # The connection that opened it ("host:port"): its close ends the session.
+    peer: str = ""
     partitions: dict[SharePartitionKey, None] = field(default_factory=dict)
 
 
@@ -45,12 +49,14 @@ class ShareSessionCache:
         self.capacity = capacity
         self.sessions: dict[tuple[str, str], ShareSession] = {}
 
-    def open(self, group_id: str, member_id: str, parts: list[SharePartitionKey]) -> ShareSession:
+    def open(
+        self, group_id: str, member_id: str, parts: list[SharePartitionKey], peer: str = ""
+    ) -> ShareSession:
         key = (group_id, member_id)
         self.sessions.pop(key, None)
         if len(self.sessions) >= self.capacity:
             raise SessionError(ErrorCode.SHARE_SESSION_LIMIT_REACHED)
-        session = ShareSession(group_id, member_id, partitions=dict.fromkeys(parts))
+        session = ShareSession(group_id, member_id, peer=peer, partitions=dict.fromkeys(parts))
         self.sessions[key] = session
         return session
 
@@ -77,6 +83,9 @@ class ShareSessionCache:
         if epoch != FINAL_EPOCH and session.epoch != epoch:
             raise SessionError(ErrorCode.INVALID_SHARE_SESSION_EPOCH)
         return session
+
+    def of_peer(self, peer: str) -> list[ShareSession]:
+        return [s for s in self.sessions.values() if s.peer == peer]
 
     def close(self, group_id: str, member_id: str) -> ShareSession | None:
         return self.sessions.pop((group_id, member_id), None)
