@@ -28,6 +28,7 @@ from storage.group_config_store import GroupConfigStore
 from storage.partition_log import PartitionLog
 from storage.producer_ids import ProducerIdAllocator
 from storage.scram_credential_store import ScramCredentialStore
+from storage.share_state_store import ShareStateStore
 from storage.store import Store, TopicInfo
 from storage.topic_config_store import TopicConfigStore
 
@@ -160,8 +161,14 @@ class BrokerState:
         # KIP-932 share groups; their APIs are served and advertised only with
         # minikafka.share.version >= 1 (Kafka's finalized share.version feature).
         self.shares = ShareCoordinator(
-            ShareSettings.of(config), store, self.group_config_overrides, self.classic_or_consumer
+            ShareSettings.of(config),
+            store,
+            saved=ShareStateStore.open(store.data_dir),
+            group_configs=self.group_config_overrides,
+            other_group=self.classic_or_consumer,
         )
+        if self.shares.saved is not None and self.shares.saved.problem:
+            log.warning("share group state file ignored: %s", self.shares.saved.problem)
         if config.share_version >= 1:
             dispatcher.enable(SHARE_VERSION_FEATURE)
         # ACLs, when authorizer.class.name names StandardAuthorizer; None = no authorizer
@@ -183,6 +190,7 @@ class BrokerState:
             info = self.store.topic_by_id(topic_id)
             if info is not None:
                 self.fetch_purgatory.check_and_complete((info.name, index))
+        self.shares.persist()
 
     def classic_or_consumer(self, group_id: str) -> bool:
         groups = getattr(self, "groups", None)

@@ -92,6 +92,7 @@ def handle(ctx: RequestContext, request: Message) -> Message:
             info = store.topic_by_id(topic_id)
             if info is not None:
                 woken.append((info.name, index))
+    shares.persist()
     for key in woken:
         ctx.state.fetch_purgatory.check_and_complete(key)
     return Message(

@@ -234,6 +234,7 @@ async def handle(ctx: RequestContext, request: Message) -> Message:
                 await watch.wait(left)
             finally:
                 watch.cancel()
+    shares.persist()
     for name_and_index in woken:
         ctx.state.fetch_purgatory.check_and_complete(name_and_index)
     return Message(

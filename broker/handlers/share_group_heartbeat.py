@@ -53,6 +53,8 @@ def handle(ctx: RequestContext, request: Message) -> Message:
         ctx.client_id or "",
         client_host(ctx),
     )
+    # A member that left or was fenced released its records.
+    ctx.state.shares.persist()
     if result.error != ErrorCode.NONE:
         return _refused(result.error, result.message)
     assignment = None

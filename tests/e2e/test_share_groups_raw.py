@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -444,3 +445,25 @@ def test_closed_connection_ends_its_share_session(share_broker: BrokerProcess) -
         # ... and A's session is gone.
         with RawClient(share_broker.port) as a:
             assert share_fetch(a, "d", "ma", 2, topic_id).error_code == SHARE_SESSION_NOT_FOUND
+
+
+def test_share_partition_state_survives_a_restart(tmp_path: Path) -> None:
+    overrides = {"minikafka.share.version": "1", "group.share.delivery.count.limit": "3"}
+    with running(tmp_path / "data", overrides) as broker, RawClient(broker.port) as a:
+        topic_id = create_partitioned_topic(a, "kept", 1)
+        assert acquired(share_fetch(a, "k", "ma", 0, topic_id)) == []
+        produce_values(a, "kept", 6)
+        epoch, got = fetch_until(a, "k", "ma", 1, topic_id, 10)
+        assert got == [(0, 5, 1)]
+        # Accept 0-1, release 2, reject 3; 4-5 still held when the broker stops.
+        answer = share_ack(
+            a, "k", "ma", epoch, topic_id, [(0, 3, [ACCEPT, ACCEPT, RELEASE, REJECT])]
+        )
+        assert answer.responses[0].partitions[0].error_code == 0
+    with running(tmp_path / "data", overrides) as broker, RawClient(broker.port) as b:
+        # Released and held records come back with their delivery counts; accepted and
+        # rejected ones never do.
+        assert acquired(share_fetch(b, "k", "mb", 0, topic_id)) == [(2, 2, 2), (4, 5, 2)]
+        produce_values(b, "kept", 2)
+        _, got = fetch_until(b, "k", "mb", 1, topic_id, 10)
+        assert got == [(6, 7, 1)]

@@ -1,2 +1,3 @@
 """KIP-932 share groups: members and assignments, share-partition record states, share
-sessions. Kept in memory (the share-partition state is not persisted across restarts)."""
+sessions. Share-partition states survive restarts (storage.share_state_store); groups and
+sessions are kept in memory."""

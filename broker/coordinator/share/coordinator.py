@@ -6,8 +6,10 @@ member not heard from within group.share.session.timeout.ms is fenced when the c
 is next used (Kafka runs a timer; the effect a client sees is the same: UNKNOWN_MEMBER_ID
 and its records released). A share-partition is made at the group's first ShareFetch for
 it, starting at the latest offset (share.auto.offset.reset=latest, Kafka's default) or the
-log start (earliest), per the group config. Nothing is persisted (Kafka's
-__share_group_state is not kept): a restart forgets share groups and their records' states.
+log start (earliest), per the group config. Share-partition states are kept
+across restarts (storage.share_state_store, written after each request that changed one,
+as Kafka writes __share_group_state); groups and members are not (members rejoin, as after
+a coordinator failover).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from broker.coordinator.share.group import Assignment, ShareGroup, ShareMember
 from broker.coordinator.share.partition import SharePartition
 from broker.coordinator.share.sessions import ShareSessionCache
 from protocol.errors import ErrorCode
+from storage.share_state_store import ShareKey, ShareState, ShareStateStore
 from storage.store import Store
 
 LEAVE_EPOCH = -1
@@ -74,6 +77,7 @@ class ShareCoordinator:
         self,
         settings: ShareSettings,
         store: Store,
+        saved: ShareStateStore | None = None,
         group_configs: GroupConfigs = _no_group_configs,
         other_group: Callable[[str], bool] = lambda _g: False,
     ) -> None:
@@ -85,6 +89,21 @@ class ShareCoordinator:
         self.groups: dict[str, ShareGroup] = {}
         self.partitions: dict[tuple[str, bytes, int], SharePartition] = {}
         self.sessions = ShareSessionCache()
+        # Share-partition states kept across restarts, and the change count last written.
+        self.saved = saved
+        self._written: dict[ShareKey, int] = {}
+
+    def persist(self) -> None:
+        """Write the share-partitions changed since the last write (durable on return)."""
+        if self.saved is None:
+            return
+        changed: dict[ShareKey, ShareState] = {}
+        for key, part in self.partitions.items():
+            if self._written.get(key) != part.changes:
+                changed[key] = part.snapshot()
+                self._written[key] = part.changes
+        if changed:
+            self.saved.put(changed)
 
     # -- per-group settings (group configs override the broker's) ------------------------
 
@@ -235,6 +254,15 @@ class ShareCoordinator:
         if info is None or not 0 <= index < len(info.partitions):
             return None
         plog = info.partitions[index]
+        stored = None if part is not None or self.saved is None else self.saved.states.get(key)
+        if stored is not None:
+            part = SharePartition.restored(
+                stored,
+                self.delivery_count_limit(group_id),
+                self.settings.partition_max_record_locks,
+            )
+            self.partitions[key] = part
+            self._written[key] = part.changes
         if part is None:
             reset = self._group_configs(group_id).get("share.auto.offset.reset", "latest")
             start = plog.log_start_offset if reset == "earliest" else plog.high_watermark

@@ -8,7 +8,8 @@ acquires available records first, then new ones from the log, at most
 acquisition counts a delivery; a record released (RELEASE, an expired lock, a member that
 left) becomes available again, or archived once its deliveries reached the limit
 (group.share.delivery.count.limit). The start offset moves past acknowledged and archived
-records. Deviation: states are kept per record, not per batch, and in memory only.
+records. Deviation: states are kept per record in memory (persisted as Kafka's state batches by
+storage.share_state_store).
 Pure and synchronous; times are monotonic milliseconds passed in.
 """
 
@@ -19,6 +20,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from protocol.errors import ErrorCode
+from storage.share_state_store import ShareState, StateBatch
 
 
 class RecordState(enum.IntEnum):
@@ -68,6 +70,46 @@ class SharePartition:
         self.delivery_limit = delivery_limit
         self.max_in_flight = max_in_flight
         self.records: dict[int, InFlight] = {}
+        # Moves on every change of state, so the coordinator knows what to persist.
+        self.changes = 0
+
+    # -- persistence (storage.share_state_store) -----------------------------------------
+
+    def snapshot(self) -> ShareState:
+        """The state to keep, as Kafka's state batches: a record a member holds is kept as
+        available with its delivery count (delivered again after a restart)."""
+        batches: list[StateBatch] = []
+        for offset in sorted(self.records):
+            record = self.records[offset]
+            state = RecordState.AVAILABLE if record.state is RecordState.ACQUIRED else record.state
+            last = batches[-1] if batches else None
+            if (
+                last is not None
+                and last.last_offset == offset - 1
+                and last.state == state
+                and last.delivery_count == record.delivery_count
+            ):
+                batches[-1] = StateBatch(last.first_offset, offset, state, record.delivery_count)
+            else:
+                batches.append(StateBatch(offset, offset, state, record.delivery_count))
+        return ShareState(self.start_offset, self.end_offset, tuple(batches))
+
+    @classmethod
+    def restored(cls, state: ShareState, delivery_limit: int, max_in_flight: int) -> SharePartition:
+        part = cls(state.start_offset, delivery_limit, max_in_flight)
+        part.end_offset = max(state.end_offset, state.start_offset)
+        for batch in state.batches:
+            kind = RecordState(batch.state)
+            for offset in range(
+                max(batch.first_offset, part.start_offset),
+                min(batch.last_offset, part.end_offset - 1) + 1,
+            ):
+                part.records[offset] = InFlight(kind, batch.delivery_count)
+        # Offsets in flight with no batch were never written: available, never delivered.
+        for offset in range(part.start_offset, part.end_offset):
+            part.records.setdefault(offset, InFlight(RecordState.AVAILABLE))
+        part._advance_start()
+        return part
 
     # -- locks ---------------------------------------------------------------------------
 
@@ -78,6 +120,7 @@ class SharePartition:
         for record in self.records.values():
             if record.state is RecordState.ACQUIRED and record.deadline_ms <= now_ms:
                 released |= self._release(record)
+                self.changes += 1
         self._advance_start()
         return released
 
@@ -94,6 +137,7 @@ class SharePartition:
         for record in self.records.values():
             if record.state is RecordState.ACQUIRED and record.member_id == member_id:
                 released |= self._release(record)
+                self.changes += 1
         self._advance_start()
         return released
 
@@ -145,6 +189,8 @@ class SharePartition:
             self._take(record, member_id, now_ms + lock_ms)
             taken.append(offset)
         self._advance_start()
+        if taken:
+            self.changes += 1
         return list(self._runs(sorted(taken)))
 
     @staticmethod
@@ -206,6 +252,7 @@ class SharePartition:
                 record.state = RecordState.ARCHIVED
                 record.member_id = ""
         self._advance_start()
+        self.changes += 1
         return ErrorCode.NONE
 
     def _advance_start(self) -> None:
@@ -226,4 +273,5 @@ class SharePartition:
         while self.start_offset < log_start:
             self.records.pop(self.start_offset, None)
             self.start_offset += 1
+            self.changes += 1
         self.end_offset = max(self.end_offset, self.start_offset)
