@@ -101,6 +101,15 @@ class _Answer:
         return [Message(topic_id=t, partitions=p) for t, p in topics.items()]
 
 
+def _exists(ctx: RequestContext, key: SharePartitionKey) -> ErrorCode:
+    info = ctx.state.store.topic_by_id(key[0])
+    if info is None:
+        return ErrorCode.UNKNOWN_TOPIC_ID
+    if not 0 <= key[1] < len(info.partitions):
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    return ErrorCode.NONE
+
+
 def _readable(ctx: RequestContext, key: SharePartitionKey) -> ErrorCode:
     info = ctx.state.store.topic_by_id(key[0])
     if info is None:
@@ -173,7 +182,11 @@ async def handle(ctx: RequestContext, request: Message) -> Message:
     shares = ctx.state.shares
     shares.expire_members()
     group_id, member_id, epoch = request.group_id, request.member_id, request.share_session_epoch
-    requested = [(t.topic_id, p.partition_index) for t in request.topics for p in t.partitions]
+    # Only partitions that exist join the session (others are answered with their error and
+    # forgotten), so a session never holds more than the cluster's partitions.
+    asked = [(t.topic_id, p.partition_index) for t in request.topics for p in t.partitions]
+    unknown = {key: error for key in asked if (error := _exists(ctx, key)) != ErrorCode.NONE}
+    requested = [key for key in asked if key not in unknown]
     forgotten = [(t.topic_id, i) for t in request.forgotten_topics_data for i in t.partitions]
     has_acks = any(p.acknowledgement_batches for t in request.topics for p in t.partitions)
     try:
@@ -191,6 +204,8 @@ async def handle(ctx: RequestContext, request: Message) -> Message:
     except SessionError as failed:
         return _error(failed.error)
     answer = _Answer()
+    for key, error in unknown.items():
+        answer.get(key).error = error
     if epoch == INITIAL_EPOCH:
         # A full context answers every partition it was asked for (ShareSessionContext).
         for key in keys:

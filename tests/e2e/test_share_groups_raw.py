@@ -26,6 +26,7 @@ from tests.support.raw_client import RawClient
 
 GROUP_ID_NOT_FOUND, UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH, INVALID_REQUEST = 69, 25, 110, 42
 INVALID_RECORD_STATE, SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH = 121, 122, 123
+UNKNOWN_TOPIC_ID = 100
 ACCEPT, RELEASE, REJECT, RENEW = 1, 2, 3, 4
 LOCK_MS = 1000
 DELIVERY_LIMIT = 3
@@ -467,3 +468,37 @@ def test_share_partition_state_survives_a_restart(tmp_path: Path) -> None:
         produce_values(b, "kept", 2)
         _, got = fetch_until(b, "k", "mb", 1, topic_id, 10)
         assert got == [(6, 7, 1)]
+
+
+def test_unknown_topic_id_is_answered_and_kept_out_of_the_session(
+    share_broker: BrokerProcess,
+) -> None:
+    with RawClient(share_broker.port) as client:
+        missing = bytes(16 * [7])
+        answer = share_fetch(client, "u", "mu", 0, missing)
+        assert answer.error_code == 0
+        parts = [p for t in answer.responses for p in t.partitions]
+        assert [(p.partition_index, p.error_code) for p in parts] == [(0, UNKNOWN_TOPIC_ID)]
+        # The next fetch of the session names no partition: nothing about the unknown one.
+        assert share_fetch(client, "u", "mu", 1, missing).responses[0].partitions[0].error_code == (
+            UNKNOWN_TOPIC_ID
+        )
+        client_epoch_two = client.request(
+            SHARE_FETCH,
+            2,
+            Message(
+                group_id="u",
+                member_id="mu",
+                share_session_epoch=2,
+                max_wait_ms=0,
+                min_bytes=1,
+                max_bytes=1024,
+                max_records=10,
+                batch_size=10,
+                share_acquire_mode=0,
+                is_renew_ack=False,
+                topics=[],
+                forgotten_topics_data=[],
+            ),
+        )
+        assert (client_epoch_two.error_code, client_epoch_two.responses) == (0, [])
