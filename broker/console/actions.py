@@ -2,9 +2,10 @@
 
 A form's fields become a CreateTopics, DeleteTopics, IncrementalAlterConfigs,
 DeleteRecords, Produce or OffsetCommit request, encoded and run through the broker's own
-dispatcher (broker.core.dispatch) as if from a connection on the first listener, under the
-console's principal (the Basic login, else ``User:ANONYMOUS`` as a plaintext client): the
-same handlers, the same ACL checks, the same fault rules and request log. Faults are set
+dispatcher (broker.core.dispatch) as if from a connection on the first listener (in a
+simulated cluster, for a partition, its leader's node's), under the console's principal
+(the Basic login, else ``User:ANONYMOUS`` as a plaintext client): the same handlers, the
+same ACL checks, the same fault rules and request log. Faults are set
 through broker.toolkit.faults' operations, and only by a principal that may ALTER the
 cluster. Every outcome is an ``Outcome``: the page shows it, a refusal as Kafka's error.
 
@@ -39,6 +40,7 @@ from protocol.records import Record, build_batch
 from protocol.schema import Api, Message
 
 if TYPE_CHECKING:
+    from broker.config.model import Listener
     from broker.core.state import BrokerState
 
 CLIENT_ID = "minikafka-console"
@@ -73,9 +75,16 @@ async def run(caller: Caller, name: str, form: dict[str, str]) -> Outcome:
     return await action(caller, form)
 
 
-async def kafka_call(caller: Caller, api: Api, version: int, request: dict[str, Any]) -> Message:
+async def kafka_call(
+    caller: Caller,
+    api: Api,
+    version: int,
+    request: dict[str, Any],
+    leader_of: tuple[str, int] | None = None,
+) -> Message:
     """``request`` run as a client's would be: encoded, decoded and handled by the
-    dispatcher, under the console's principal; the decoded answer."""
+    dispatcher, under the console's principal; the decoded answer. In a simulated cluster
+    a request for ``leader_of`` (topic, partition) reaches its leader's node, as a client's."""
     state = caller.state
     dispatcher = state.dispatcher
     assert isinstance(dispatcher, Dispatcher)
@@ -83,7 +92,7 @@ async def kafka_call(caller: Caller, api: Api, version: int, request: dict[str, 
     principal = ANONYMOUS if caller.principal is None else KafkaPrincipal.parse(caller.principal)
     ctx = RequestContext(
         RequestHeader(api.key, version, 0, CLIENT_ID),
-        state.config.listeners[0],
+        _listener(state, leader_of),
         f"{caller.peer}:0",
         state,
         principal,
@@ -94,6 +103,21 @@ async def kafka_call(caller: Caller, api: Api, version: int, request: dict[str, 
         raise ActionError(f"{api.name}: no answer")
     data = b"".join(bytes(p) for p in parts if isinstance(p, bytes | bytearray))
     return codec.decode_response(api, version, data)
+
+
+def _listener(state: BrokerState, leader_of: tuple[str, int] | None) -> Listener:
+    first = state.config.listeners[0]
+    cluster = state.cluster
+    if cluster is None or leader_of is None:
+        return first
+    info = state.store.topic(leader_of[0])
+    if info is None or not 0 <= leader_of[1] < len(info.partitions):
+        return first
+    node = cluster.leader(info.topic_id, leader_of[1])
+    nodes = cluster.listeners.get(first.name, [])
+    if node not in cluster.node_ids or cluster.node_ids.index(node) >= len(nodes):
+        return first  # no leader: the handler answers as to a client
+    return nodes[cluster.node_ids.index(node)]
 
 
 def _error(code: int, message: str | None = None) -> str:
@@ -224,6 +248,7 @@ async def delete_records(caller: Caller, form: dict[str, str]) -> Outcome:
             ],
             "timeout_ms": TIMEOUT_MS,
         },
+        (topic, partition),
     )
     result = answer.topics[0].partitions[0]
     if result.error_code:
@@ -260,6 +285,7 @@ async def produce(caller: Caller, form: dict[str, str]) -> Outcome:
                 {"name": topic, "partition_data": [{"index": partition, "records": batch}]}
             ],
         },
+        (topic, partition),
     )
     result = answer.responses[0].partition_responses[0]
     if result.error_code:

@@ -15,8 +15,25 @@ from urllib.parse import urlencode
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import (
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    ResourcePatternType,
+    ResourceType,
+)
 
-from tests.e2e.test_console import CONSOLE, basic, console_url, get, produce, subscribed
+from tests.e2e.test_console import (
+    CONSOLE,
+    basic,
+    console_url,
+    create,
+    get,
+    produce,
+    raw,
+    subscribed,
+)
 from tests.support.broker_process import BrokerProcess, running
 from tests.support.sasl import acl_overrides
 
@@ -223,14 +240,25 @@ def test_forged_changes_are_refused(
 
 
 def test_a_form_body_is_bounded(console: tuple[BrokerProcess, str]) -> None:
+    """Refused on its Content-Length, before a byte of it is read."""
     _, url = console
-    status, page = post(url, "produce", {"topic": "big", "value": "x" * (1024 * 1024 + 1)})
+    port = url.rsplit(":", 1)[1]
+    head = (
+        f"POST /actions/produce HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nOrigin: {url}\r\n"
+        "Content-Type: application/x-www-form-urlencoded\r\n"
+        f"Content-Length: {1024 * 1024 + 1}\r\n\r\n"
+    )
+    status, page = raw(url, head.encode())
     assert status == 413 and "body above" in page
-    assert get(url + "/topics/big")[0] == 404
 
 
 def test_with_acls_the_console_changes_only_what_the_login_may_change(tmp_path: Path) -> None:
-    with running(tmp_path / "data", {**acl_overrides(), **CONSOLE}) as proc:
+    overrides = {
+        **acl_overrides(),
+        **CONSOLE,
+        "minikafka.scram.bootstrap.users": "SCRAM-SHA-256=[name=carol,password=carol-secret]",
+    }
+    with running(tmp_path / "data", overrides) as proc:
         url = console_url(proc)
         admin, alice = basic("admin", "admin-secret"), basic("alice", "alice-secret")
         status, page = post(url, "create-topic", {"name": "admins", "partitions": "1"}, admin)
@@ -268,8 +296,36 @@ def test_with_acls_the_console_changes_only_what_the_login_may_change(tmp_path: 
             == 1
         )
         # ACLs and users are listed for the cluster's describers only.
-        assert "User:alice" not in get(url + "/acls", alice)[1]
-        assert get(url + "/acls", admin)[0] == 200
+        assert "needs DESCRIBE on the cluster" in get(url + "/acls", alice)[1]
+        assert "needs DESCRIBE on the cluster" in get(url + "/users", alice)[1]
+        admin_client = AdminClient(
+            {
+                "bootstrap.servers": f"127.0.0.1:{proc.ports['SASL_PLAINTEXT']}",
+                "security.protocol": "SASL_PLAINTEXT",
+                "sasl.mechanisms": "PLAIN",
+                "sasl.username": "admin",
+                "sasl.password": "admin-secret",
+            }
+        )
+        binding = AclBinding(
+            ResourceType.TOPIC,
+            "admins",
+            ResourcePatternType.PREFIXED,
+            "User:alice",
+            "*",
+            AclOperation.READ,
+            AclPermissionType.ALLOW,
+        )
+        [done] = admin_client.create_acls([binding]).values()
+        done.result(30)
+        listing = get(url + "/acls", admin)[1]
+        assert (
+            "<td>User:alice</td><td>*</td><td>Topic</td><td>admins</td><td>PREFIXED</td><td>Read</td>"
+            in (listing)
+        ), listing
+        assert "kafka-acls.sh" in listing
+        users = get(url + "/users", admin)[1]
+        assert "<td>carol</td><td>SCRAM-SHA-256</td>" in users, users
 
 
 def test_search_finds_by_key_or_value_within_a_bounded_window(
@@ -301,3 +357,16 @@ def test_search_finds_by_key_or_value_within_a_bounded_window(
     assert window is not None
     assert "500 match(es)" in window.group(0) and "offsets 10000 to 11497" in window.group(0)
     assert "offset=11498" in window.group(0)
+
+
+def test_in_a_simulated_cluster_a_change_reaches_the_partitions_leader(tmp_path: Path) -> None:
+    with running(tmp_path / "data", {**CONSOLE, "minikafka.cluster.size": "3"}) as proc:
+        url = console_url(proc)
+        create(proc.bootstrap, "spread", 3)
+        for partition in range(3):  # led by three different nodes
+            fields = {"topic": "spread", "partition": str(partition), "value": f"v{partition}"}
+            status, page = post(url, "produce", fields)
+            assert status == 200 and f"produced to spread-{partition} at offset 0" in page
+            fields = {"topic": "spread", "partition": str(partition), "offset": "-1"}
+            status, page = post(url, "delete-records", fields)
+            assert status == 200 and "log start now 1" in page, page
