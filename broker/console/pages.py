@@ -699,6 +699,9 @@ def _faults(view: View) -> str:
     faults = view.faults
     if faults is None:
         return "<p>This broker has no fault injection.</p>"
+    if not view.visible("cluster", acl.CLUSTER_NAME):
+        # Faults and logged requests name any topic: for the cluster's describers.
+        return "<p>The faults and the request log need DESCRIBE on the cluster.</p>"
     status = faults.status()
     rows = [
         [

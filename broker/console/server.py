@@ -43,7 +43,7 @@ from broker.console.exposition import render
 from broker.console.metrics import collect
 from broker.net.local_http import HttpError, LocalHttpServer, Refused, Reply, Request
 from broker.runtime import offload
-from broker.security.acl import CLUSTER, DESCRIBE, GROUP, TOPIC
+from broker.security.acl import CLUSTER, CLUSTER_NAME, DESCRIBE, GROUP, TOPIC
 from broker.security.client_address import java_host_address
 from broker.security.sasl_scram import MECHANISMS, credential
 from protocol.api_keys import ALL_APIS
@@ -175,6 +175,9 @@ class ConsoleServer(LocalHttpServer):
         if path == "/rates.json":
             return _json(self._rates(state))
         if path == "/faults/requests.json":
+            # Requests name any topic and carry their data: for the cluster's describers.
+            if not visible("cluster", CLUSTER_NAME):
+                raise HttpError(403, "the request log needs DESCRIBE on the cluster")
             since = query.get("since", "0")
             try:
                 after = float(since)

@@ -298,6 +298,9 @@ def test_with_acls_the_console_changes_only_what_the_login_may_change(tmp_path: 
         # ACLs and users are listed for the cluster's describers only.
         assert "needs DESCRIBE on the cluster" in get(url + "/acls", alice)[1]
         assert "needs DESCRIBE on the cluster" in get(url + "/users", alice)[1]
+        assert "need DESCRIBE on the cluster" in get(url + "/faults", alice)[1]
+        assert get(url + "/faults/requests.json", alice)[0] == 403
+        assert get(url + "/faults/requests.json", admin)[0] == 200
         admin_client = AdminClient(
             {
                 "bootstrap.servers": f"127.0.0.1:{proc.ports['SASL_PLAINTEXT']}",
