@@ -34,13 +34,13 @@ import logging
 import secrets
 import socket
 import time
-from importlib import resources
 from typing import TYPE_CHECKING, Protocol
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from broker.console import actions, pages
 from broker.console.exposition import render
 from broker.console.metrics import collect
+from broker.console.script import SCRIPT
 from broker.net.local_http import HttpError, LocalHttpServer, Refused, Reply, Request
 from broker.runtime import offload
 from broker.security.acl import CLUSTER, CLUSTER_NAME, DESCRIBE, GROUP, TOPIC
@@ -356,7 +356,7 @@ _PAGE_HEADERS = {
 
 
 _STATIC_HEADERS = {"X-Content-Type-Options": "nosniff", "Cache-Control": "max-age=60"}
-_SCRIPT = resources.files("broker.console").joinpath("static/console.js").read_bytes()
+_SCRIPT = SCRIPT.encode()
 
 
 def _json(payload: object) -> Reply:

@@ -1,7 +1,8 @@
-// The console's only script (served from the console itself; its CSP allows no other):
-// live rates on the overview and the request log's tail on the faults page. Values are
-// written as text, never as markup.
-"use strict";
+"""The console's only script, served as /static/console.js (its CSP allows no other): live
+rates on the overview and the request log's tail on the faults page. A Python string, not a
+file beside the modules, so that the wheel holds .py files only (tests/packaging)."""
+
+SCRIPT = """"use strict";
 
 function poll(url, every, use) {
   const tick = () =>
@@ -41,3 +42,4 @@ if (tail) {
     while (tail.rows.length > 501) tail.deleteRow(tail.rows.length - 1);
   });
 }
+"""
