@@ -86,10 +86,12 @@ def _supported_features(version: int, share_version: int) -> list[Message]:
 
 
 def _finalized_features(share_version: int) -> list[Message]:
+    # Kafka 4.4.0's order (its feature map's): share.version before metadata.version here,
+    # after it in the supported features.
     levels = [
         ("group.version", GROUP_VERSION_MAX),
-        ("metadata.version", METADATA_VERSION_MAX),
         ("share.version", share_version),
+        ("metadata.version", METADATA_VERSION_MAX),
         ("transaction.version", TRANSACTION_VERSION_MAX),
     ]
     return [

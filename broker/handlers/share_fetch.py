@@ -206,10 +206,6 @@ async def handle(ctx: RequestContext, request: Message) -> Message:
     answer = _Answer()
     for key, error in unknown.items():
         answer.get(key).error = error
-    if epoch == INITIAL_EPOCH:
-        # A full context answers every partition it was asked for (ShareSessionContext).
-        for key in keys:
-            answer.get(key)
     woken: set[tuple[str, int]] = set()
     for topic in request.topics:
         for p in topic.partitions:

@@ -80,13 +80,15 @@ def _described(ctx: RequestContext, group: ShareGroup, with_operations: bool) ->
 def handle(ctx: RequestContext, request: Message) -> Message:
     shares = ctx.state.shares
     shares.expire_members()
-    out = []
+    # Kafka 4.4.0's order: groups refused by the authorizer, then empty ids, then the rest
+    # in request order (KafkaApis and GroupCoordinatorService.shareGroupDescribe).
+    refused, invalid, out = [], [], []
     for group_id in request.group_ids:
         if not ctx.authorized(DESCRIBE, GROUP, group_id):
-            out.append(_failed(group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED, None))
+            refused.append(_failed(group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED, None))
             continue
         if not group_id:
-            out.append(_failed(group_id, ErrorCode.INVALID_GROUP_ID, None))
+            invalid.append(_failed(group_id, ErrorCode.INVALID_GROUP_ID, None))
             continue
         group = shares.groups.get(group_id)
         if group is not None:
@@ -103,4 +105,4 @@ def handle(ctx: RequestContext, request: Message) -> Message:
             out.append(
                 _failed(group_id, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
             )
-    return Message(throttle_time_ms=0, groups=out)
+    return Message(throttle_time_ms=0, groups=refused + invalid + out)

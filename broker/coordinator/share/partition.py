@@ -220,13 +220,16 @@ class SharePartition:
     def acknowledge(
         self, member_id: str, batches: list[AckBatch], now_ms: int, lock_ms: int
     ) -> ErrorCode:
-        """Apply a member's acknowledgements, all or none: every offset named must be
-        acquired by this member (else INVALID_RECORD_STATE, as SharePartition.acknowledge
-        answers for a record not acquired or acquired by another member)."""
+        """Apply a member's acknowledgements, all or none: every offset named from the start
+        offset on must be acquired by this member (else INVALID_RECORD_STATE, as
+        SharePartition.acknowledge answers for a record not acquired or acquired by another
+        member)."""
         self.expire_locks(now_ms)
         plan: list[tuple[InFlight, int]] = []
         for batch in batches:
-            for offset in range(batch.first_offset, batch.last_offset + 1):
+            # Offsets below the start offset are already acknowledged or archived: skipped,
+            # as SharePartition.acknowledge skips them.
+            for offset in range(max(batch.first_offset, self.start_offset), batch.last_offset + 1):
                 record = self.records.get(offset)
                 if (
                     record is None

@@ -1,0 +1,201 @@
+"""Share groups (KIP-932): one raw conversation against Apache Kafka 4.4.0 (its jars, share
+groups on by default there) and against minikafka with minikafka.share.version=1, compared.
+
+What is compared: ApiVersions' share-group API versions, ShareGroupHeartbeat's errors and
+messages, ShareGroupDescribe's answers and their order, ShareFetch's acquired records,
+acknowledgements (ACCEPT, RELEASE, REJECT, below the start offset, a bad range), share
+session epochs and the final epoch, leaving. Not compared: the group epoch values (Kafka
+bumps it once more when the share-group state is initialized) and timings.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from protocol.messages.api_versions import API_VERSIONS
+from protocol.messages.find_coordinator import FIND_COORDINATOR
+from protocol.messages.incremental_alter_configs import INCREMENTAL_ALTER_CONFIGS
+from protocol.messages.share_group_describe import SHARE_GROUP_DESCRIBE
+from protocol.schema import Message
+from tests.e2e.test_share_groups_raw import (
+    ACCEPT,
+    REJECT,
+    RELEASE,
+    heartbeat,
+    produce_values,
+    share_ack,
+    share_fetch,
+)
+from tests.support.broker_process import BrokerProcess, running
+from tests.support.kafka_reference import KafkaReference
+from tests.support.produce import create_partitioned_topic
+from tests.support.raw_client import RawClient
+
+MEMBER = "member-aaaaaaaaaaaaaaaaaaaaa"
+# Errors a coordinator answers while it loads its partition: asked again.
+LOADING = (14, 15, 16)
+
+
+@pytest.fixture(scope="module")
+def kafka_44() -> Iterator[KafkaReference]:
+    ref = KafkaReference("4.4.0")
+    ref.start()
+    try:
+        yield ref
+    finally:
+        ref.stop()
+
+
+@pytest.fixture(scope="module")
+def ours_shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    data = Path(tmp_path_factory.mktemp("share-reference")) / "data"
+    with running(data, {"minikafka.share.version": "1"}) as proc:
+        yield proc
+
+
+def _acquired(answer: Message) -> list[tuple[int, int, int]]:
+    return [
+        (r.first_offset, r.last_offset, r.delivery_count)
+        for t in answer.responses
+        for p in t.partitions
+        for r in p.acquired_records
+    ]
+
+
+def _ack_errors(answer: Message) -> tuple[int, list[int]]:
+    return answer.error_code, [p.error_code for t in answer.responses for p in t.partitions]
+
+
+def conversation(port: int) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    with RawClient(port) as a, RawClient(port) as b:
+        versions = a.request(
+            API_VERSIONS, 4, Message(client_software_name="raw", client_software_version="1")
+        )
+        seen["versions"] = [
+            (k.api_key, k.min_version, k.max_version)
+            for k in versions.api_keys
+            if 76 <= k.api_key <= 79
+        ]
+        deadline = time.monotonic() + 60
+        while True:
+            found = a.request(FIND_COORDINATOR, 6, Message(key_type=0, coordinator_keys=["sq"]))
+            if all(c.error_code == 0 for c in found.coordinators):
+                break
+            assert time.monotonic() < deadline, found
+            time.sleep(0.3)
+        topic_id = create_partitioned_topic(a, "share-ref", 1)
+        while (joined := heartbeat(a, "sq", MEMBER, 0, ["share-ref"])).error_code in LOADING:
+            assert time.monotonic() < deadline, joined
+            time.sleep(0.3)
+        seen["join"] = (joined.error_code, joined.heartbeat_interval_ms, joined.assignment)
+        for label, answer in (
+            ("empty member id", heartbeat(a, "sq", "", 0, ["share-ref"])),
+            ("unknown member", heartbeat(a, "sq", "zzz", 3)),
+            ("fenced", heartbeat(a, "sq", MEMBER, joined.member_epoch + 50)),
+            ("no topics first", heartbeat(a, "sq", "m2", 0)),
+            ("missing group", heartbeat(a, "sq-none", "m2", 3)),
+        ):
+            seen[label] = (answer.error_code, answer.error_message, answer.member_id)
+        described = a.request(
+            SHARE_GROUP_DESCRIBE,
+            1,
+            Message(group_ids=["sq", "sq-none", ""], include_authorized_operations=False),
+        ).groups
+        seen["describe"] = [
+            (
+                g.error_code,
+                g.error_message,
+                g.group_id,
+                g.group_state,
+                g.assignor_name,
+                *((m.member_id, m.client_id, m.subscribed_topic_names) for m in g.members),
+            )
+            for g in described
+        ]
+        configured = a.request(
+            INCREMENTAL_ALTER_CONFIGS,
+            1,
+            Message(
+                resources=[
+                    Message(
+                        resource_type=32,
+                        resource_name="sq",
+                        configs=[
+                            Message(
+                                name="share.auto.offset.reset",
+                                config_operation=0,
+                                value="earliest",
+                            )
+                        ],
+                    )
+                ],
+                validate_only=False,
+            ),
+        )
+        assert configured.responses[0].error_code == 0, configured
+        produce_values(a, "share-ref", 6)
+        epoch, got = 0, []
+        while not got:
+            assert time.monotonic() < deadline, "nothing acquired"
+            got = _acquired(share_fetch(a, "sq", MEMBER, epoch, topic_id, max_wait_ms=500))
+            epoch += 1
+        seen["acquired"] = got
+        seen["ack"] = _ack_errors(
+            share_ack(a, "sq", MEMBER, epoch, topic_id, [(0, 3, [ACCEPT, ACCEPT, RELEASE, REJECT])])
+        )
+        epoch += 1
+        seen["ack below start"] = _ack_errors(
+            share_ack(a, "sq", MEMBER, epoch, topic_id, [(0, 0, [ACCEPT])])
+        )
+        epoch += 1
+        seen["ack released"] = _ack_errors(
+            share_ack(a, "sq", MEMBER, epoch, topic_id, [(2, 2, [ACCEPT])])
+        )
+        epoch += 1
+        seen["ack bad range"] = _ack_errors(
+            share_ack(a, "sq", MEMBER, epoch, topic_id, [(5, 4, [ACCEPT])])
+        )
+        epoch += 1
+        seen["bad epoch"] = share_ack(a, "sq", MEMBER, 99, topic_id, []).error_code
+        seen["no session"] = share_ack(a, "sq", "nobody", 1, topic_id, []).error_code
+        seen["ack epoch 0"] = share_ack(a, "sq", MEMBER, 0, topic_id, []).error_code
+        seen["fetch 0 with acks"] = share_fetch(
+            b, "sq", "mb", 0, topic_id, acks=[(0, 0, [ACCEPT])]
+        ).error_code
+        seen["other member"] = _acquired(share_fetch(b, "sq", "mb", 0, topic_id, max_wait_ms=500))
+        missing = share_fetch(b, "sq", "mb", 1, bytes(16 * [7]))
+        seen["unknown topic"] = (
+            missing.error_code,
+            [(p.partition_index, p.error_code) for t in missing.responses for p in t.partitions],
+        )
+        final = share_fetch(a, "sq", MEMBER, -1, topic_id, acks=[(4, 5, [ACCEPT])])
+        seen["final"] = (
+            final.error_code,
+            [
+                (p.error_code, p.acknowledge_error_code)
+                for t in final.responses
+                for p in t.partitions
+            ],
+        )
+        seen["after final"] = share_fetch(a, "sq", MEMBER, epoch, topic_id).error_code
+        left = heartbeat(a, "sq", MEMBER, -1)
+        seen["leave"] = (left.error_code, left.member_epoch, left.member_id)
+    return seen
+
+
+def test_share_group_conversation_as_kafka_4_4(
+    kafka_44: KafkaReference, ours_shared: BrokerProcess
+) -> None:
+    theirs = conversation(kafka_44.port)
+    mine = conversation(ours_shared.port)
+    assert theirs["acquired"] == [(0, 5, 1)]
+    assert {k: v for k, v in mine.items() if k != "join"} == {
+        k: v for k, v in theirs.items() if k != "join"
+    }
+    assert mine["join"][:2] == theirs["join"][:2]
