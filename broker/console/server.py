@@ -83,6 +83,7 @@ MAX_FORM_FIELDS = 64
 
 class ConsoleServer(LocalHttpServer):
     what = "console"
+    log_bodies = False
     # A form: a record produced from the page is at most this (Kafka's default
     # max.request.size is 1 MiB).
     max_body = 1024 * 1024

@@ -97,6 +97,9 @@ class LocalHttpServer:
 
     what = "http listener"
     max_body = 64 * 1024
+    # Whether a refused call's log line quotes its body (the control plane's JSON arguments);
+    # a form's body carries its token and the user's data, so only its size is logged.
+    log_bodies = True
     max_connections = 32
     answer_timeout: float | None = None
 
@@ -113,7 +116,8 @@ class LocalHttpServer:
     def bind_sockets(bind: str, port: int, what: str, setting: str) -> list[socket.socket]:
         """Bind before the broker reads its data directory: a port in use stops the start
         with nothing touched."""
-        return bind_sockets(bind, port, f"{what} ({setting})", f"--override {setting}=<port>")
+        fix = f"--override {setting}={bind or '0.0.0.0'}:<port>"
+        return bind_sockets(bind, port, f"{what} ({setting})", fix)
 
     @property
     def url(self) -> str:
@@ -188,7 +192,10 @@ class LocalHttpServer:
         address = peer[0] if peer else "?"
         call = f"{request.method} {request.target[:200]}"
         if request.body.strip():
-            call += f" {request.body[:500].decode('utf-8', 'replace')}"
+            if self.log_bodies:
+                call += f" {request.body[:500].decode('utf-8', 'replace')}"
+            else:
+                call += f" ({len(request.body)} bytes)"
         if status < 400:
             self.log.debug("%s: %s from %s: done", self.what, call, address)
         elif status >= 500 and status != 503:

@@ -239,6 +239,21 @@ def test_forged_changes_are_refused(
     assert get(url + "/topics/forged")[0] == 404
 
 
+def test_a_refused_form_is_logged_without_its_token_or_data(
+    console: tuple[BrokerProcess, str],
+) -> None:
+    proc, url = console
+    secret = token(url)
+    # Refused once its body is read: a forged token, and a good token with a bad field.
+    forged = post(url, "produce", {"topic": "t", "value": "private-value"}, csrf="0" * 64)
+    bad = post(url, "produce", {"topic": "", "value": "private-value"}, csrf=secret)
+    assert (forged[0], bad[0]) == (403, 400), (forged, bad)
+    proc.wait_for_log("console: refused POST /actions/produce .*400")
+    refused = [line for line in proc.log_text().splitlines() if "refused POST" in line]
+    assert refused and all("bytes)" in line for line in refused), refused
+    assert secret not in proc.log_text() and "private-value" not in proc.log_text()
+
+
 def test_a_form_body_is_bounded(console: tuple[BrokerProcess, str]) -> None:
     """Refused on its Content-Length, before a byte of it is read."""
     _, url = console
