@@ -34,17 +34,21 @@ RECORDS = 60
 JAVA_TIMEOUT_S = 120
 
 
-@pytest.fixture(scope="module")
-def program(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def compile_program(out: Path) -> Path:
+    """ShareConsume compiled against kafka-clients 4.4.0 into ``out``."""
     if not (LIB / "kafka-clients-4.4.0.jar").exists():
         pytest.fail("kafka-clients 4.4.0 jars missing: run `make compat`")
-    out = tmp_path_factory.mktemp("share-java")
     subprocess.run(
         [require_tool("javac"), "-d", str(out), "-cp", f"{LIB}/*", str(SOURCE)],
         check=True,
         timeout=JAVA_TIMEOUT_S,
     )
     return out
+
+
+@pytest.fixture(scope="module")
+def program(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return compile_program(tmp_path_factory.mktemp("share-java"))
 
 
 @pytest.fixture
@@ -57,7 +61,7 @@ def share_broker(tmp_path: Path) -> Iterator[BrokerProcess]:
         yield proc
 
 
-def run_java(program: Path, broker: BrokerProcess, *args: str) -> list[dict[str, Any]]:
+def run_java(program: Path, bootstrap: str, *args: str) -> list[dict[str, Any]]:
     command = [
         require_tool("java"),
         "-Xmx256m",
@@ -67,7 +71,7 @@ def run_java(program: Path, broker: BrokerProcess, *args: str) -> list[dict[str,
         "-cp",
         f"{program}:{LIB}/*",
         "ShareConsume",
-        broker.bootstrap,
+        bootstrap,
         *args,
     ]
     done = subprocess.run(command, capture_output=True, text=True, timeout=JAVA_TIMEOUT_S)
@@ -75,13 +79,15 @@ def run_java(program: Path, broker: BrokerProcess, *args: str) -> list[dict[str,
     return [json.loads(line) for line in done.stdout.splitlines()]
 
 
-def test_three_share_consumers_on_one_partition(program: Path, share_broker: BrokerProcess) -> None:
-    with RawClient(share_broker.port) as client:
-        create_partitioned_topic(client, "shared", 1)
+def produce_records(port: int, topic: str) -> None:
+    with RawClient(port) as client:
+        create_partitioned_topic(client, topic, 1)
         for start in range(0, RECORDS, 10):
             data = build_batch([(None, f"v{i}".encode()) for i in range(start, start + 10)])
-            assert produce(client, "shared", data).error_code == 0
-    lines = run_java(program, share_broker, "shared", "sg", str(RECORDS), str(DELIVERY_LIMIT))
+            assert produce(client, topic, data).error_code == 0
+
+
+def check_deliveries(lines: list[dict[str, Any]], limit: int = DELIVERY_LIMIT) -> None:
     assert lines[-1] == {"done": True}, lines[-5:]
     deliveries: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for line in lines[:-1]:
@@ -95,10 +101,18 @@ def test_three_share_consumers_on_one_partition(program: Path, share_broker: Bro
         # an ACCEPT, always redelivered after a RELEASE below the limit.
         assert counts == list(range(1, len(seen) + 1)), (offset, seen)
         if offset % 5 == 0:
-            assert acks == ["release"] * DELIVERY_LIMIT, (offset, seen)  # then archived
+            assert acks == ["release"] * limit, (offset, seen)  # then archived
         elif offset % 5 == 1:
             assert acks == ["release", "accept"], (offset, seen)
         else:
             assert acks == ["accept"], (offset, seen)
     consumers = {d["consumer"] for seen in deliveries.values() for d in seen}
     assert len(consumers) >= 2, consumers  # the partition's records were shared
+
+
+def test_three_share_consumers_on_one_partition(program: Path, share_broker: BrokerProcess) -> None:
+    produce_records(share_broker.port, "shared")
+    lines = run_java(
+        program, share_broker.bootstrap, "shared", "sg", str(RECORDS), str(DELIVERY_LIMIT)
+    )
+    check_deliveries(lines)

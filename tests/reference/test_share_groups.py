@@ -5,7 +5,8 @@ What is compared: ApiVersions' share-group API versions, ShareGroupHeartbeat's e
 messages, ShareGroupDescribe's answers and their order, ShareFetch's acquired records,
 acknowledgements (ACCEPT, RELEASE, REJECT, below the start offset, a bad range), share
 session epochs and the final epoch, leaving. Not compared: the group epoch values (Kafka
-bumps it once more when the share-group state is initialized) and timings.
+bumps it once more when the share-group state is initialized) and timings. Then three Java
+KafkaShareConsumers pass the same checks on both.
 """
 
 from __future__ import annotations
@@ -22,6 +23,14 @@ from protocol.messages.find_coordinator import FIND_COORDINATOR
 from protocol.messages.incremental_alter_configs import INCREMENTAL_ALTER_CONFIGS
 from protocol.messages.share_group_describe import SHARE_GROUP_DESCRIBE
 from protocol.schema import Message
+from tests.compat.test_java_share_consumer import (
+    DELIVERY_LIMIT,
+    RECORDS,
+    check_deliveries,
+    compile_program,
+    produce_records,
+    run_java,
+)
 from tests.e2e.test_share_groups_raw import (
     ACCEPT,
     REJECT,
@@ -43,7 +52,9 @@ LOADING = (14, 15, 16)
 
 @pytest.fixture(scope="module")
 def kafka_44() -> Iterator[KafkaReference]:
-    ref = KafkaReference("4.4.0")
+    ref = KafkaReference(
+        "4.4.0", overrides={"group.share.delivery.count.limit": str(DELIVERY_LIMIT)}
+    )
     ref.start()
     try:
         yield ref
@@ -54,7 +65,11 @@ def kafka_44() -> Iterator[KafkaReference]:
 @pytest.fixture(scope="module")
 def ours_shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     data = Path(tmp_path_factory.mktemp("share-reference")) / "data"
-    with running(data, {"minikafka.share.version": "1"}) as proc:
+    overrides = {
+        "minikafka.share.version": "1",
+        "group.share.delivery.count.limit": str(DELIVERY_LIMIT),
+    }
+    with running(data, overrides) as proc:
         yield proc
 
 
@@ -199,3 +214,18 @@ def test_share_group_conversation_as_kafka_4_4(
         k: v for k, v in theirs.items() if k != "join"
     }
     assert mine["join"][:2] == theirs["join"][:2]
+
+
+def test_java_share_consumers_as_on_kafka_4_4(
+    kafka_44: KafkaReference, ours_shared: BrokerProcess, tmp_path: Path
+) -> None:
+    """Three Java KafkaShareConsumers on one partition deliver, redeliver and archive the
+    same records on both (tests/compat/test_java_share_consumer.py's program and checks)."""
+    program = compile_program(tmp_path)
+    for port, bootstrap in (
+        (kafka_44.port, kafka_44.bootstrap),
+        (ours_shared.port, ours_shared.bootstrap),
+    ):
+        produce_records(port, "share-java")
+        lines = run_java(program, bootstrap, "share-java", "sj", str(RECORDS), str(DELIVERY_LIMIT))
+        check_deliveries(lines)
