@@ -284,7 +284,7 @@ $(CONSOLE_BROWSER_STAMP): pyproject.toml | $(STAMP)
 	touch $@
 
 console-browser: setup $(CONSOLE_BROWSER_STAMP)
-	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
+	command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
 	$(PY) -m pytest -m console_browser tests/console_browser $(PYTEST_ARGS)
 
 # Spark session start-up and the data source's batch read/write rates (bench/results/spark.md).
