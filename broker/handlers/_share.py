@@ -63,6 +63,23 @@ def skipped_offsets(plog: PartitionLog, start: int, end: int) -> list[int]:
     return out
 
 
+def byte_limit(plog: PartitionLog, first: int, max_bytes: int) -> int:
+    """The offset after the whole batches from the one holding ``first`` that fit in
+    ``max_bytes`` (at least one): a fetch acquires only records whose bytes it sends, as
+    Kafka acquires within the batches it read."""
+    size = 0
+    limit = first
+    for header, data in plog.batches(first):
+        last = header.base_offset + header.last_offset_delta
+        if last < first:
+            continue
+        if limit > first and size + len(data) > max_bytes:
+            break
+        size += len(data)
+        limit = last + 1
+    return limit
+
+
 def batches_covering(plog: PartitionLog, first: int, last: int, max_bytes: int) -> bytes:
     """Whole batches holding offsets first..last (the client keeps the acquired ones), at
     least one, then up to ``max_bytes``."""

@@ -31,6 +31,7 @@ from broker.core.state import SHARE_VERSION_FEATURE
 from broker.handlers._share import (
     acknowledge,
     batches_covering,
+    byte_limit,
     no_leader,
     skipped_offsets,
 )
@@ -130,12 +131,12 @@ def _acquire(
 ) -> int:
     """Acquire for every readable partition, up to max_records in all; records acquired."""
     left = max(request.max_records, 0) if ctx.version >= 1 else 500
-    max_bytes = max(request.max_bytes, 1)
+    bytes_left = max(request.max_bytes, 1)
     total = 0
     now = monotonic_ms()
     lock_ms = shares.record_lock_ms(request.group_id)
     for key in keys:
-        if left <= 0:
+        if left <= 0 or bytes_left <= 0:
             break
         error = _readable(ctx, key)
         if error != ErrorCode.NONE:
@@ -149,7 +150,10 @@ def _acquire(
         plog = info.partitions[key[1]]
         end = plog.high_watermark
         skipped = skipped_offsets(plog, part.end_offset, end)
-        runs: list[Acquired] = part.acquire(request.member_id, left, end, skipped, now, lock_ms)
+        below = byte_limit(plog, part.first_candidate(now), bytes_left)
+        runs: list[Acquired] = part.acquire(
+            request.member_id, left, end, skipped, now, lock_ms, below
+        )
         if not runs:
             continue
         count = sum(r.last_offset - r.first_offset + 1 for r in runs)
@@ -157,8 +161,9 @@ def _acquire(
         total += count
         entry = answer.get(key)
         entry.records = batches_covering(
-            plog, runs[0].first_offset, runs[-1].last_offset, max_bytes
+            plog, runs[0].first_offset, runs[-1].last_offset, max(bytes_left, 1)
         )
+        bytes_left -= len(entry.records)
         entry.acquired = runs
     return total
 

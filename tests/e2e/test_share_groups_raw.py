@@ -502,3 +502,33 @@ def test_unknown_topic_id_is_answered_and_kept_out_of_the_session(
             ),
         )
         assert (client_epoch_two.error_code, client_epoch_two.responses) == (0, [])
+
+
+def test_max_bytes_bounds_what_is_acquired(share_broker: BrokerProcess) -> None:
+    with RawClient(share_broker.port) as client:
+        topic_id = create_partitioned_topic(client, "bytes", 1)
+        assert acquired(share_fetch(client, "by", "mb", 0, topic_id)) == []
+        for _ in range(3):
+            produce_values(client, "bytes", 5)
+        # max_bytes 1: one whole batch, and only its records are acquired.
+        answer = client.request(
+            SHARE_FETCH,
+            2,
+            Message(
+                group_id="by",
+                member_id="mb",
+                share_session_epoch=1,
+                max_wait_ms=0,
+                min_bytes=1,
+                max_bytes=1,
+                max_records=100,
+                batch_size=100,
+                share_acquire_mode=0,
+                is_renew_ack=False,
+                topics=[],
+                forgotten_topics_data=[],
+            ),
+        )
+        assert acquired(answer) == [(0, 4, 1)]
+        # The rest is still there for the next fetch.
+        assert acquired(share_fetch(client, "by", "mb", 2, topic_id)) == [(5, 14, 1)]

@@ -159,15 +159,18 @@ class SharePartition:
         skipped: Iterable[int],
         now_ms: int,
         lock_ms: int,
+        below: int | None = None,
     ) -> list[Acquired]:
         """Acquire up to ``max_records`` for ``member_id``: available records first, then new
-        ones below ``log_end`` (the high watermark). ``skipped``: offsets below ``log_end``
-        from the end offset on that hold no data record (control batches), archived at once
-        as Kafka never delivers them."""
+        ones below ``log_end`` (the high watermark), all below ``below`` (the end of the
+        bytes the fetch may send). ``skipped``: offsets below ``log_end`` from the end
+        offset on that hold no data record (control batches), archived at once as Kafka
+        never delivers them."""
         self.expire_locks(now_ms)
+        bound = log_end if below is None else min(log_end, below)
         taken: list[int] = []
         for offset in sorted(self.records):
-            if len(taken) >= max_records:
+            if len(taken) >= max_records or offset >= bound:
                 break
             record = self.records[offset]
             if record.state is RecordState.AVAILABLE:
@@ -176,7 +179,7 @@ class SharePartition:
         skip = set(skipped)
         while (
             len(taken) < max_records
-            and self.end_offset < log_end
+            and self.end_offset < bound
             and self.end_offset - self.start_offset < self.max_in_flight
         ):
             offset = self.end_offset
@@ -267,6 +270,12 @@ class SharePartition:
                 self.start_offset += 1
             else:
                 break
+
+    def first_candidate(self, now_ms: int) -> int:
+        """Where the next acquisition starts: the first available record, else the end."""
+        self.expire_locks(now_ms)
+        available = [o for o, r in self.records.items() if r.state is RecordState.AVAILABLE]
+        return min(available, default=self.end_offset)
 
     def has_available(self) -> bool:
         return any(r.state is RecordState.AVAILABLE for r in self.records.values())
