@@ -285,7 +285,7 @@ $(CONSOLE_BROWSER_STAMP): pyproject.toml | $(STAMP)
 
 console-browser: setup $(CONSOLE_BROWSER_STAMP)
 	command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
-	$(PY) -m pytest -m console_browser tests/console_browser $(PYTEST_ARGS)
+	MINIKAFKA_CONSOLE_BROWSER=1 $(PY) -m pytest -m console_browser tests/console_browser $(PYTEST_ARGS)
 
 # Spark session start-up and the data source's batch read/write rates (bench/results/spark.md).
 spark-bench: setup java-runtime $(SPARK_STAMP)
