@@ -1,4 +1,5 @@
-"""Helpers shared by ShareFetch and ShareAcknowledge: acknowledgement checks and records.
+"""Helpers shared by ShareFetch and ShareAcknowledge: the request checks both make first,
+their error answer, acknowledgement checks and records.
 
 Acknowledgement batches are checked as Kafka's KafkaApis.validateAcknowledgementBatches
 does: first <= last, ascending and not overlapping, one type for the range or one per
@@ -11,6 +12,8 @@ from __future__ import annotations
 
 from broker.coordinator.share.coordinator import ShareCoordinator, monotonic_ms
 from broker.coordinator.share.partition import AckBatch, AckType, SharePartition
+from broker.core.request_context import RequestContext
+from broker.security.acl import GROUP, READ
 from protocol.errors import ErrorCode
 from protocol.schema import Message
 from storage.partition_log import PartitionLog
@@ -101,3 +104,26 @@ def no_leader() -> Message:
     """CurrentLeader as Kafka leaves it on a partition with no leadership error (the
     generated LeaderIdAndEpoch's zeros)."""
     return Message(leader_id=0, leader_epoch=0)
+
+
+def error_response(error: ErrorCode, message: str | None = None) -> Message:
+    """A ShareFetch or ShareAcknowledge answer refused as a whole (both have these fields)."""
+    return Message(
+        throttle_time_ms=0,
+        error_code=error,
+        error_message=message,
+        acquisition_lock_timeout_ms=0,
+        responses=[],
+        node_endpoints=[],
+    )
+
+
+def refused(ctx: RequestContext, request: Message) -> Message | None:
+    """KafkaApis' first checks of both requests: a group id, READ on the group, a member id."""
+    if request.group_id is None:
+        return error_response(ErrorCode.INVALID_REQUEST, "Invalid group id in the request.")
+    if not ctx.authorized(READ, GROUP, request.group_id):
+        return error_response(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    if not request.member_id:
+        return error_response(ErrorCode.INVALID_REQUEST, "Invalid member id in the request.")
+    return None

@@ -15,8 +15,8 @@ from __future__ import annotations
 from broker.coordinator.share.sessions import FINAL_EPOCH, INITIAL_EPOCH, SessionError
 from broker.core.request_context import RequestContext
 from broker.core.state import SHARE_VERSION_FEATURE
-from broker.handlers._share import acknowledge, no_leader
-from broker.security.acl import GROUP, READ, TOPIC
+from broker.handlers._share import acknowledge, error_response, no_leader, refused
+from broker.security.acl import READ, TOPIC
 from protocol.errors import ErrorCode
 from protocol.messages.share_acknowledge import SHARE_ACKNOWLEDGE
 from protocol.schema import Message
@@ -27,17 +27,6 @@ MAX_VERSION = 2
 FEATURE = SHARE_VERSION_FEATURE
 
 
-def _error(error: ErrorCode, message: str | None = None) -> Message:
-    return Message(
-        throttle_time_ms=0,
-        error_code=error,
-        error_message=message,
-        acquisition_lock_timeout_ms=0,
-        responses=[],
-        node_endpoints=[],
-    )
-
-
 def _partition(index: int, error: ErrorCode) -> Message:
     return Message(
         partition_index=index, error_code=error, error_message=None, current_leader=no_leader()
@@ -45,24 +34,20 @@ def _partition(index: int, error: ErrorCode) -> Message:
 
 
 def handle(ctx: RequestContext, request: Message) -> Message:
-    if request.group_id is None:
-        return _error(ErrorCode.INVALID_REQUEST, "Invalid group id in the request.")
-    if not ctx.authorized(READ, GROUP, request.group_id):
-        return _error(ErrorCode.GROUP_AUTHORIZATION_FAILED)
-    if not request.member_id:
-        return _error(ErrorCode.INVALID_REQUEST, "Invalid member id in the request.")
+    if (refusal := refused(ctx, request)) is not None:
+        return refusal
     shares = ctx.state.shares
     shares.expire_members()
     group_id, member_id, epoch = request.group_id, request.member_id, request.share_session_epoch
     if epoch == INITIAL_EPOCH:
-        return _error(ErrorCode.INVALID_SHARE_SESSION_EPOCH)
+        return error_response(ErrorCode.INVALID_SHARE_SESSION_EPOCH)
     try:
         if epoch == FINAL_EPOCH:
             shares.sessions.existing(group_id, member_id, epoch)
         else:
             shares.sessions.advance(group_id, member_id, epoch, [], [])
     except SessionError as failed:
-        return _error(failed.error)
+        return error_response(failed.error)
     store = ctx.state.store
     woken: list[tuple[str, int]] = []
     responses = []

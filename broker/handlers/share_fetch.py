@@ -32,10 +32,12 @@ from broker.handlers._share import (
     acknowledge,
     batches_covering,
     byte_limit,
+    error_response,
     no_leader,
+    refused,
     skipped_offsets,
 )
-from broker.security.acl import GROUP, READ, TOPIC
+from broker.security.acl import READ, TOPIC
 from protocol.errors import ErrorCode
 from protocol.messages.share_fetch import SHARE_FETCH
 from protocol.schema import Message
@@ -44,17 +46,6 @@ API = SHARE_FETCH
 MIN_VERSION = 1
 MAX_VERSION = 2
 FEATURE = SHARE_VERSION_FEATURE
-
-
-def _error(error: ErrorCode, message: str | None = None) -> Message:
-    return Message(
-        throttle_time_ms=0,
-        error_code=error,
-        error_message=message,
-        acquisition_lock_timeout_ms=0,
-        responses=[],
-        node_endpoints=[],
-    )
 
 
 @dataclass(slots=True)
@@ -178,12 +169,8 @@ def _wait_keys(ctx: RequestContext, keys: list[SharePartitionKey]) -> list[tuple
 
 
 async def handle(ctx: RequestContext, request: Message) -> Message:
-    if request.group_id is None:
-        return _error(ErrorCode.INVALID_REQUEST, "Invalid group id in the request.")
-    if not ctx.authorized(READ, GROUP, request.group_id):
-        return _error(ErrorCode.GROUP_AUTHORIZATION_FAILED)
-    if not request.member_id:
-        return _error(ErrorCode.INVALID_REQUEST, "Invalid member id in the request.")
+    if (refusal := refused(ctx, request)) is not None:
+        return refusal
     shares = ctx.state.shares
     shares.expire_members()
     group_id, member_id, epoch = request.group_id, request.member_id, request.share_session_epoch
@@ -197,7 +184,7 @@ async def handle(ctx: RequestContext, request: Message) -> Message:
     try:
         if epoch == INITIAL_EPOCH:
             if has_acks:
-                return _error(ErrorCode.INVALID_REQUEST)
+                return error_response(ErrorCode.INVALID_REQUEST)
             session = shares.sessions.open(group_id, member_id, requested, ctx.peer)
             keys = list(session.partitions)
         elif epoch == FINAL_EPOCH:
@@ -207,7 +194,7 @@ async def handle(ctx: RequestContext, request: Message) -> Message:
             session = shares.sessions.advance(group_id, member_id, epoch, requested, forgotten)
             keys = list(session.partitions)
     except SessionError as failed:
-        return _error(failed.error)
+        return error_response(failed.error)
     answer = _Answer()
     for key, error in unknown.items():
         answer.get(key).error = error
