@@ -5,6 +5,7 @@ address."""
 from __future__ import annotations
 
 import ipaddress
+import itertools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -170,6 +171,11 @@ def build_listeners(values: Mapping[str, Any], raw: Mapping[str, str]) -> tuple[
     ports = [e.port for e in served if e.port != 0]
     if len(ports) != len(set(ports)):
         raise ConfigError("listeners", "two listeners use the same port")
+    size = values["minikafka.cluster.size"]
+    _check_node_ports("listeners", [(e.name, e.port) for e in served], size)
+    for host in {a.host for a in advertised}:
+        same_host = [(a.name, a.port) for a in advertised if a.host == host]
+        _check_node_ports("advertised.listeners", same_host, size)
     adv_by_name = {a.name: a for a in advertised}
     result: list[Listener] = []
     for ep in served:
@@ -192,3 +198,25 @@ def build_listeners(values: Mapping[str, Any], raw: Mapping[str, str]) -> tuple[
             host = public.host or _advertisable(ep.host)
             result.append(Listener(ep.name, ep.host, ep.port, host, public.port, security))
     return tuple(result)
+
+
+def _check_node_ports(prop: str, ports: list[tuple[str, int]], size: int) -> None:
+    """A simulated cluster's node k serves (and advertises) each listener at its port + k, so
+    each listener takes ``size`` ports: two whose ranges overlap would have two nodes on one
+    port (the second fails to bind, or clients reach the wrong node)."""
+    if size == 1:
+        return
+    taken = sorted((port, name) for name, port in ports if port != 0)
+    for port, name in taken:
+        if port + size - 1 > 65535:
+            raise ConfigError(
+                prop, f"{name}'s port {port} + {size - 1} nodes passes 65535: pick a lower port"
+            )
+    for (port, name), (next_port, next_name) in itertools.pairwise(taken):
+        if next_port < port + size:
+            raise ConfigError(
+                prop,
+                f"with minikafka.cluster.size={size} node k uses each listener's port + k: "
+                f"{name} takes ports {port}-{port + size - 1}, which {next_name}'s port "
+                f"{next_port} falls in; space the listeners' ports at least {size} apart",
+            )
