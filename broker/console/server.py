@@ -17,16 +17,15 @@ HMAC of the login under a secret made at each start, which a page elsewhere cann
     POST /actions/<name>   a change (broker.console.actions), answered with a page
 
 With SASL on any listener, everything but /health and /ready asks for HTTP Basic
-credentials, checked as the broker's own logins are (SASL/PLAIN users of the listeners'
-JAAS entries, SCRAM credentials), and shows only the topics and groups that principal may
-DESCRIBE (the broker's authorizer; everything without one).
+credentials, checked as the broker's own logins are (broker.console.logins: failed ones
+logged a line per address and user a minute, answered 429 past a few a minute), and shows
+only the topics and groups that principal may DESCRIBE (the broker's authorizer; everything
+without one).
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import hashlib
 import hmac
 import json
@@ -34,18 +33,18 @@ import logging
 import secrets
 import socket
 import time
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from broker.console import actions, pages
 from broker.console.exposition import render
+from broker.console.logins import Logins
 from broker.console.metrics import collect
 from broker.console.script import SCRIPT
 from broker.net.local_http import HttpError, LocalHttpServer, Refused, Reply, Request
 from broker.runtime import offload
 from broker.security.acl import CLUSTER, CLUSTER_NAME, DESCRIBE, GROUP, TOPIC
 from broker.security.client_address import java_host_address
-from broker.security.sasl_scram import MECHANISMS, credential
 from protocol.api_keys import ALL_APIS
 
 if TYPE_CHECKING:
@@ -57,10 +56,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
-# A good login is remembered this long, so a page's reloads do not each pay SCRAM's
-# thousands of PBKDF2 rounds; a refused one never is.
-LOGIN_CACHE_S = 60.0
-LOGIN_CACHE_SIZE = 64
 RATE_INTERVAL_S = 5.0
 OFFLOAD_BYTES = 256 * 1024
 API_NAMES = {key: api.name for key, api in ALL_APIS.items()}
@@ -95,7 +90,7 @@ class ConsoleServer(LocalHttpServer):
         self.host = host
         self.started = time.time()
         self.stopping = False
-        self._logins: dict[tuple[str, bytes], float] = {}
+        self.logins = Logins()
         self.rates = pages.Rates()
         self._sampler: asyncio.Task[None] | None = None
         # Forms' tokens are HMACs under this: a restart of the process voids old pages.
@@ -146,6 +141,13 @@ class ConsoleServer(LocalHttpServer):
         media = request.headers.get("content-type", "").partition(";")[0].strip().lower()
         if media != FORM:
             raise Refused(415, f"a POST body must be Content-Type: {FORM}")
+
+    def log_call(self, peer: Any, request: Request, status: int, refusal: str) -> None:
+        # Logins log their failures (a line per address and user a minute, not per request);
+        # a browser's first request, without credentials, is answered 401 as a matter of course.
+        if status in (401, 429):
+            return
+        super().log_call(peer, request, status, refusal)
 
     def csrf_token(self, principal: str | None) -> str:
         return hmac.new(self._secret, (principal or "").encode(), hashlib.sha256).hexdigest()
@@ -278,49 +280,8 @@ class ConsoleServer(LocalHttpServer):
         no listener takes SASL (then the console asks for none)."""
         if not self._sasl_on():
             return None
-        refuse = Refused(
-            401,
-            "send HTTP Basic credentials of a broker user (SASL/PLAIN or SCRAM)",
-            {"WWW-Authenticate": 'Basic realm="minikafka console", charset="UTF-8"'},
-        )
-        scheme, _, encoded = request.headers.get("authorization", "").strip().partition(" ")
-        if scheme.lower() != "basic":
-            raise refuse
-        try:
-            user, sep, password = base64.b64decode(encoded, validate=True).decode().partition(":")
-        except (binascii.Error, UnicodeDecodeError):
-            raise refuse from None
-        if not sep or not user:
-            raise refuse
-        key = (user, hashlib.sha256(password.encode()).digest())
-        now = time.monotonic()
-        if self._logins.get(key, 0.0) < now:
-            if not await self._password_ok(state, user, password):
-                raise refuse
-            if len(self._logins) >= LOGIN_CACHE_SIZE:
-                self._logins.clear()
-            self._logins[key] = now + LOGIN_CACHE_S
-        return f"User:{user}"
-
-    async def _password_ok(self, state: BrokerState, user: str, password: str) -> bool:
-        for listener in self.host.config.listeners:
-            sasl = listener.security.sasl
-            if sasl is None:
-                continue
-            expected = sasl.plain_users().get(user)
-            if expected is not None and hmac.compare_digest(expected.encode(), password.encode()):
-                return True
-        for mechanism, (kind, _digest, _min) in MECHANISMS.items():
-            stored = state.scram_credentials.get(user, kind)
-            if stored is None:
-                continue
-            # PBKDF2 with the stored salt and iterations: thousands of rounds, off the loop.
-            made = await offload.run(
-                credential, mechanism, password, stored.salt, stored.iterations
-            )
-            if hmac.compare_digest(made.stored_key, stored.stored_key):
-                return True
-        return False
+        authorization = request.headers.get("authorization", "")
+        return await self.logins.principal(self.host.config, state, authorization, request.peer)
 
     def _visibility(
         self, state: BrokerState, principal: str | None, request: Request

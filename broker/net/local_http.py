@@ -42,6 +42,7 @@ REASONS = {
     411: "Length Required",
     413: "Content Too Large",
     415: "Unsupported Media Type",
+    429: "Too Many Requests",
     431: "Request Header Fields Too Large",
     500: "Internal Server Error",
     503: "Service Unavailable",

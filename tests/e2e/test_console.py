@@ -32,6 +32,7 @@ from confluent_kafka.admin import (
 from prometheus_client.parser import text_string_to_metric_families
 
 from broker.config.loader import make_config
+from broker.console.logins import PER_USER
 from broker.console.server import ConsoleServer
 from tests.support.broker_process import BrokerProcess, running
 from tests.support.polling import until_sync
@@ -491,6 +492,20 @@ def test_with_sasl_the_console_asks_a_broker_user_and_shows_only_what_it_may_des
         status, listing = get(url + "/topics", basic("carol", "carol-secret"))
         assert status == 200 and "shared-topic" not in listing
         assert get(url + "/topics", basic("carol", "not-carols"))[0] == 401
+
+        # Guessing carol's password: past a few failures a minute, 429 without a try, even
+        # for the right one; logged once, not once per guess; other users are served.
+        for _ in range(PER_USER - 1):
+            assert get(url + "/topics", basic("carol", "guess"))[0] == 401
+        request = urllib.request.Request(url + "/topics", headers=basic("carol", "carol-secret"))
+        with pytest.raises(urllib.error.HTTPError) as held:
+            urllib.request.urlopen(request, timeout=30)
+        held.value.close()
+        assert held.value.code == 429 and 0 < int(held.value.headers["Retry-After"]) <= 60
+        assert get(url + "/topics", basic("admin", "admin-secret"))[0] == 200
+        failed = [line for line in proc.log_text().splitlines() if "failed login" in line]
+        assert len([line for line in failed if "as 'carol'" in line]) == 1, failed
+        assert "(401)" not in proc.log_text() and "(429)" not in proc.log_text()
 
 
 @pytest.mark.asyncio
