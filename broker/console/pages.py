@@ -98,6 +98,7 @@ class View:
     rates: Rates
     csrf: str = ""  # the token each form carries (broker.console.server)
     faults: Any = None  # broker.toolkit.faults.FaultInjector, when the broker has one
+    notice: str | None = None  # what the change redirected here did (broker.console.server)
 
 
 def form(action: str, view: View, fields: str, button: str) -> Html:
@@ -142,32 +143,44 @@ def outcome_page(ok: bool, message: str, back: str) -> str:
 
 
 async def render(view: View, parts: list[str]) -> str | None:
+    page = await _page(view, parts)
+    if page is None:
+        return None
+    title, body, script = page
+    if view.notice is not None:
+        # A change's outcome, on the page its form's answer redirected to.
+        body = f'<p class="ok" id="outcome">{esc(view.notice)}</p>{body}'
+    return _layout(title, body, script)
+
+
+async def _page(view: View, parts: list[str]) -> tuple[str, str, bool] | None:
+    """(title, body, whether it runs the console's script), or None: no such page."""
     if not parts:
-        return _layout("Overview", _overview(view), script=True)
+        return "Overview", _overview(view), True
     if parts[0] == "topics":
         if len(parts) == 1:
-            return _layout("Topics", _topics(view))
+            return "Topics", _topics(view), False
         info = view.state.store.topic(parts[1])
         if info is None or not view.visible("topic", info.name):
             return None
         if len(parts) == 2:
-            return _layout(f"Topic {info.name}", _topic(view, info.name, info.partitions))
+            return f"Topic {info.name}", _topic(view, info.name, info.partitions), False
         if len(parts) == 3 and parts[2].isdigit() and int(parts[2]) < len(info.partitions):
             plog = info.partitions[int(parts[2])]
-            return _layout(f"{info.name}-{plog.partition}", await _messages(view, plog))
+            return f"{info.name}-{plog.partition}", await _messages(view, plog), False
         return None
     if parts[0] == "groups":
         if len(parts) == 1:
-            return _layout("Consumer groups", _groups(view))
+            return "Consumer groups", _groups(view), False
         if len(parts) == 2 and view.visible("group", parts[1]):
             body = _group(view, parts[1])
-            return None if body is None else _layout(f"Group {parts[1]}", body)
+            return None if body is None else (f"Group {parts[1]}", body, False)
     if parts == ["acls"]:
-        return _layout("ACLs", _acls(view))
+        return "ACLs", _acls(view), False
     if parts == ["users"]:
-        return _layout("SCRAM users", _users(view))
+        return "SCRAM users", _users(view), False
     if parts == ["faults"]:
-        return _layout("Faults", _faults(view), script=True)
+        return "Faults", _faults(view), True
     return None
 
 

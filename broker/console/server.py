@@ -14,7 +14,9 @@ HMAC of the login under a secret made at each start, which a page elsewhere cann
     GET /, /topics, /topics/<t>, /topics/<t>/<p>, /groups, /groups/<g>, /acls, /users,
         /faults   HTML pages (broker.console.pages)
     GET /rates.json, /faults/requests.json?since=<time>   for /static/console.js
-    POST /actions/<name>   a change (broker.console.actions), answered with a page
+    POST /actions/<name>   a change (broker.console.actions): done, answered 303 See Other
+                  to the page showing it (POST/redirect/GET: a reload repeats nothing), its
+                  outcome shown there (?done=<reference>); refused, answered 400 with why
 
 With SASL on any listener, everything but /health and /ready asks for HTTP Basic
 credentials, checked as the broker's own logins are (broker.console.logins: failed ones
@@ -91,6 +93,7 @@ class ConsoleServer(LocalHttpServer):
         self.started = time.time()
         self.stopping = False
         self.logins = Logins()
+        self.notices = Notices()
         self.rates = pages.Rates()
         self._sampler: asyncio.Task[None] | None = None
         # Forms' tokens are HMACs under this: a restart of the process voids old pages.
@@ -197,6 +200,7 @@ class ConsoleServer(LocalHttpServer):
             self.rates,
             self.csrf_token(principal),
             self.host.faults,
+            self.notices.get(principal, query.get("done", "")),
         )
         html = await pages.render(view, parts)
         if html is None:
@@ -249,9 +253,19 @@ class ConsoleServer(LocalHttpServer):
             principal or "(no login)",
             outcome.message if outcome.ok else f"refused: {outcome.message}",
         )
-        body = pages.outcome_page(outcome.ok, outcome.message, outcome.back).encode()
+        if not outcome.ok:
+            # Nothing changed: the refusal is the answer, and sending it again repeats nothing.
+            body = pages.outcome_page(False, outcome.message, outcome.back).encode()
+            return Reply(400, body, "text/html; charset=utf-8", _PAGE_HEADERS.copy())
+        # POST/redirect/GET: the page showing the change, so a reload does not make it again.
+        ref = self.notices.put(principal, outcome.message)
+        there = f"{outcome.back}{'&' if '?' in outcome.back else '?'}done={ref}"
+        body = pages.outcome_page(True, outcome.message, there).encode()
         return Reply(
-            200 if outcome.ok else 400, body, "text/html; charset=utf-8", _PAGE_HEADERS.copy()
+            303,
+            body,
+            "text/html; charset=utf-8",
+            {**_PAGE_HEADERS, "Location": there},
         )
 
     # -- health --------------------------------------------------------------------------
@@ -302,6 +316,28 @@ class ConsoleServer(LocalHttpServer):
             return seen
 
         return visible
+
+
+class Notices:
+    """What a change from a form did, kept for the page its answer redirects to: named by a
+    random reference in that page's address, shown only to the same login; the last
+    ``KEPT`` only (an older reference shows the page without it)."""
+
+    KEPT = 256
+
+    def __init__(self) -> None:
+        self._kept: dict[str, tuple[str | None, str]] = {}
+
+    def put(self, principal: str | None, message: str) -> str:
+        ref = secrets.token_urlsafe(9)
+        if len(self._kept) >= self.KEPT:
+            del self._kept[next(iter(self._kept))]
+        self._kept[ref] = (principal, message)
+        return ref
+
+    def get(self, principal: str | None, ref: str) -> str | None:
+        kept = self._kept.get(ref)
+        return kept[1] if kept is not None and kept[0] == principal else None
 
 
 _PAGE_HEADERS = {

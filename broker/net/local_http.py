@@ -33,6 +33,7 @@ MAX_HEADERS = 64
 READ_TIMEOUT_S = 10.0
 REASONS = {
     200: "OK",
+    303: "See Other",
     400: "Bad Request",
     401: "Unauthorized",
     403: "Forbidden",

@@ -160,6 +160,49 @@ def test_a_record_produced_from_the_form_is_read_by_a_client(
     assert status == 400 and "UNKNOWN_TOPIC_OR_PARTITION" in page
 
 
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: object, **kwargs: object) -> None:
+        return None
+
+
+def redirected(
+    url: str, action: str, fields: dict[str, str], headers: dict[str, str] | None = None
+) -> str:
+    """The Location of a form's 303 answer (not followed)."""
+    body = urlencode({"csrf": token(url, headers), **fields}).encode()
+    sent = {"Content-Type": "application/x-www-form-urlencoded", "Origin": url, **(headers or {})}
+    request = urllib.request.Request(
+        f"{url}/actions/{action}", data=body, headers=sent, method="POST"
+    )
+    with pytest.raises(urllib.error.HTTPError) as answer:
+        urllib.request.build_opener(_NoRedirects).open(request, timeout=30)
+    answer.value.close()
+    assert answer.value.code == 303, answer.value.read()
+    return str(answer.value.headers["Location"])
+
+
+def test_a_change_is_answered_with_a_redirect_so_a_reload_repeats_nothing(
+    console: tuple[BrokerProcess, str],
+) -> None:
+    """POST/redirect/GET: 303 See Other to the page showing the change; loading that page
+    again (a browser's reload) shows the outcome and changes nothing."""
+    proc, url = console
+    produce(proc.bootstrap, "reloaded", [("before", "x", 0)])
+    location = redirected(url, "produce", {"topic": "reloaded", "partition": "0", "value": "once"})
+    assert re.fullmatch(r"/topics/reloaded/0\?done=[\w-]+", location), location
+    for _ in range(3):
+        status, page = get(url + location)
+        assert status == 200
+        assert '<p class="ok" id="outcome">produced to reloaded-0 at offset 1</p>' in page
+    assert len(read_all(proc.bootstrap, "reloaded")) == 2
+    # An unknown (or expired) reference: the page, without an outcome.
+    status, page = get(url + "/topics/reloaded/0?done=unknown")
+    assert status == 200 and 'id="outcome"' not in page
+    # A refusal changed nothing: answered with its reason, not redirected.
+    status, page = post(url, "produce", {"topic": "reloaded", "partition": "7", "value": "x"})
+    assert status == 400 and "UNKNOWN_TOPIC_OR_PARTITION" in page
+
+
 def test_offsets_are_reset_only_while_the_group_has_no_members(
     console: tuple[BrokerProcess, str],
 ) -> None:
@@ -297,6 +340,15 @@ def test_with_acls_the_console_changes_only_what_the_login_may_change(tmp_path: 
         assert status == 403 and "token" in page
         status, page = post(url, "produce", {"topic": "admins", "value": "y"}, admin)
         assert status == 200, page
+        # The outcome a change redirects to is shown to its own login only.
+        location = redirected(
+            url,
+            "alter-config",
+            {"topic": "admins", "config": "retention.ms", "value": "86400000"},
+            admin,
+        )
+        assert 'id="outcome"' in get(url + location, admin)[1]
+        assert 'id="outcome"' not in get(url + "/topics?" + location.partition("?")[2], alice)[1]
         assert (
             len(
                 read_all(
