@@ -8,7 +8,10 @@
 #     advertised host listener; `docker stop` (must return within 3 s, exit code 0);
 #  4. `docker compose up` docker-compose.yml, attached and without other options, as a user
 #     runs it, until the client service has produced, consumed and exited 0 (certs exited 0,
-#     the broker still running); `docker compose down -v` ends it.
+#     the broker still running); `docker compose down -v` ends it;
+#  5. a simulated 3-node cluster: `docker run` with KAFKA_MINIKAFKA_CLUSTER_SIZE=3 and three
+#     published ports, the compose client script from the host through every node; then
+#     `docker compose -f docker-compose.cluster.yml up` likewise until its client exits 0.
 #
 # Machine-specific workarounds live here, never in the Dockerfile or compose file:
 # - no registry pulls: the base image is a local debootstrap stand-in (build-base-image.sh);
@@ -42,7 +45,10 @@ service_pid=
 up_pid=
 cleanup() {
     set +e
-    docker rm -f "$NAME" >/dev/null 2>&1
+    docker rm -f "$NAME" "$NAME-cluster" >/dev/null 2>&1
+    if [[ -f $WORK/compose-cluster-up ]]; then
+        timeout -k 5 60 docker compose -p "$PROJECT-cluster" -f docker-compose.cluster.yml down -v >/dev/null 2>&1
+    fi
     if [[ -f $WORK/compose-up ]]; then
         timeout -k 5 60 docker compose -p "$PROJECT" -f docker-compose.yml down -v >/dev/null 2>&1
     fi
@@ -177,63 +183,97 @@ podman build "${build_opts[@]}" -t "$CLIENT_IMAGE" -f "$WORK/client.Dockerfile" 
     tail -40 "$WORK/client-build.log"
     exit 1
 }
-touch "$WORK/compose-up"
-t0=$(now)
-(wait_healthy "$PROJECT-broker-1" 300 || true) &
-driver=$!
-# Plain `docker compose up`, attached, as the README says: it runs the one-shot certs service,
-# the broker once certs completed, the client once the broker is healthy, and keeps running
-# with the broker after the client exits. (`--exit-code-from client` is not what a user runs:
-# it implies --abort-on-container-exit, which stops everything, client included, as soon as
-# certs completes.) The check waits for the client container to exit and takes its exit code.
-docker compose -p "$PROJECT" -f docker-compose.yml up --no-build >"$WORK/compose.log" 2>&1 &
-up_pid=$!
 container_state() { docker inspect "$1" --format '{{.State.Status}} {{.State.ExitCode}}' 2>/dev/null || true; }
-client_state=
-for _ in $(seq 900); do # 180 s
-    client_state=$(container_state "$PROJECT-client-1")
-    [[ $client_state == exited* ]] && break
-    kill -0 "$up_pid" 2>/dev/null || break
-    sleep 0.2
-done
-compose_s=$(elapsed "$t0" "$(now)")
-kill "$driver" 2>/dev/null || true
-wait "$driver" 2>/dev/null || true
-certs_state=$(container_state "$PROJECT-certs-1")
-broker_state=$(container_state "$PROJECT-broker-1")
-grep -E '(certs|client)-1 +\|' "$WORK/compose.log" || true
-echo "certs: ${certs_state:-no container}; broker: ${broker_state:-no container};" \
-    "client: ${client_state:-no container} after ${compose_s} s"
-if [[ $client_state != "exited 0" || $certs_state != "exited 0" || $broker_state != running* ]]; then
-    kill -0 "$up_pid" 2>/dev/null || echo "docker compose up exited early"
-    tail -40 "$WORK/compose.log"
-    echo "FAILED: docker compose up: the client did not produce and consume" >&2
-    exit 1
-fi
 
-step "docker compose down -v"
-t0=$(now)
-timeout -k 10 60 docker compose -p "$PROJECT" -f docker-compose.yml down -v
-rm -f "$WORK/compose-up"
-echo "down -v in $(elapsed "$t0" "$(now)") s"
-# The attached `up` ends with its containers.
-for _ in $(seq 150); do
-    kill -0 "$up_pid" 2>/dev/null || break
-    sleep 0.2
-done
-if kill -0 "$up_pid" 2>/dev/null; then
-    kill "$up_pid" 2>/dev/null || true
-    echo "FAILED: docker compose up still running after down -v" >&2
+# compose_check FILE PROJECT VOLUME [certs]: `docker compose up` FILE until its client exits,
+# which must be with 0 (and the certs service too, when named) while the broker still runs;
+# then `down -v`, which must end the attached `up` and delete VOLUME. Sets compose_s.
+compose_check() {
+    local file=$1 project=$2 volume=$3 certs=${4:-} marker=$WORK/compose-up
+    [[ $file == docker-compose.yml ]] || marker=$WORK/compose-cluster-up
+    touch "$marker"
+    local t0 driver client_state= certs_state=exited\ 0 broker_state
+    t0=$(now)
+    (wait_healthy "$project-broker-1" 300 || true) &
+    driver=$!
+    # Plain `docker compose up`, attached, as the README says: it runs the one-shot certs
+    # service, the broker once certs completed, the client once the broker is healthy, and
+    # keeps running with the broker after the client exits. (`--exit-code-from client` is not
+    # what a user runs: it implies --abort-on-container-exit, which stops everything, client
+    # included, as soon as certs completes.) The check waits for the client container to
+    # exit and takes its exit code.
+    docker compose -p "$project" -f "$file" up --no-build >"$WORK/compose.log" 2>&1 &
+    up_pid=$!
+    for _ in $(seq 900); do # 180 s
+        client_state=$(container_state "$project-client-1")
+        [[ $client_state == exited* ]] && break
+        kill -0 "$up_pid" 2>/dev/null || break
+        sleep 0.2
+    done
+    compose_s=$(elapsed "$t0" "$(now)")
+    kill "$driver" 2>/dev/null || true
+    wait "$driver" 2>/dev/null || true
+    [[ -n $certs ]] && certs_state=$(container_state "$project-certs-1")
+    broker_state=$(container_state "$project-broker-1")
+    grep -E '(certs|client)-1 +\|' "$WORK/compose.log" || true
+    echo "certs: $([[ -n $certs ]] && echo "${certs_state:-no container}" || echo none);" \
+        "broker: ${broker_state:-no container};" \
+        "client: ${client_state:-no container} after ${compose_s} s"
+    if [[ $client_state != "exited 0" || $certs_state != "exited 0" || $broker_state != running* ]]; then
+        kill -0 "$up_pid" 2>/dev/null || echo "docker compose up exited early"
+        tail -40 "$WORK/compose.log"
+        echo "FAILED: docker compose up ($file): the client did not produce and consume" >&2
+        exit 1
+    fi
+
+    step "docker compose -f $file down -v"
+    t0=$(now)
+    timeout -k 10 60 docker compose -p "$project" -f "$file" down -v
+    rm -f "$marker"
+    echo "down -v in $(elapsed "$t0" "$(now)") s"
+    # The attached `up` ends with its containers.
+    for _ in $(seq 150); do
+        kill -0 "$up_pid" 2>/dev/null || break
+        sleep 0.2
+    done
+    if kill -0 "$up_pid" 2>/dev/null; then
+        kill "$up_pid" 2>/dev/null || true
+        echo "FAILED: docker compose up still running after down -v" >&2
+        exit 1
+    fi
+    wait "$up_pid" 2>/dev/null || true
+    up_pid=
+    if podman volume exists "${project}_$volume"; then
+        echo "FAILED: volume ${project}_$volume still exists" >&2
+        exit 1
+    fi
+}
+
+compose_check docker-compose.yml "$PROJECT" minikafka-data certs
+single_compose_s=$compose_s
+
+step "a simulated 3-node cluster: docker run, published on 127.0.0.1:$HOST_PORT-$((HOST_PORT + 2))"
+# Node k listens on 9092 + k and advertises $HOST_PORT + k: publish all three.
+docker run -d --name "$NAME-cluster" \
+    -p "127.0.0.1:$HOST_PORT-$((HOST_PORT + 2)):9092-9094" \
+    -e KAFKA_MINIKAFKA_CLUSTER_SIZE=3 \
+    -e KAFKA_ADVERTISED_LISTENERS="PLAINTEXT://localhost:$HOST_PORT" "$IMAGE" >/dev/null
+wait_healthy "$NAME-cluster" 150 || {
+    docker logs "$NAME-cluster"
+    echo "FAILED: the cluster is not healthy" >&2
     exit 1
-fi
-wait "$up_pid" 2>/dev/null || true
-if podman volume exists "${PROJECT}_minikafka-data"; then
-    echo "FAILED: volume ${PROJECT}_minikafka-data still exists" >&2
-    exit 1
-fi
+}
+# The compose client script from the host: three nodes, a topic of three replicated
+# partitions (one led by each node), every record back.
+"$VENV/bin/python" docker/compose-client.py "localhost:$HOST_PORT" --nodes 3
+docker stop -t 10 "$NAME-cluster" >/dev/null
+docker rm "$NAME-cluster" >/dev/null
+
+step "docker compose -f docker-compose.cluster.yml up (the broker, then the client once healthy)"
+compose_check docker-compose.cluster.yml "$PROJECT-cluster" minikafka-cluster-data
 
 step "summary"
 echo "image size: $((size / 1000000)) MB (base stand-in $((base_size / 1000000)) MB)"
 echo "build: ${build_s} s; start to healthy: ${healthy_s} s; docker stop: ${stop_s} s"
-echo "compose up to client exit 0: ${compose_s} s"
+echo "compose up to client exit 0: ${single_compose_s} s; the cluster's: ${compose_s} s"
 echo "docker-check: OK"

@@ -1,45 +1,68 @@
-"""The docker-compose.yml `client` service: produce a few records, read them back, exit 0.
+"""The compose files' `client` service: produce a few records, read them back, exit 0.
 
 Runs inside the compose network once the broker is healthy. It bootstraps from the name
 given (default broker:9092) and then connects where the broker's Metadata points, so it
 also proves that the INTERNAL listener advertises an address reachable in the network.
+With ``--nodes N`` (docker-compose.cluster.yml) it also checks that the cluster shows N
+nodes and writes with acks=all to a topic of N partitions, N replicas each, so that every
+node leads one partition and every node's advertised address is dialled.
 Exit status 0 when every record came back in order, 1 otherwise.
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 import uuid
 
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.admin import NewTopic
 
 COUNT = 5
 
 
-def main(bootstrap: str) -> int:
+def check_nodes(bootstrap: str, topic: str, nodes: int) -> bool:
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        brokers = sorted(b["broker_id"] for b in admin.describe_cluster()["brokers"])
+        print(f"cluster nodes: {brokers}", flush=True)
+        if len(brokers) != nodes:
+            print(f"FAILED: expected {nodes} nodes", file=sys.stderr)
+            return False
+        admin.create_topics([NewTopic(topic, num_partitions=nodes, replication_factor=nodes)])
+    finally:
+        admin.close()
+    return True
+
+
+def main(bootstrap: str, nodes: int) -> int:
     topic = f"compose-check-{uuid.uuid4().hex[:8]}"
-    sent = [f"record {i}".encode() for i in range(COUNT)]
+    partitions = max(nodes, 1)
+    if nodes > 1 and not check_nodes(bootstrap, topic, nodes):
+        return 1
+    sent = {p: [f"record {p}.{i}".encode() for i in range(COUNT)] for p in range(partitions)}
     producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", enable_idempotence=True)
-    # One partition, so that the records come back in the order they were sent.
-    offsets = [
-        producer.send(topic, key=b"k", value=value, partition=0).get(timeout=30).offset
-        for value in sent
-    ]
+    # Per partition, so that the records come back in the order they were sent.
+    for partition, values in sent.items():
+        offsets = [
+            producer.send(topic, key=b"k", value=value, partition=partition).get(timeout=30).offset
+            for value in values
+        ]
+        print(f"produced {COUNT} records to {topic}-{partition} at offsets {offsets}", flush=True)
     producer.close()
-    print(f"produced {COUNT} records to {topic} at offsets {offsets}", flush=True)
 
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, consumer_timeout_ms=1000)
-    partition = TopicPartition(topic, 0)
-    consumer.assign([partition])
-    consumer.seek_to_beginning(partition)
-    received: list[bytes] = []
+    assigned = [TopicPartition(topic, p) for p in sent]
+    consumer.assign(assigned)
+    consumer.seek_to_beginning(*assigned)
+    received: dict[int, list[bytes]] = {p: [] for p in sent}
     deadline = time.monotonic() + 30
-    while len(received) < COUNT and time.monotonic() < deadline:
-        for records in consumer.poll(timeout_ms=1000).values():
-            received.extend(r.value for r in records)
+    while received != sent and time.monotonic() < deadline:
+        for tp, records in consumer.poll(timeout_ms=1000).items():
+            received[tp.partition].extend(r.value for r in records)
     consumer.close()
-    print(f"consumed {len(received)} records: {received}", flush=True)
+    print(f"consumed {sum(map(len, received.values()))} records: {received}", flush=True)
     if received != sent:
         print(f"FAILED: expected {sent}", file=sys.stderr)
         return 1
@@ -48,4 +71,8 @@ def main(bootstrap: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "broker:9092"))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("bootstrap", nargs="?", default="broker:9092")
+    parser.add_argument("--nodes", type=int, default=1, help="nodes the cluster must show")
+    args = parser.parse_args()
+    sys.exit(main(args.bootstrap, args.nodes))

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from broker.config.loader import load_config
+from broker.lifecycle.server import node_listeners
 
 REPO = Path(__file__).resolve().parents[2]
 DOCKERFILE = REPO / "Dockerfile"
@@ -261,3 +262,33 @@ def _as_properties(env: dict[str, str]) -> dict[str, str]:
     from broker.config.sources import env_var_to_property
 
     return {name: v for k, v in env.items() if (name := env_var_to_property(k)) is not None}
+
+
+CLUSTER_COMPOSE_FILE = REPO / "docker-compose.cluster.yml"
+
+
+def test_cluster_compose_publishes_every_node_s_port_and_advertises_it(tmp_path: Path) -> None:
+    cmd, env = _compose_command(tmp_path)
+    done = _run([*cmd, "-f", str(CLUSTER_COMPOSE_FILE), "config", "--format", "json"], env)
+    assert done.returncode == 0, done.stderr
+    services = json.loads(done.stdout)["services"]
+    broker = services["broker"]
+    environment = {k: str(v) for k, v in broker["environment"].items()}
+    config, warnings, _ = load_config(None, {**_env_defaults(), **environment}, [])
+    assert warnings == []
+    assert config.cluster_size == 3
+    nodes = node_listeners(config)
+    # Every node's host listener is published on the port it advertises.
+    published = {(p["host_ip"], int(p["published"]), int(p["target"])) for p in broker["ports"]}
+    host_facing = {
+        ("127.0.0.1", lst.advertised_port, lst.port)
+        for lst in nodes
+        if lst.advertised_host == "localhost"
+    }
+    assert len(host_facing) == 3 and host_facing <= published
+    # Containers on the network reach every node as broker:<port + k>, which it binds.
+    internal = sorted((lst.advertised_host, lst.advertised_port, lst.port) for lst in nodes)[:3]
+    assert internal == [("broker", 9092 + k, 9092 + k) for k in range(3)]
+    client = services["client"]
+    assert client["depends_on"]["broker"]["condition"] == "service_healthy"
+    assert client["command"][-2:] == ["--nodes", "3"]
