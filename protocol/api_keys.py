@@ -55,6 +55,11 @@ from protocol.messages.share_acknowledge import SHARE_ACKNOWLEDGE
 from protocol.messages.share_fetch import SHARE_FETCH
 from protocol.messages.share_group_describe import SHARE_GROUP_DESCRIBE
 from protocol.messages.share_group_heartbeat import SHARE_GROUP_HEARTBEAT
+from protocol.messages.share_group_offsets import (
+    ALTER_SHARE_GROUP_OFFSETS,
+    DELETE_SHARE_GROUP_OFFSETS,
+    DESCRIBE_SHARE_GROUP_OFFSETS,
+)
 from protocol.messages.sync_group import SYNC_GROUP
 from protocol.messages.txn_offset_commit import TXN_OFFSET_COMMIT
 from protocol.messages.write_txn_markers import WRITE_TXN_MARKERS
@@ -127,5 +132,8 @@ ALL_APIS: dict[int, Api] = {
         SHARE_GROUP_DESCRIBE,
         SHARE_FETCH,
         SHARE_ACKNOWLEDGE,
+        DESCRIBE_SHARE_GROUP_OFFSETS,
+        ALTER_SHARE_GROUP_OFFSETS,
+        DELETE_SHARE_GROUP_OFFSETS,
     )
 }

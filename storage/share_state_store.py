@@ -112,3 +112,11 @@ class ShareStateStore:
         states = {**self.states, **changed}
         write_atomic(self.path, encode(states))
         self.states = states
+
+    def remove(self, keys: set[ShareKey]) -> None:
+        """Forget these share-partitions (offsets deleted, group deleted), durably."""
+        if not keys & self.states.keys():
+            return
+        states = {k: v for k, v in self.states.items() if k not in keys}
+        write_atomic(self.path, encode(states))
+        self.states = states

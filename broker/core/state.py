@@ -28,6 +28,7 @@ from storage.group_config_store import GroupConfigStore
 from storage.partition_log import PartitionLog
 from storage.producer_ids import ProducerIdAllocator
 from storage.scram_credential_store import ScramCredentialStore
+from storage.share_group_store import ShareGroupStore
 from storage.share_state_store import ShareStateStore
 from storage.store import Store, TopicInfo
 from storage.topic_config_store import TopicConfigStore
@@ -166,9 +167,12 @@ class BrokerState:
             saved=ShareStateStore.open(store.data_dir),
             group_configs=self.group_config_overrides,
             other_group=self.classic_or_consumer,
+            saved_groups=ShareGroupStore.open(store.data_dir),
         )
         if self.shares.saved is not None and self.shares.saved.problem:
             log.warning("share group state file ignored: %s", self.shares.saved.problem)
+        if self.shares.saved_groups is not None and self.shares.saved_groups.problem:
+            log.warning("share groups file ignored: %s", self.shares.saved_groups.problem)
         if config.share_version >= 1:
             dispatcher.enable(SHARE_VERSION_FEATURE)
         # ACLs, when authorizer.class.name names StandardAuthorizer; None = no authorizer

@@ -13,7 +13,8 @@ Kafka's. The answer waits for the group's record to be fsynced when it changed.
 A join (epoch 0) to a non-empty classic group upgrades it to a consumer group when
 group.consumer.migration.policy allows (Kafka's default bidirectional; else GROUP_ID_NOT_FOUND
 "Cannot upgrade classic group X to consumer group because ..."), see
-broker.coordinator.groups.migration.
+broker.coordinator.groups.migration. A share group's id (KIP-932): GROUP_ID_NOT_FOUND "Group X
+is not a consumer group.".
 Authorization (with an authorizer), as KafkaApis.handleConsumerGroupHeartbeat: READ on the
 group, else GROUP_AUTHORIZATION_FAILED; DESCRIBE on every subscribed topic name, else
 TOPIC_AUTHORIZATION_FAILED (nothing changes in the group); a regex resolution that a
@@ -39,11 +40,11 @@ MIN_VERSION = 0
 MAX_VERSION = 1
 
 
-def _refused(error: ErrorCode) -> Message:
+def _refused(error: ErrorCode, message: str | None = None) -> Message:
     return Message(
         throttle_time_ms=0,
         error_code=error,
-        error_message=None,
+        error_message=message,
         member_id=None,
         member_epoch=0,
         heartbeat_interval_ms=0,
@@ -77,6 +78,11 @@ async def handle(ctx: RequestContext, request: Message) -> Message:
     cluster = ctx.state.cluster
     if cluster is not None and not_coordinator(ctx, cluster, GROUP_KEY, request.group_id):
         return _refused(ErrorCode.NOT_COORDINATOR)
+    if request.group_id in ctx.state.shares.groups:
+        # GroupMetadataManager.getOrMaybeCreateConsumerGroup: one id names one kind of group.
+        return _refused(
+            ErrorCode.GROUP_ID_NOT_FOUND, f"Group {request.group_id} is not a consumer group."
+        )
     owned = (
         None
         if request.topic_partitions is None

@@ -2,7 +2,9 @@
 
 Behaviour: an Empty group is deleted with all its committed offsets (tombstones fsynced
 before the answer); a group with members gets NON_EMPTY_GROUP, an unknown one
-GROUP_ID_NOT_FOUND, an empty id INVALID_GROUP_ID.
+GROUP_ID_NOT_FOUND, an empty id INVALID_GROUP_ID. A KIP-932 share group: Empty, it is deleted
+with its share-partitions' states (as Kafka deletes the share groups of a request first,
+with their persisted state); with members NON_EMPTY_GROUP.
 Authorization (with an authorizer): DELETE on each group, else GROUP_AUTHORIZATION_FAILED.
 """
 
@@ -34,7 +36,20 @@ async def handle(ctx: RequestContext, request: Message) -> Message:
             if not_coordinator(ctx, cluster, GROUP_KEY, g)
         }
         allowed = [g for g in allowed if g not in elsewhere]
+    shares = ctx.state.shares
+    shares.expire_members()
+    share_results: dict[str, int] = {}
+    for g in allowed:
+        group = shares.groups.get(g)
+        if group is not None:
+            if group.members:
+                share_results[g] = ErrorCode.NON_EMPTY_GROUP
+            else:
+                shares.delete_group(g)
+                share_results[g] = ErrorCode.NONE
+    allowed = [g for g in allowed if g not in share_results]
     deleted = dict(zip(allowed, await coordinator(ctx).delete_groups(allowed), strict=True))
+    deleted.update(share_results)
     deleted.update(elsewhere)
     return Message(
         throttle_time_ms=0,

@@ -8,7 +8,7 @@ generation back unless the group's selected protocol would change; v9+ tells a s
 leader so with skip_assignment, KIP-814); the request is parked until the join phase ends.
 Session timeouts outside group.min/max.session.timeout.ms get INVALID_SESSION_TIMEOUT; an
 empty protocol type or list, or no protocol common with the group,
-INCONSISTENT_GROUP_PROTOCOL.
+INCONSISTENT_GROUP_PROTOCOL; so does a share group's id (KIP-932), with an empty member id.
 Authorization (with an authorizer): READ on the group, else GROUP_AUTHORIZATION_FAILED.
 """
 
@@ -56,6 +56,19 @@ async def handle(ctx: RequestContext, request: Message) -> Message:
             leader="",
             skip_assignment=False,
             member_id=request.member_id,
+            members=[],
+        )
+    if request.group_id in ctx.state.shares.groups:
+        # GroupMetadataManager.classicGroupJoin: a share group's id is not a classic group's.
+        return Message(
+            throttle_time_ms=0,
+            error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
+            generation_id=-1,
+            protocol_type=None,
+            protocol_name=None if ctx.version >= 7 else "",
+            leader="",
+            skip_assignment=False,
+            member_id="",
             members=[],
         )
     result = await coordinator(ctx).join(request.group_id, req)

@@ -30,7 +30,7 @@ UNKNOWN_TOPIC_ID = 100
 ACCEPT, RELEASE, REJECT, RENEW = 1, 2, 3, 4
 LOCK_MS = 1000
 DELIVERY_LIMIT = 3
-SHARE_APIS = {76: (1, 1), 77: (1, 1), 78: (1, 2), 79: (1, 2)}
+SHARE_APIS = {76: (1, 1), 77: (1, 1), 78: (1, 2), 79: (1, 2), 90: (0, 1), 91: (0, 0), 92: (0, 0)}
 
 
 @pytest.fixture(scope="module")

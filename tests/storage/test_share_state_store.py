@@ -27,3 +27,10 @@ def test_a_damaged_file_is_ignored_with_the_reason(tmp_path: Path) -> None:
     path.write_bytes(bytes(data))
     store = ShareStateStore.open(tmp_path)
     assert store.states == {} and store.problem
+
+
+def test_removed_states_are_gone_after_reopening(tmp_path: Path) -> None:
+    store = ShareStateStore.open(tmp_path)
+    store.put({("g", TOPIC, 0): ShareState(1, 2, ()), ("h", TOPIC, 0): ShareState(3, 3, ())})
+    store.remove({("g", TOPIC, 0), ("g", TOPIC, 9)})
+    assert ShareStateStore.open(tmp_path).states == {("h", TOPIC, 0): ShareState(3, 3, ())}

@@ -8,8 +8,10 @@ and its records released). A share-partition is made at the group's first ShareF
 it, starting at the latest offset (share.auto.offset.reset=latest, Kafka's default) or the
 log start (earliest), per the group config. Share-partition states are kept
 across restarts (storage.share_state_store, written after each request that changed one,
-as Kafka writes __share_group_state); groups and members are not (members rejoin, as after
-a coordinator failover).
+as Kafka writes __share_group_state), and so are the groups with their epochs
+(storage.share_group_store, as Kafka's ShareGroupMetadata records); members are not (they
+rejoin, as after a coordinator failover). The offset admin APIs (Describe/Alter/Delete
+ShareGroupOffsets) and DeleteGroups read and change both here.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from broker.coordinator.share.group import Assignment, ShareGroup, ShareMember
 from broker.coordinator.share.partition import SharePartition
 from broker.coordinator.share.sessions import ShareSessionCache
 from protocol.errors import ErrorCode
+from storage.share_group_store import ShareGroupStore
 from storage.share_state_store import ShareKey, ShareState, ShareStateStore
 from storage.store import Store
 
@@ -80,6 +83,7 @@ class ShareCoordinator:
         saved: ShareStateStore | None = None,
         group_configs: GroupConfigs = _no_group_configs,
         other_group: Callable[[str], bool] = lambda _g: False,
+        saved_groups: ShareGroupStore | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
@@ -92,6 +96,11 @@ class ShareCoordinator:
         # Share-partition states kept across restarts, and the change count last written.
         self.saved = saved
         self._written: dict[ShareKey, int] = {}
+        # Share groups kept across restarts: back Empty, with their group epoch.
+        self.saved_groups = saved_groups
+        if saved_groups is not None:
+            for group_id, epoch in saved_groups.groups.items():
+                self.groups[group_id] = ShareGroup(group_id, epoch, epoch)
 
     def persist(self) -> None:
         """Write the share-partitions changed since the last write (durable on return)."""
@@ -104,6 +113,8 @@ class ShareCoordinator:
                 self._written[key] = part.changes
         if changed:
             self.saved.put(changed)
+        if self.saved_groups is not None:
+            self.saved_groups.replace({g.group_id: g.group_epoch for g in self.groups.values()})
 
     # -- per-group settings (group configs override the broker's) ------------------------
 
@@ -291,3 +302,67 @@ class ShareCoordinator:
             for (g, topic_id, index), part in self.partitions.items()
             if g == group_id and part.release_member(member_id)
         ]
+
+    # -- the offset admin APIs and DeleteGroups --------------------------------------------
+
+    def _saved_keys(self, group_id: str) -> set[ShareKey]:
+        keys = {k for k in self.partitions if k[0] == group_id}
+        if self.saved is not None:
+            keys |= {k for k in self.saved.states if k[0] == group_id}
+        return keys
+
+    def initialized(self, group_id: str) -> dict[bytes, list[int]]:
+        """The group's share-partitions with a state (Kafka's initialized topics)."""
+        out: dict[bytes, list[int]] = {}
+        for _, topic_id, index in sorted(self._saved_keys(group_id)):
+            out.setdefault(topic_id, []).append(index)
+        return out
+
+    def summary(self, group_id: str, topic_id: bytes, index: int) -> tuple[int, int] | None:
+        """(start offset, records past it already acknowledged or archived) of a
+        share-partition with a state, else None (Kafka's ReadShareGroupStateSummary)."""
+        if (group_id, topic_id, index) not in self._saved_keys(group_id):
+            return None
+        part = self.partition(group_id, topic_id, index)
+        if part is None:
+            return None
+        return part.start_offset, part.delivery_complete_count()
+
+    def alter_offsets(self, group_id: str, starts: Mapping[tuple[bytes, int], int]) -> None:
+        """AlterShareGroupOffsets on an Empty (or new) group: each share-partition starts
+        anew at its start offset, with nothing in flight (Kafka's InitializeShareGroupState);
+        the group's epoch moves (a ShareGroupMetadata record in Kafka)."""
+        group = self.groups.get(group_id)
+        if group is None:
+            group = self.groups[group_id] = ShareGroup(group_id)
+        group.group_epoch += 1
+        group.assignment_epoch = group.group_epoch
+        for (topic_id, index), start in starts.items():
+            key = (group_id, topic_id, index)
+            part = SharePartition(
+                start, self.delivery_count_limit(group_id), self.settings.partition_max_record_locks
+            )
+            part.changes = self._written.get(key, 0) + 1
+            part.leader_epoch = -1
+            self.partitions[key] = part
+        self.persist()
+
+    def forget(self, keys: set[ShareKey]) -> None:
+        for key in keys:
+            self.partitions.pop(key, None)
+            self._written.pop(key, None)
+        if self.saved is not None:
+            self.saved.remove(keys)
+
+    def delete_offsets(self, group_id: str, topic_id: bytes) -> bool:
+        """DeleteShareGroupOffsets for one topic: its share-partitions' states go (False:
+        the group had none for it)."""
+        keys = {k for k in self._saved_keys(group_id) if k[1] == topic_id}
+        self.forget(keys)
+        return bool(keys)
+
+    def delete_group(self, group_id: str) -> None:
+        """DeleteGroups on an Empty share group: the group and its share-partitions' states."""
+        self.groups.pop(group_id, None)
+        self.forget(self._saved_keys(group_id))
+        self.persist()

@@ -72,6 +72,9 @@ class SharePartition:
         self.records: dict[int, InFlight] = {}
         # Moves on every change of state, so the coordinator knows what to persist.
         self.changes = 0
+        # The leader epoch Kafka keeps with the state: -1 after AlterShareGroupOffsets
+        # (InitializeShareGroupState) until acknowledgements write it again; not persisted.
+        self.leader_epoch = 0
 
     # -- persistence (storage.share_state_store) -----------------------------------------
 
@@ -259,6 +262,7 @@ class SharePartition:
                 record.member_id = ""
         self._advance_start()
         self.changes += 1
+        self.leader_epoch = 0
         return ErrorCode.NONE
 
     def _advance_start(self) -> None:
@@ -276,6 +280,14 @@ class SharePartition:
         self.expire_locks(now_ms)
         available = [o for o, r in self.records.items() if r.state is RecordState.AVAILABLE]
         return min(available, default=self.end_offset)
+
+    def delivery_complete_count(self) -> int:
+        """Records past the start offset already acknowledged or archived (Kafka's
+        deliveryCompleteCount, taken off the lag)."""
+        return sum(
+            r.state in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
+            for r in self.records.values()
+        )
 
     def has_available(self) -> bool:
         return any(r.state is RecordState.AVAILABLE for r in self.records.values())
