@@ -142,6 +142,8 @@ class PartitionLog:
         self._producers = ProducerStateManager()
         # Kafka's recovery point: every batch below it is known to be on disk.
         self._recovery_point = self._log_start_offset
+        # None: the log end (one replica); else set by a simulated cluster's replication.
+        self._high_watermark: int | None = None
         self._last_flush_ms = _wall_ms()
         self._lock = threading.Lock()
         # The log's aborted transactions, each in its segment's .txnindex.
@@ -251,8 +253,15 @@ class PartitionLog:
 
     @property
     def high_watermark(self) -> int:
-        # Single node, no followers: everything appended is committed.
-        return self.log_end_offset
+        # Single node, no followers: everything appended is committed. A simulated cluster's
+        # replication sets it (the ISR's minimum log end offset), never above the log end.
+        if self._high_watermark is None:
+            return self.log_end_offset
+        return min(self._high_watermark, self.log_end_offset)
+
+    def set_high_watermark(self, offset: int | None) -> None:
+        """The offset below which records are committed (None: the log end, one replica)."""
+        self._high_watermark = offset
 
     @property
     def last_stable_offset(self) -> int:

@@ -1,22 +1,23 @@
 """The simulated nodes, which of them run, and each partition's leader, epoch and ISR.
 
-Every replica shares the one stored log in this process, so a replica never trails its
-leader: a stopped node leaves the ISR of its partitions (KRaft fences it and shrinks the
+A stopped node leaves the ISR of its partitions at once (KRaft fences it and shrinks the
 ISRs), and a partition it led elects the first live replica of its ISR with the leader epoch
 bumped (ReplicationControlManager's leader election); with no live replica in the ISR the
 partition has no leader (-1) and keeps its last ISR, as KRaft does without ELR. A node that
-starts again rejoins the ISRs at once (it has nothing to catch up) and takes the leadership of
-partitions left without one.
+starts again takes the leadership of partitions left without one; it rejoins the other ISRs
+once its followers caught up (broker.cluster.replication), or at once for a partition nothing
+was appended to since the process started (every replica then has the same log).
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from broker.cluster.placement import replicas_for, seed_of
 from broker.config.model import Config, Listener
+from storage.partition_log import PartitionLog
 from storage.replica_assignment_store import ReplicaAssignmentStore, TopicAssignment
 
 NO_LEADER = -1
@@ -36,6 +37,14 @@ class PartitionState:
     leader: int
     leader_epoch: int
     isr: list[int]
+    # Replication (broker.cluster.replication), from the partition's first append on: the
+    # leader's log (None until then: every replica has the same log), each follower's log
+    # end offset and when it was last caught up (ms), the log end when this leader's epoch
+    # began (Partition.leaderEpochStartOffsetOpt).
+    log: PartitionLog | None = None
+    ends: dict[int, int] = field(default_factory=dict)
+    caught_up_ms: dict[int, float] = field(default_factory=dict)
+    epoch_start: int = 0
 
 
 class UnknownNode(ValueError):
@@ -140,6 +149,14 @@ class Cluster:
             self._partitions[(key, index)] = found
         return found
 
+    def known(self, key: bytes | str, index: int) -> PartitionState | None:
+        """The partition's state if it has one (a deleted topic's has none)."""
+        return self._partitions.get((key, index))
+
+    def tracked(self) -> list[tuple[bytes | str, int, PartitionState]]:
+        """The partitions replication follows (appended to since the process started)."""
+        return [(k, i, p) for (k, i), p in self._partitions.items() if p.log is not None]
+
     def leader(self, key: bytes | str, index: int) -> int:
         return self.partition(key, index).leader
 
@@ -169,6 +186,8 @@ class Cluster:
                 live = [n for n in part.isr if n in self.alive]
                 part.leader = live[0] if live else NO_LEADER
                 part.leader_epoch += 1
+                if part.log is not None:
+                    _leader_moved(part, node)
 
     def start(self, node: int) -> None:
         """``node`` runs again: it rejoins the ISRs and leads where no one does."""
@@ -183,8 +202,23 @@ class Cluster:
                     continue
                 part.leader = node
                 part.leader_epoch += 1
-            # Its log is the shared one: caught up at once, so the ISR expands now.
-            part.isr = [n for n in part.replicas if n in self.alive]
+                if part.log is not None:
+                    _leader_moved(part, NO_LEADER)
+            if part.log is None:
+                # Nothing appended since the process started: its log is everyone's.
+                part.isr = [n for n in part.replicas if n in self.alive]
 
     def offline_replicas(self, part: PartitionState) -> list[int]:
         return [n for n in part.replicas if n not in self.alive]
+
+
+def _leader_moved(part: PartitionState, old: int) -> None:
+    """A new leader (or none) for a replicated partition. One log is kept per partition: the
+    new leader's is taken to be all of it (nothing is truncated; the records a trailing new
+    leader lacked stay), the stopped old leader keeps what it had."""
+    assert part.log is not None
+    end = part.log.log_end_offset
+    if old != NO_LEADER:
+        part.ends[old] = end
+    part.ends.pop(part.leader, None)
+    part.epoch_start = end

@@ -121,6 +121,10 @@ class Config:
     # (the raw comma-separated list; checked against the count at load).
     cluster_size: int = 1
     cluster_racks: str = ""
+    # min.insync.replicas (the topics' default) and replica.lag.time.max.ms: acted on by a
+    # simulated cluster's replication (broker.cluster.replication).
+    min_insync_replicas: int = 1
+    replica_lag_time_max_ms: int = 30000
     # KIP-932 share groups (broker.coordinator.share): the finalized share.version (0 = off)
     # and the group.share.* settings.
     share_version: int = 0

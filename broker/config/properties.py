@@ -662,6 +662,25 @@ PROPERTIES: tuple[Property, ...] = (
         validator=_cluster_size,
     ),
     Property(
+        "min.insync.replicas",
+        INT,
+        "1",
+        "Replicas that must have an acks=all write; the topics' default. A simulated "
+        "cluster acts on it (capped at the replication factor, as Kafka's effectiveMinIsr); "
+        "a single broker's one replica always satisfies it.",
+        attr="min_insync_replicas",
+        validator=at_least(1),
+    ),
+    Property(
+        "replica.lag.time.max.ms",
+        LONG,
+        "30000",
+        "A follower of a simulated cluster that has not caught up with its leader for this "
+        "long leaves the ISR (Partition.maybeShrinkIsr).",
+        attr="replica_lag_time_max_ms",
+        validator=at_least(1),
+    ),
+    Property(
         "minikafka.cluster.racks",
         LIST,
         "",
@@ -762,7 +781,6 @@ ACCEPTED_IGNORED: tuple[Property, ...] = (
     _ignored("transaction.state.log.num.partitions", "No transaction log topic."),
     _ignored("share.coordinator.state.topic.replication.factor", "One replica."),
     _ignored("share.coordinator.state.topic.min.isr", "One replica."),
-    _ignored("min.insync.replicas", "One replica on one broker."),
     _ignored("num.network.threads", "asyncio: one event loop."),
     _ignored("num.io.threads", "asyncio: one event loop."),
     _ignored("num.recovery.threads.per.data.dir", "Recovery runs in one thread."),

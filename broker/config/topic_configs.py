@@ -22,7 +22,8 @@ unchanged. Those marked ``applied`` change what this broker does:
 The rest are stored and described but change nothing (compression.type: the broker keeps
 the producer's codec; min.insync.replicas: one replica, always in sync, and Kafka caps
 min.insync.replicas at the replication factor (Partition.effectiveMinIsr, KAFKA-15583), so
-acks=all never fails with NOT_ENOUGH_REPLICAS on one broker; tiered-storage settings have
+acks=all never fails with NOT_ENOUGH_REPLICAS on one broker (a simulated cluster acts on it,
+broker.cluster.replication); tiered-storage settings have
 nothing to act on; segment.index.bytes does not cap index files). remote.storage.enable=true
 is refused, as Kafka refuses it when tiered storage is disabled on the broker.
 
@@ -370,8 +371,8 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
             "min.insync.replicas",
             _C.INT,
             "1",
-            "Replicas that must acknowledge an acks=all write. Stored only: a single broker "
-            "has one replica, always in sync.",
+            "Replicas that must acknowledge an acks=all write (capped at the replication "
+            "factor; a single broker has one replica, always in sync).",
             ("min.insync.replicas",),
             _at_least(1),
         ),
@@ -515,6 +516,7 @@ _BROKER_VALUE: dict[str, Callable[[Config], float]] = {
     "min.cleanable.dirty.ratio": lambda c: c.cleaner_min_cleanable_ratio,
     "min.compaction.lag.ms": lambda c: c.cleaner_min_compaction_lag_ms,
     "max.compaction.lag.ms": lambda c: c.cleaner_max_compaction_lag_ms,
+    "min.insync.replicas": lambda c: c.min_insync_replicas,
 }
 
 
@@ -547,8 +549,6 @@ def topic_default(config: Config, definition: TopicConfigDef) -> tuple[str, list
         values = BrokerValues({}, {}, static_values(config), default_values(config))
         synonyms = synonyms_of(definition.synonyms[0], values, names=definition.synonyms)
     getter = _BROKER_VALUE.get(definition.name)
-    # A broker property minikafka accepts but ignores (min.insync.replicas) is listed as a
-    # synonym when set, but the topic default stays Kafka's: it has no effect here.
     value = str(getter(config)) if getter is not None else definition.default
     return value, synonyms
 

@@ -8,7 +8,8 @@ import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Protocol
 
-from broker.cluster.state import Cluster
+from broker.cluster.replication import Replication
+from broker.cluster.state import OFFSETS_TOPIC, TRANSACTION_TOPIC, Cluster
 from broker.config import topic_configs
 from broker.config.topic_configs import TopicSettings
 from broker.coordinator.share.coordinator import ShareCoordinator, ShareSettings
@@ -21,7 +22,6 @@ from broker.limits.request_budget import RequestBudget
 from broker.produce.validation_pool import ValidationPool, default_count
 from broker.runtime.flusher import Flusher
 from broker.runtime.log_limiter import LogLimiter
-from broker.security.sasl_scram import MECHANISMS
 from storage.broker_config_store import BrokerConfigStore
 from storage.client_quota_store import ClientQuotaStore
 from storage.group_config_store import GroupConfigStore
@@ -95,6 +95,19 @@ class BrokerState:
         # A simulated cluster's nodes and partition leaders; None for a single broker, which
         # is every partition's leader (handlers test this once per request).
         self.cluster: Cluster | None = Cluster(config) if config.cluster_size > 1 else None
+        # Its followers' log ends, high watermarks, ISR changes and acks=all waits.
+        self.replication: Replication | None = (
+            None
+            if self.cluster is None
+            else Replication(
+                self.cluster,
+                lag_time_max_ms=config.replica_lag_time_max_ms,
+                min_isr=self._min_insync_replicas,
+                wake=lambda plog: self.fetch_purgatory.check_and_complete(
+                    (plog.topic, plog.partition)
+                ),
+            )
+        )
         # Set by the broker that serves this state (fault injection stops and starts nodes).
         self.nodes: NodeSwitch | None = None
         self.connections: set[ClientConnection] = set()
@@ -207,6 +220,8 @@ class BrokerState:
         users = self.config.scram_bootstrap_users
         if not users or self.scram_credentials.path.exists():
             return
+        from broker.security.sasl_scram import MECHANISMS  # SCRAM is loaded only if used
+
         self.scram_credentials.replace(
             {(u.name, MECHANISMS[u.mechanism][0]): u.credential for u in users}
         )
@@ -215,8 +230,29 @@ class BrokerState:
     def notify_appended(self, logs: Iterable[PartitionLog]) -> None:
         """Data was appended to these partitions: wake the fetches parked on them, and only
         those (ReplicaManager's checkAndComplete per TopicPartitionOperationKey)."""
+        if self.replication is not None:
+            logs = list(logs)
         for plog in logs:
             self.fetch_purgatory.check_and_complete((plog.topic, plog.partition))
+        if self.replication is not None:
+            self._replicate(self.replication, logs)
+
+    def _replicate(self, replication: Replication, logs: Iterable[PartitionLog]) -> None:
+        """A simulated cluster's leader appended to these partitions: its followers fetch
+        (their high watermarks move then, which wakes the fetches again)."""
+        for plog in logs:
+            if plog.topic in (OFFSETS_TOPIC, TRANSACTION_TOPIC):
+                # The coordinators' own topics are not followed (committed at once).
+                continue
+            info = self.store.topic(plog.topic)
+            if info is not None and self.store.partition(plog.topic, plog.partition) is plog:
+                replication.appended(info.topic_id, plog.partition, plog)
+
+    def _min_insync_replicas(self, plog: PartitionLog) -> int:
+        info = self.store.topic(plog.topic)
+        if info is None:
+            return 1
+        return self.topic_settings(info).min_insync_replicas
 
     def complete_parked_fetches(self) -> None:
         """Answer every parked fetch now (shutdown, topic deletion)."""
@@ -304,4 +340,6 @@ class BrokerState:
         self.metrics.forget(info.name)
         if self.cluster is not None:
             self.cluster.forget_topic(info.topic_id)
+        if self.replication is not None:
+            self.replication.forget_topic(info.topic_id)
         self.topic_configs.delete(info.topic_id)

@@ -251,6 +251,9 @@ def _read(
     if plog is None:
         return _failed(ref.index, error)
     epoch = LEADER_EPOCH
+    # A simulated cluster's node serves up to its high watermark (FetchIsolation's
+    # HIGH_WATERMARK for consumers); None: the log's own (a single broker's is its end).
+    high_watermark: int | None = None
     cluster = ctx.state.cluster
     if cluster is not None:
         served = served_here(ctx, cluster, plog.topic, ref.index, replica_ok=ctx.version >= 11)
@@ -260,6 +263,13 @@ def _read(
                 _failed(ref.index, ErrorCode.NOT_LEADER_OR_FOLLOWER), "current_leader", leader
             )
         epoch = served
+        replication = ctx.state.replication
+        assert replication is not None
+        high_watermark = replication.high_watermark_on(
+            cluster.node_of(ctx.listener),
+            cluster.partition(topic_id_of(ctx, plog.topic), ref.index),
+            plog,
+        )
         # Partition.checkCurrentLeaderEpoch: an older epoch than the leader's is fenced.
         if 0 <= part.current_leader_epoch < epoch:
             return _failed(ref.index, ErrorCode.FENCED_LEADER_EPOCH)
@@ -277,13 +287,16 @@ def _read(
                 diverging_epoch=Message(epoch=epoch, end_offset=plog.log_end_offset),
             )
     max_bytes = min(part.max_bytes, limit)
+    max_offset = plog.last_stable_offset if read_committed else None
+    if high_watermark is not None:
+        max_offset = high_watermark if max_offset is None else min(max_offset, high_watermark)
     try:
         # A negative size is refused only where a batch would be read, as LogSegment.read.
         where = plog.read_slice(
             part.fetch_offset,
             max(max_bytes, 0),
             min_one_message=min_one_message or max_bytes < 0,
-            max_offset=plog.last_stable_offset if read_committed else None,
+            max_offset=max_offset,
         )
     except OffsetOutOfRangeError:
         return _failed(ref.index, ErrorCode.OFFSET_OUT_OF_RANGE)
@@ -303,7 +316,7 @@ def _read(
     if where.first_entry_incomplete:
         # ReplicaManager.readFromLog replaces the cut batch with an empty read that carries
         # no aborted-transactions list.
-        return _answer(ref.index, plog, b"", None)
+        return _answer(ref.index, plog, b"", None, high_watermark)
     records: bytes | FileRecords = FileRecords(where) if where.length else b""
     aborted = None
     if read_committed:
@@ -314,7 +327,7 @@ def _read(
             else []
         )
         aborted = [Message(producer_id=a.producer_id, first_offset=a.first_offset) for a in found]
-    return _answer(ref.index, plog, records, aborted)
+    return _answer(ref.index, plog, records, aborted, high_watermark)
 
 
 def _log_for(store: Store, ref: PartitionRef) -> tuple[PartitionLog | None, ErrorCode]:
@@ -334,14 +347,15 @@ def _answer(
     plog: PartitionLog,
     records: bytes | FileRecords,
     aborted: list[Message] | None,
+    high_watermark: int | None = None,
     **extra: Message,
 ) -> Message:
-    end = plog.high_watermark
+    end = plog.high_watermark if high_watermark is None else high_watermark
     return Message(
         partition_index=index,
         error_code=ErrorCode.NONE,
         high_watermark=end,
-        last_stable_offset=plog.last_stable_offset,
+        last_stable_offset=min(plog.last_stable_offset, end),
         log_start_offset=plog.log_start_offset,
         aborted_transactions=aborted,
         preferred_read_replica=-1,

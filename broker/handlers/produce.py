@@ -221,15 +221,19 @@ async def handle(ctx: RequestContext, request: Message) -> Message | None:
         and (acks == -1 or acks == 1)
         and (ctx.after is None or ctx.after.done())
     ):
-        alone = _alone(ctx, topics[0].name, topics[0].partition_data[0], now_ms)
+        alone = _alone(ctx, topics[0].name, topics[0].partition_data[0], now_ms, acks)
         if alone is not None:
-            answer, appended = alone
+            answer, appended, ends = alone
             if appended:
                 due = _notify(ctx, appended)
+                tp = (topics[0].name, answer.index)
                 if due:
-                    tp = (topics[0].name, answer.index)
                     results = {tp: answer}
                     await _flush(ctx, due, {tp: appended[0]}, results)
+                    answer = results[tp]
+                if acks == -1 and ctx.state.replication is not None:
+                    results = {tp: answer}
+                    await _replicated(ctx, request.timeout_ms, {tp: appended[0]}, ends, results)
                     answer = results[tp]
             response = Message(
                 responses=[Message(name=topics[0].name, partition_responses=[answer])],
@@ -324,6 +328,7 @@ async def _validate_and_append(
         results = {tp: _partition(tp[1], ErrorCode.INVALID_PRODUCER_ID_MAPPING) for tp in entries}
     else:
         appended: list[PartitionLog] = []
+        ends: dict[_TopicPartition, int] = {}
         refused: dict[_TopicPartition, ErrorCode] = {}
         if ctx.version >= IMPLICIT_ADD_VERSION and request.transactional_id is not None:
             refused = await _add_implicitly(ctx, request.transactional_id, entries, logs)
@@ -333,7 +338,7 @@ async def _validate_and_append(
                 results[tp] = _partition(tp[1], _verification_error(refused[tp], ctx.version))
                 continue
             results[tp] = _append(
-                ctx, tp, logs[tp], entry, now_ms, appended, request.transactional_id
+                ctx, tp, logs[tp], entry, now_ms, appended, request.transactional_id, acks, ends
             )
         for tp, (_, mine) in turns.items():
             _TURNS.release(logs[tp], mine)
@@ -341,6 +346,8 @@ async def _validate_and_append(
             due = _notify(ctx, appended)
             if due:
                 await _flush(ctx, due, logs, results)
+            if acks == -1 and ctx.state.replication is not None:
+                await _replicated(ctx, request.timeout_ms, logs, ends, results)
 
     # Kafka's merge: responseStatus ++ nonExistingTopicResponses ++ invalidRequestResponses.
     answers = {tp: early[tp] if tp in early else results[tp] for tp in order}
@@ -363,6 +370,38 @@ async def _validate_and_append(
     return response
 
 
+async def _replicated(
+    ctx: RequestContext,
+    timeout_ms: int,
+    logs: dict[_TopicPartition, PartitionLog],
+    ends: dict[_TopicPartition, int],
+    results: dict[_TopicPartition, Message],
+) -> None:
+    """acks=all in a simulated cluster (DelayedProduce): each appended partition answers
+    once its ISR has the batch, REQUEST_TIMED_OUT after the request's timeout (the offsets
+    of the append kept), NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank below
+    min.insync.replicas meanwhile, NOT_LEADER_OR_FOLLOWER when the leader moved."""
+    replication = ctx.state.replication
+    assert replication is not None
+    node = replication.cluster.node_of(ctx.listener)
+    waits = {}
+    for tp, required in ends.items():
+        if results[tp].error_code != ErrorCode.NONE:
+            continue
+        info = ctx.state.store.topic(tp[0])
+        if info is None:
+            continue
+        waits[tp] = replication.acknowledged(
+            info.topic_id, tp[1], logs[tp], required, node, timeout_ms
+        )
+    if not waits:
+        return
+    verdicts = await asyncio.gather(*waits.values())
+    for tp, verdict in zip(waits, verdicts, strict=True):
+        if verdict != ErrorCode.NONE:
+            with_field(results[tp], "error_code", verdict)
+
+
 def _add_node_endpoints(ctx: RequestContext, cluster: Cluster, response: Message) -> None:
     """KIP-951 (v10+): the addresses of the leaders named in NOT_LEADER_OR_FOLLOWER answers'
     CurrentLeader, so the producer retries there without a Metadata round trip."""
@@ -379,8 +418,8 @@ def _add_node_endpoints(ctx: RequestContext, cluster: Cluster, response: Message
 
 
 def _alone(
-    ctx: RequestContext, name: str, part: Message, now_ms: int
-) -> tuple[Message, list[PartitionLog]] | None:
+    ctx: RequestContext, name: str, part: Message, now_ms: int, acks: int
+) -> tuple[Message, list[PartitionLog], dict[_TopicPartition, int]] | None:
     """The answer to a request naming one partition, and the log it appended to (if any),
     or None when the request needs handle's general path (issue 19: about a fifth of a
     1-record Produce's handling went to the maps, turns and merges of that path).
@@ -398,7 +437,7 @@ def _alone(
     item = _locate(ctx, tp, part.records, now_ms, logs)
     if isinstance(item, Message):
         # A transactional batch is refused before these errors (the general path answers).
-        return None if _first_batch_transactional(part.records) else (item, [])
+        return None if _first_batch_transactional(part.records) else (item, [], {})
     plog = logs[tp]
     if _TURNS.taken(plog):
         return None
@@ -415,14 +454,15 @@ def _alone(
         if _first_batch_transactional(part.records):
             return None
         _log_refused(ctx, tp, entry.checked.error, entry.checked.message)
-        return _partition(tp[1], entry.checked.error), []
+        return _partition(tp[1], entry.checked.error), [], {}
     header = entry.checked.header
     if header is not None and header.is_transactional:
         return None
     appended: list[PartitionLog] = []
-    answer = _append(ctx, tp, plog, entry, now_ms, appended, None)
+    ends: dict[_TopicPartition, int] = {}
+    answer = _append(ctx, tp, plog, entry, now_ms, appended, None, acks, ends)
     state.validation_pool.release(checked)
-    return answer, appended
+    return answer, appended, ends
 
 
 def _notify(ctx: RequestContext, appended: list[PartitionLog]) -> list[PartitionLog]:
@@ -673,8 +713,11 @@ def _append(
     now_ms: int,
     appended: list[PartitionLog],
     transactional_id: str | None,
+    acks: int,
+    ends: dict[_TopicPartition, int],
 ) -> Message:
-    """UnifiedLog.append for one batch that passed the request-level checks."""
+    """UnifiedLog.append for one batch that passed the request-level checks; ``ends``
+    gets the offset the ISR must reach for an acks=all answer (its last offset + 1)."""
     state = ctx.state
     name, index = tp
     info = state.store.topic(name)
@@ -691,7 +734,17 @@ def _append(
             return with_field(
                 _partition(index, ErrorCode.NOT_LEADER_OR_FOLLOWER), "current_leader", leader
             )
-        epoch = cluster.partition(info.topic_id, index).leader_epoch
+        replication = state.replication
+        assert replication is not None
+        part = replication.track(info.topic_id, index, plog)
+        epoch = part.leader_epoch
+        if acks == -1 and replication.under_min_isr(part, plog):
+            # Partition.appendRecordsToLeader: an ISR below min.insync.replicas takes no
+            # acks=all write (the log start offset answered, as ReplicaManager's other errors).
+            log.info(
+                "NOT_ENOUGH_REPLICAS for %s-%d: ISR %s (%s)", name, index, part.isr, ctx.describe()
+            )
+            return _failed(tp, ErrorCode.NOT_ENOUGH_REPLICAS, plog)
     settings = state.topic_settings(info)
     checked = entry.checked
     if checked.error != ErrorCode.NONE or checked.header is None:
@@ -751,6 +804,7 @@ def _append(
         )
         return _failed(tp, result.error, plog)
     appended.append(plog)
+    ends[tp] = result.base_offset + header.last_offset_delta + 1
     state.metrics.appended(name, header.last_offset_delta + 1, len(batch))
     return Message(
         index=index,

@@ -75,6 +75,14 @@ class Background:
         self._every(
             min(config.flush_scheduler_interval_ms, ROLLED_FLUSH_CHECK_MS), "flush", self._flush
         )
+        replication = self.state.replication
+        if replication is not None:
+            # Kafka's isr-expiration task: every half of replica.lag.time.max.ms.
+            self._every(
+                max(config.replica_lag_time_max_ms // 2, 1),
+                "isr-expiration",
+                replication.shrink_lagging,
+            )
         loop = asyncio.get_running_loop()
         self.tasks.append(loop.create_task(self._delete_files(), name="delete-files"))
         self.cleaner = LogCleanerThreads(self.state, self.retain)

@@ -236,6 +236,9 @@ class Broker:
             if conn.listener.node_index == index and conn.transport is not None:
                 conn.transport.abort()
         cluster.stop(node, _all_partitions(state))
+        if state.replication is not None:
+            # Smaller ISRs may move high watermarks; appends waiting on the old leader answer.
+            state.replication.refresh()
         # Fetches parked on the old leader answer now; their clients look for the new one.
         state.complete_parked_fetches()
         log.warning("node %d stopped (fault injection)", node)
@@ -266,6 +269,9 @@ class Broker:
             self.node_servers.setdefault(index, []).append(server)
             server.start()
         cluster.start(node)
+        if state.replication is not None:
+            state.replication.node_started(node)
+            state.replication.refresh()
         log.info("node %d started again (fault injection)", node)
         return True
 

@@ -18,6 +18,9 @@ them once for all three. What they do:
   partition's leader is gone (KRaftMetadataCache, ReplicaManager.getPartitionOrError).
 - ``broker-stop``/``broker-start``: stop a simulated cluster's node (minikafka.cluster.size)
   or start it again; see broker.cluster.state for what clients then see.
+- ``replication-delay``: a simulated cluster's followers fetch what their leaders append
+  ``delay_ms`` later (0: at once), so high watermarks and acks=all answers trail by it
+  (broker.cluster.replication).
 - ``close_connections``: close every client connection now.
 - ``refuse_connections``: accept and at once close new connections for ``duration_s``.
 - ``log_requests`` / ``requests``: record each request (API, version, client id, decoded
@@ -57,6 +60,7 @@ from protocol.records import CorruptBatchError, iter_batches
 from protocol.schema import Api, Message
 
 if TYPE_CHECKING:
+    from broker.cluster.replication import Replication
     from broker.core.dispatch import Dispatcher, Handler
     from broker.core.request_context import RequestContext
     from broker.core.state import BrokerState, NodeSwitch
@@ -323,6 +327,20 @@ class FaultInjector:
         """Start a stopped node again on its ports; it rejoins the ISRs."""
         return self._nodes().start_node(_int("node", node, 0))
 
+    def replication_delay(self, delay_ms: int) -> int:
+        """Followers trail their leaders by ``delay_ms`` from now on; the previous delay."""
+        replication = self._replication()
+        previous = replication.delay_ms
+        replication.delay_ms = _int("delay_ms", delay_ms, 0)
+        log.info("fault: followers trail their leaders by %d ms", replication.delay_ms)
+        return previous
+
+    def _replication(self) -> Replication:
+        if self._state is None or self._state.replication is None:
+            self._nodes()  # the reason: not running, or not a cluster
+            raise FaultError("not a cluster")
+        return self._state.replication
+
     def _nodes(self) -> NodeSwitch:
         if self._state is None or self._state.nodes is None:
             raise FaultError("the broker is not running")
@@ -374,6 +392,9 @@ class FaultInjector:
         self.offline = {}
         self.refuse_until = 0.0
         self._log = None
+        if self._state is not None and self._state.replication is not None:
+            removed += self._state.replication.delay_ms > 0
+            self._state.replication.delay_ms = 0
         self._changed()
         log.info("fault: cleared every fault")
         return removed
@@ -664,6 +685,7 @@ OPERATIONS: dict[str, str] = {
     "refuse-connections": "refuse_connections",
     "broker-stop": "broker_stop",
     "broker-start": "broker_start",
+    "replication-delay": "replication_delay",
     "log-requests": "log_requests",
     "requests": "requests",
     "clear": "clear",
