@@ -23,13 +23,15 @@ Error answers as ReplicaManager.appendToLocalLog builds them: error_message only
 record errors (the one exception Kafka marks hasCustomErrorMessage); log_start_offset -1
 for request-level errors, UNKNOWN_TOPIC_OR_PARTITION, MESSAGE_TOO_LARGE,
 RECORD_LIST_TOO_LARGE, CORRUPT_MESSAGE and KAFKA_STORAGE_ERROR, the partition's log start
-offset for every other error. min.insync.replicas never refuses a write: Kafka caps it at
-the replication factor (Partition.effectiveMinIsr, KAFKA-15583), which is 1 here.
+offset for every other error. On a single broker min.insync.replicas never refuses a write:
+Kafka caps it at the replication factor (Partition.effectiveMinIsr, KAFKA-15583), which is 1.
 
 In a simulated cluster (broker.cluster) only the partition's leader appends, checked at append
 time as ReplicaManager.appendToLocalLog: elsewhere NOT_LEADER_OR_FOLLOWER with CurrentLeader
 and, in the response, the leaders' NodeEndpoints (v10+, KIP-951); batches are stamped with the
-partition's current leader epoch.
+partition's current leader epoch. acks=all is refused NOT_ENOUGH_REPLICAS before the append
+when the ISR is below min.insync.replicas, and answered once the ISR has the batch
+(broker.cluster.replication; REQUEST_TIMED_OUT after the request's timeout_ms).
 
 acks=0: processed normally, no response; if any partition failed the connection is closed
 so the client refreshes its metadata (Kafka's behaviour).
