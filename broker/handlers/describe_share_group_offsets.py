@@ -8,9 +8,10 @@ share-partition the group has a state for, leaving out topics the caller may not
 the group's initialized share-partitions). Topics named: those the caller may not DESCRIBE
 get TOPIC_AUTHORIZATION_FAILED per partition (start and lag -1), an unknown topic start -1
 with a zero topic id, a partition without a state start -1, leader epoch 0, lag -1 (Kafka's
-uninitialized summary); a partition with one its start offset (SPSO), the leader epoch of
-its state (-1 after AlterShareGroupOffsets until a fetch writes it) and its lag: the high
-watermark minus the start offset minus the records past it already acknowledged or archived.
+uninitialized summary); a partition with one its start offset (SPSO), leader epoch 0 and its
+lag: the high watermark minus the start offset minus the records past it already
+acknowledged or archived. Deviation: Kafka answers the start offset it last persisted, which
+is the one before the last write's acknowledgements moved it; we answer the current one.
 """
 
 from __future__ import annotations
@@ -36,7 +37,6 @@ def _partition(ctx: RequestContext, group_id: str, topic_id: bytes, index: int) 
     if summary is None:
         return Message(partition_index=index, start_offset=-1, leader_epoch=0, lag=-1, error_code=0)
     start, complete = summary
-    part = shares.partition(group_id, topic_id, index)
     info = ctx.state.store.topic_by_id(topic_id)
     lag = -1
     if info is not None and 0 <= index < len(info.partitions):
@@ -44,7 +44,9 @@ def _partition(ctx: RequestContext, group_id: str, topic_id: bytes, index: int) 
     return Message(
         partition_index=index,
         start_offset=start,
-        leader_epoch=part.leader_epoch if part is not None else 0,
+        # The state's leader epoch: 0 on a single node (Kafka 4.4.0 answers 0 after an
+        # AlterShareGroupOffsets too).
+        leader_epoch=0,
         lag=lag,
         error_code=0,
     )

@@ -177,11 +177,11 @@ def test_describe_alter_and_delete_share_group_offsets(broker: BrokerProcess) ->
             ("so-t", 7): (UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN),
             ("so-missing", 0): (UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN),
         }
-        # The altered state: leader epoch -1 (Kafka's InitializeShareGroupState), nothing
-        # in flight, so the lag counts every record from the new start offset.
+        # The altered state: nothing in flight, so the lag counts every record from the new
+        # start offset.
         assert offsets(describe(client, "so", None)) == {
-            ("so-t", 0): (1, -1, 4),
-            ("so-t", 1): (0, -1, 0),
+            ("so-t", 0): (1, 0, 4),
+            ("so-t", 1): (0, 0, 0),
         }
         stored = stored_states(broker.data_dir)
         assert (stored[("so", topic_id, 0)].start_offset, stored[("so", topic_id, 0)].batches) == (

@@ -6,7 +6,10 @@ messages, ShareGroupDescribe's answers and their order, ShareFetch's acquired re
 acknowledgements (ACCEPT, RELEASE, REJECT, below the start offset, a bad range), share
 session epochs and the final epoch, leaving. Not compared: the group epoch values (Kafka
 bumps it once more when the share-group state is initialized) and timings. Then three Java
-KafkaShareConsumers pass the same checks on both.
+KafkaShareConsumers pass the same checks on both. A second conversation compares the admin
+side: Describe/Alter/DeleteShareGroupOffsets (start offsets, lag, errors and messages),
+DeleteGroups, ListGroups and DescribeGroups on a share group, and JoinGroup and
+ConsumerGroupHeartbeat refusing a share group's id.
 """
 
 from __future__ import annotations
@@ -19,9 +22,19 @@ from typing import Any
 import pytest
 
 from protocol.messages.api_versions import API_VERSIONS
+from protocol.messages.consumer_group_heartbeat import CONSUMER_GROUP_HEARTBEAT
+from protocol.messages.delete_groups import DELETE_GROUPS
+from protocol.messages.describe_groups import DESCRIBE_GROUPS
 from protocol.messages.find_coordinator import FIND_COORDINATOR
 from protocol.messages.incremental_alter_configs import INCREMENTAL_ALTER_CONFIGS
+from protocol.messages.join_group import JOIN_GROUP
+from protocol.messages.list_groups import LIST_GROUPS
 from protocol.messages.share_group_describe import SHARE_GROUP_DESCRIBE
+from protocol.messages.share_group_offsets import (
+    ALTER_SHARE_GROUP_OFFSETS,
+    DELETE_SHARE_GROUP_OFFSETS,
+    DESCRIBE_SHARE_GROUP_OFFSETS,
+)
 from protocol.schema import Message
 from tests.compat.test_java_share_consumer import (
     DELIVERY_LIMIT,
@@ -229,3 +242,232 @@ def test_java_share_consumers_as_on_kafka_4_4(
         produce_records(port, "share-java")
         lines = run_java(program, bootstrap, "share-java", "sj", str(RECORDS), str(DELIVERY_LIMIT))
         check_deliveries(lines)
+
+
+def _offsets(group: Message) -> tuple[Any, ...]:
+    return (
+        group.error_code,
+        group.error_message,
+        [
+            (
+                t.topic_name,
+                [
+                    (
+                        p.partition_index,
+                        p.start_offset,
+                        p.leader_epoch,
+                        p.lag,
+                        p.error_code,
+                        p.error_message,
+                    )
+                    for p in t.partitions
+                ],
+            )
+            for t in group.topics
+        ],
+    )
+
+
+def _describe_offsets(
+    client: RawClient, group: str, topics: list[tuple[str, list[int]]] | None
+) -> Any:
+    # Kafka 4.4.0 computes the lag with a ListOffsets of its own: its first answers here
+    # took up to 30 s.
+    client.sock.settimeout(60)
+    named = None if topics is None else [Message(topic_name=t, partitions=p) for t, p in topics]
+    return _offsets(
+        client.request(
+            DESCRIBE_SHARE_GROUP_OFFSETS, 1, Message(groups=[Message(group_id=group, topics=named)])
+        ).groups[0]
+    )
+
+
+def _alter(client: RawClient, group: str, starts: dict[str, list[tuple[int, int]]]) -> Any:
+    answer = client.request(
+        ALTER_SHARE_GROUP_OFFSETS,
+        0,
+        Message(
+            group_id=group,
+            topics=[
+                Message(
+                    topic_name=name,
+                    partitions=[Message(partition_index=i, start_offset=o) for i, o in parts],
+                )
+                for name, parts in starts.items()
+            ],
+        ),
+    )
+    return (
+        answer.error_code,
+        answer.error_message,
+        sorted(
+            (t.topic_name, p.partition_index, p.error_code, p.error_message)
+            for t in answer.responses
+            for p in t.partitions
+        ),
+    )
+
+
+def _delete(client: RawClient, group: str, topics: list[str]) -> Any:
+    answer = client.request(
+        DELETE_SHARE_GROUP_OFFSETS,
+        0,
+        Message(group_id=group, topics=[Message(topic_name=t) for t in topics]),
+    )
+    return (
+        answer.error_code,
+        answer.error_message,
+        sorted((t.topic_name, t.error_code, t.error_message) for t in answer.responses),
+    )
+
+
+def admin_conversation(port: int) -> dict[str, Any]:
+    """The share-group offset admin APIs, DeleteGroups and the one-kind-per-id refusals."""
+    seen: dict[str, Any] = {}
+    with RawClient(port) as a:
+        versions = a.request(
+            API_VERSIONS, 4, Message(client_software_name="raw", client_software_version="1")
+        )
+        seen["versions"] = [
+            (k.api_key, k.min_version, k.max_version)
+            for k in versions.api_keys
+            if 90 <= k.api_key <= 92
+        ]
+        deadline = time.monotonic() + 60
+        while True:
+            found = a.request(FIND_COORDINATOR, 6, Message(key_type=0, coordinator_keys=["sa"]))
+            if all(c.error_code == 0 for c in found.coordinators):
+                break
+            assert time.monotonic() < deadline, found
+            time.sleep(0.3)
+        topic_id = create_partitioned_topic(a, "share-admin", 1)
+        while (joined := heartbeat(a, "sa", MEMBER, 0, ["share-admin"])).error_code in LOADING:
+            assert time.monotonic() < deadline, joined
+            time.sleep(0.3)
+        assert joined.error_code == 0, joined
+        configured = a.request(
+            INCREMENTAL_ALTER_CONFIGS,
+            1,
+            Message(
+                resources=[
+                    Message(
+                        resource_type=32,
+                        resource_name="sa",
+                        configs=[
+                            Message(
+                                name="share.auto.offset.reset",
+                                config_operation=0,
+                                value="earliest",
+                            )
+                        ],
+                    )
+                ],
+                validate_only=False,
+            ),
+        )
+        assert configured.responses[0].error_code == 0, configured
+        produce_values(a, "share-admin", 6)
+        epoch, got = 0, []
+        while not got:
+            assert time.monotonic() < deadline, "nothing acquired"
+            got = _acquired(share_fetch(a, "sa", MEMBER, epoch, topic_id, max_wait_ms=500))
+            epoch += 1
+        seen["acquired"] = got
+        seen["ack"] = _ack_errors(
+            share_ack(a, "sa", MEMBER, epoch, topic_id, [(0, 3, [ACCEPT, ACCEPT, RELEASE, REJECT])])
+        )
+        epoch += 1
+        # Kafka persists a share-partition's start offset as it was before the write's
+        # acknowledgements moved it; one more write brings it up to date on both sides.
+        seen["ack rest"] = _ack_errors(
+            share_ack(a, "sa", MEMBER, epoch, topic_id, [(4, 5, [ACCEPT])])
+        )
+        epoch += 1
+        seen["describe all"] = _describe_offsets(a, "sa", None)
+        seen["describe named"] = _describe_offsets(
+            a, "sa", [("share-admin", [0, 3]), ("share-admin-none", [0])]
+        )
+        seen["describe empty"] = _describe_offsets(a, "sa", [])
+        seen["describe missing group"] = _describe_offsets(a, "sa-none", None)
+        seen["alter busy"] = _alter(a, "sa", {"share-admin": [(0, 0)]})
+        seen["delete busy"] = _delete(a, "sa", ["share-admin"])
+        seen["delete group busy"] = [
+            (r.group_id, r.error_code)
+            for r in a.request(DELETE_GROUPS, 2, Message(groups_names=["sa"])).results
+        ]
+        seen["join share id"] = [
+            (j.error_code, j.member_id, j.generation_id)
+            for j in [
+                a.request(
+                    JOIN_GROUP,
+                    9,
+                    Message(
+                        group_id="sa",
+                        session_timeout_ms=10000,
+                        rebalance_timeout_ms=10000,
+                        member_id="",
+                        group_instance_id=None,
+                        protocol_type="consumer",
+                        protocols=[Message(name="range", metadata=b"")],
+                        reason=None,
+                    ),
+                )
+            ]
+        ]
+        consumer = a.request(
+            CONSUMER_GROUP_HEARTBEAT,
+            1,
+            Message(
+                group_id="sa",
+                member_id="c1aaaaaaaaaaaaaaaaaaaa",
+                member_epoch=0,
+                instance_id=None,
+                rack_id=None,
+                rebalance_timeout_ms=30000,
+                subscribed_topic_names=["share-admin"],
+                subscribed_topic_regex=None,
+                server_assignor=None,
+                topic_partitions=[],
+            ),
+        )
+        seen["consumer heartbeat share id"] = (consumer.error_code, consumer.error_message)
+        left = heartbeat(a, "sa", MEMBER, -1)
+        assert left.error_code == 0
+        seen["alter"] = _alter(
+            a, "sa", {"share-admin": [(0, 1), (7, 0)], "share-admin-none": [(0, 0)]}
+        )
+        seen["describe after alter"] = _describe_offsets(a, "sa", None)
+        seen["delete"] = _delete(a, "sa", ["share-admin", "share-admin-none"])
+        seen["delete again"] = _delete(a, "sa", ["share-admin"])
+        seen["describe after delete"] = _describe_offsets(a, "sa", None)
+        seen["delete missing group"] = _delete(a, "sa-none", ["share-admin"])
+        seen["alter empty id"] = _alter(a, "", {"share-admin": [(0, 0)]})
+        listed = a.request(LIST_GROUPS, 5, Message(states_filter=[], types_filter=["share"]))
+        seen["listed"] = [
+            (g.group_id, g.protocol_type, g.group_state, g.group_type)
+            for g in listed.groups
+            if g.group_id == "sa"
+        ]
+        described = a.request(
+            DESCRIBE_GROUPS, 6, Message(groups=["sa"], include_authorized_operations=False)
+        ).groups[0]
+        seen["describe groups"] = (described.error_code, described.error_message)
+        # Kafka answers the share groups after the others (not in request order).
+        seen["delete group"] = sorted(
+            (r.group_id, r.error_code)
+            for r in a.request(DELETE_GROUPS, 2, Message(groups_names=["sa", "sa-none"])).results
+        )
+        gone = a.request(
+            SHARE_GROUP_DESCRIBE, 1, Message(group_ids=["sa"], include_authorized_operations=False)
+        ).groups[0]
+        seen["after delete group"] = (gone.error_code, gone.error_message)
+    return seen
+
+
+def test_share_group_admin_apis_as_kafka_4_4(
+    kafka_44: KafkaReference, ours_shared: BrokerProcess
+) -> None:
+    theirs = admin_conversation(kafka_44.port)
+    mine = admin_conversation(ours_shared.port)
+    assert theirs["acquired"] == [(0, 5, 1)]
+    assert mine == theirs

@@ -343,7 +343,6 @@ class ShareCoordinator:
                 start, self.delivery_count_limit(group_id), self.settings.partition_max_record_locks
             )
             part.changes = self._written.get(key, 0) + 1
-            part.leader_epoch = -1
             self.partitions[key] = part
         self.persist()
 

@@ -72,9 +72,6 @@ class SharePartition:
         self.records: dict[int, InFlight] = {}
         # Moves on every change of state, so the coordinator knows what to persist.
         self.changes = 0
-        # The leader epoch Kafka keeps with the state: -1 after AlterShareGroupOffsets
-        # (InitializeShareGroupState) until acknowledgements write it again; not persisted.
-        self.leader_epoch = 0
 
     # -- persistence (storage.share_state_store) -----------------------------------------
 
@@ -262,7 +259,6 @@ class SharePartition:
                 record.member_id = ""
         self._advance_start()
         self.changes += 1
-        self.leader_epoch = 0
         return ErrorCode.NONE
 
     def _advance_start(self) -> None:
