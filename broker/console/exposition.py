@@ -10,29 +10,31 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-Labels = tuple[tuple[str, str], ...]
-
 
 @dataclass
 class Family:
     name: str
     kind: str  # counter | gauge | histogram
     help: str
-    # (name suffix, labels, value): "" for plain samples, "_bucket", "_sum", "_count"
-    samples: list[tuple[str, Labels, float]] = field(default_factory=list)
+    # (name suffix, labels as written between the braces, value): suffix "" for plain
+    # samples, "_bucket", "_sum", "_count". Only strings and numbers, so the garbage collector
+    # untracks each tuple at its first pass: nested label tuples outlived it into its older
+    # generations, and a scrape of thousands made it scan the broker's whole heap.
+    samples: list[tuple[str, str, float]] = field(default_factory=list)
 
     def add(self, value: float, **labels: str) -> None:
-        self.samples.append(("", tuple(labels.items()), value))
+        self.samples.append(("", _labels(labels), value))
 
     def add_histogram(
         self, bounds: Sequence[float], counts: Sequence[int], total: float, **labels: str
     ) -> None:
         """``counts``: per bucket (not cumulative), one more than ``bounds`` (the rest)."""
-        base = tuple(labels.items())
+        base = _labels(labels)
+        before = f"{base}," if base else ""
         running = 0
         for bound, count in zip([*bounds, math.inf], counts, strict=True):
             running += count
-            self.samples.append(("_bucket", (*base, ("le", _number(bound))), running))
+            self.samples.append(("_bucket", f'{before}le="{_number(bound)}"', running))
         self.samples.append(("_sum", base, total))
         self.samples.append(("_count", base, running))
 
@@ -44,11 +46,14 @@ def render(families: Iterable[Family]) -> str:
         out.append(f"# TYPE {family.name} {family.kind}")
         for suffix, labels, value in family.samples:
             if labels:
-                text = ",".join(f'{k}="{_escape_label(v)}"' for k, v in labels)
-                out.append(f"{family.name}{suffix}{{{text}}} {_number(value)}")
+                out.append(f"{family.name}{suffix}{{{labels}}} {_number(value)}")
             else:
                 out.append(f"{family.name}{suffix} {_number(value)}")
     return "\n".join(out) + "\n"
+
+
+def _labels(labels: dict[str, str]) -> str:
+    return ",".join(f'{k}="{_escape_label(v)}"' for k, v in labels.items())
 
 
 def _number(value: float) -> str:

@@ -5,10 +5,15 @@ publishes it (``kafka_consumergroup_lag{consumergroup,topic,partition}``).
 
 ``visible`` decides which topics and groups may be named in labels (the console's principal
 may DESCRIBE them); totals without a topic label are the broker's whole.
+
+Thousands of partitions make hundreds of kilobytes of samples: they are read on the loop
+``SLICE`` partitions (or committed offsets) at a time, the loop taking its other work in
+between, and the text is written by the server off the loop (broker.console.server).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 
 from broker.console.exposition import Family
@@ -31,12 +36,16 @@ _REPLICATION_GAUGES = (
 )
 
 
-def collect(state: BrokerState, api_names: dict[int, str], visible: Visible) -> list[Family]:
+# Partitions (or committed offsets) read between two turns of the loop's other work.
+SLICE = 200
+
+
+async def collect(state: BrokerState, api_names: dict[int, str], visible: Visible) -> list[Family]:
     families: list[Family] = []
     families += _topic_metrics(state, visible)
     families += _request_metrics(state, api_names)
-    families += _partition_metrics(state, visible)
-    families += _group_metrics(state, visible)
+    families += await _partition_metrics(state, visible)
+    families += await _group_metrics(state, visible)
     return families
 
 
@@ -91,7 +100,7 @@ def _request_metrics(state: BrokerState, api_names: dict[int, str]) -> list[Fami
     return [requests, times, purgatory, connections]
 
 
-def _partition_metrics(state: BrokerState, visible: Visible) -> list[Family]:
+async def _partition_metrics(state: BrokerState, visible: Visible) -> list[Family]:
     size = Family("kafka_log_log_size", "gauge", "Bytes of a partition's segments (Log Size).")
     start = Family("kafka_log_log_logstartoffset", "gauge", "A partition's log start offset.")
     end = Family("kafka_log_log_logendoffset", "gauge", "A partition's log end offset.")
@@ -99,14 +108,21 @@ def _partition_metrics(state: BrokerState, visible: Visible) -> list[Family]:
     partitions = Family(
         "kafka_topic_partitions", "gauge", "Partitions of a topic (kafka_exporter)."
     )
-    count = offline = 0
+    count = offline = read = 0
     for info in sorted(state.store.topics(), key=lambda t: t.name):
-        count += len(info.partitions)
-        offline += sum(1 for plog in info.partitions if plog.offline is not None)
+        if read >= SLICE:
+            read = 0
+            await asyncio.sleep(0)
+            if state.store.topic(info.name) is not info:
+                continue  # deleted meanwhile
+        logs = list(info.partitions)
+        read += len(logs)
+        count += len(logs)
+        offline += sum(1 for plog in logs if plog.offline is not None)
         if not visible("topic", info.name):
             continue
-        partitions.add(len(info.partitions), topic=info.name)
-        for plog in info.partitions:
+        partitions.add(len(logs), topic=info.name)
+        for plog in logs:
             labels = {"topic": info.name, "partition": str(plog.partition)}
             size.add(plog.size, **labels)
             start.add(plog.log_start_offset, **labels)
@@ -134,7 +150,7 @@ def _partition_metrics(state: BrokerState, visible: Visible) -> list[Family]:
     return [size, start, end, segments, partitions, counts, leaders, offline_family, *replication]
 
 
-def _group_metrics(state: BrokerState, visible: Visible) -> list[Family]:
+async def _group_metrics(state: BrokerState, visible: Visible) -> list[Family]:
     coordinator = state.groups
     classic = coordinator.list_groups()
     consumer = list(coordinator.consumer.groups.values())
@@ -169,10 +185,16 @@ def _group_metrics(state: BrokerState, visible: Visible) -> list[Family]:
     )
     store = coordinator.store
     names = sorted(set(store.groups()) | set(store.consumer_groups()))
+    read = 0
     for group in names:
+        if read >= SLICE:
+            read = 0
+            await asyncio.sleep(0)
         if not visible("group", group):
             continue
-        for (topic, partition), committed in sorted(store.offsets(group).items()):
+        offsets = sorted(store.offsets(group).items())
+        read += len(offsets) + 1
+        for (topic, partition), committed in offsets:
             plog = state.store.partition(topic, partition)
             if plog is None or not visible("topic", topic):
                 continue

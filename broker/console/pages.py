@@ -44,6 +44,8 @@ if TYPE_CHECKING:
 Visible = Callable[[str, str], bool]  # (kind "topic" | "group" | "cluster", name)
 SHOWN_BYTES = 2048  # of a key, value or header value; the rest is counted, not shown
 DEFAULT_COUNT = 50
+# A table of more rows than this is written off the loop (broker.runtime.offload).
+OFFLOAD_ROWS = 100
 
 
 class Html(str):
@@ -164,7 +166,7 @@ async def _page(view: View, parts: list[str]) -> tuple[str, str, bool] | None:
         if info is None or not view.visible("topic", info.name):
             return None
         if len(parts) == 2:
-            return f"Topic {info.name}", _topic(view, info.name, info.partitions), False
+            return f"Topic {info.name}", await _topic(view, info.name, info.partitions), False
         if len(parts) == 3 and parts[2].isdigit() and int(parts[2]) < len(info.partitions):
             plog = info.partitions[int(parts[2])]
             return f"{info.name}-{plog.partition}", await _messages(view, plog), False
@@ -312,22 +314,23 @@ def _topics(view: View) -> str:
     )
 
 
-def _topic(view: View, name: str, logs: list[PartitionLog]) -> str:
-    partitions = table(
-        ["partition", "log start", "high watermark", "LSO", "bytes", "segments", "records"],
-        [
-            [
-                link(f"/topics/{part(name)}/{plog.partition}", plog.partition),
-                plog.log_start_offset,
-                plog.high_watermark,
-                plog.last_stable_offset,
-                plog.size,
-                len(plog.segments),
-                link(f"/topics/{part(name)}/{plog.partition}", "browse", order="newest"),
-            ]
-            for plog in logs
-        ],
-    )
+async def _topic(view: View, name: str, logs: list[PartitionLog]) -> str:
+    # The numbers read here; hundreds of partitions' rows are written off the loop.
+    numbers = [
+        (
+            plog.partition,
+            plog.log_start_offset,
+            plog.high_watermark,
+            plog.last_stable_offset,
+            plog.size,
+            len(plog.segments),
+        )
+        for plog in logs
+    ]
+    if len(numbers) < OFFLOAD_ROWS:
+        partitions = _partitions_table(name, numbers)
+    else:
+        partitions = await offload.run(_partitions_table, name, numbers)
     producers = table(
         [
             "partition",
@@ -390,6 +393,21 @@ def _topic(view: View, name: str, logs: list[PartitionLog]) -> str:
     return (
         f"<h2>Partitions</h2>{partitions}<h2>Producers and transactions</h2>{producers}"
         f"<h2>Configs</h2>{configs}<h2>Change</h2>{changes}"
+    )
+
+
+def _partitions_table(name: str, numbers: list[tuple[int, int, int, int, int, int]]) -> Html:
+    base = f"/topics/{part(name)}"
+    return table(
+        ["partition", "log start", "high watermark", "LSO", "bytes", "segments", "records"],
+        [
+            [
+                link(f"{base}/{index}", index),
+                *rest,
+                link(f"{base}/{index}", "browse", order="newest"),
+            ]
+            for index, *rest in numbers
+        ],
     )
 
 

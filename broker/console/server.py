@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from broker.console import actions, pages
-from broker.console.exposition import render
+from broker.console.exposition import Family, render
 from broker.console.logins import Logins
 from broker.console.metrics import collect
 from broker.console.script import SCRIPT
@@ -60,6 +60,7 @@ log = logging.getLogger(__name__)
 PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
 RATE_INTERVAL_S = 5.0
 OFFLOAD_BYTES = 256 * 1024
+OFFLOAD_SAMPLES = 2000
 API_NAMES = {key: api.name for key, api in ALL_APIS.items()}
 
 
@@ -174,8 +175,11 @@ class ConsoleServer(LocalHttpServer):
         if request.method == "POST":
             return await self._act(state, principal, request, path)
         if path == "/metrics":
-            text = render(collect(state, API_NAMES, visible))
-            return Reply(200, text.encode(), PROMETHEUS_TEXT)
+            families = await collect(state, API_NAMES, visible)
+            # Thousands of partitions' samples: the text is written off the loop.
+            if sum(len(f.samples) for f in families) < OFFLOAD_SAMPLES:
+                return Reply(200, render(families).encode(), PROMETHEUS_TEXT)
+            return Reply(200, await offload.run(_exposition, families), PROMETHEUS_TEXT)
         if path == "/static/console.js":
             return Reply(200, _SCRIPT, "text/javascript; charset=utf-8", _STATIC_HEADERS.copy())
         if path == "/rates.json":
@@ -360,6 +364,10 @@ _SCRIPT = SCRIPT.encode()
 def _json(payload: object) -> Reply:
     body = json.dumps(payload, default=str).encode()
     return Reply(200, body, "application/json", {"Cache-Control": "no-store"})
+
+
+def _exposition(families: list[Family]) -> bytes:
+    return render(families).encode()
 
 
 def _everything(kind: str, name: str) -> bool:
