@@ -67,6 +67,10 @@ class ConnectionQuotas:
     def limit_for(self, address: str) -> int:
         return self._overrides.get(address, self.max_connections_per_ip)
 
+    def slot_free(self) -> bool:
+        """Whether one more connection may open now (fewer than max.connections are)."""
+        return self.total < self.max_connections
+
     async def wait_for_slot(self) -> None:
         """Return once fewer than max.connections connections are open."""
         while self.total >= self.max_connections:

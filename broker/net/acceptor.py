@@ -21,7 +21,7 @@ import errno
 import functools
 import logging
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from broker.limits.connection_quotas import ConnectionQuotas, normalize
@@ -90,6 +90,8 @@ class Acceptor:
         self._tasks: list[asyncio.Task[None]] = []
         # Listening sockets' file descriptors with an accept waiting on them.
         self._reading: set[int] = set()
+        # Accepted connections whose transports are being made.
+        self._connecting: set[asyncio.Task[None]] = set()
 
     @property
     def port(self) -> int:
@@ -107,7 +109,7 @@ class Acceptor:
             assert loop is not None
             loop.remove_reader(fd)
         self._reading.clear()
-        for task in self._tasks:
+        for task in (*self._tasks, *self._connecting):
             task.cancel()
         for sock in self.sockets:
             sock.close()
@@ -142,18 +144,62 @@ class Acceptor:
             except asyncio.CancelledError:
                 conn.close()
                 raise
-            address = normalize(peer[0])
-            if not self._quotas.try_inc(address):
-                conn.close()
-                continue
+            self._set_up(loop, conn, normalize(peer[0]))
+            # Kafka's Acceptor thread takes each connection as soon as it is ready; here one
+            # per pass of the event loop (a pass that also serves every readable connection)
+            # would let a burst of connects overflow the listen backlog, and each overflow
+            # costs that client a SYN retry of a second. So the ones already waiting are
+            # taken now, while slots and file descriptors remain.
+            for conn, peer in self._waiting(server, headroom):
+                self._set_up(loop, conn, normalize(peer[0]))
+
+    def _waiting(
+        self, server: socket.socket, headroom: FdHeadroom | None
+    ) -> Iterator[tuple[socket.socket, Any]]:
+        """Connections the kernel has ready, up to a listen backlog's worth, each taken while
+        a max.connections slot is free and the log keeps its file descriptors."""
+        for _ in range(LISTEN_BACKLOG):
+            if not self._quotas.slot_free():
+                return
+            if headroom is not None and not headroom.room_for_a_connection():
+                return
             try:
-                conn.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
-                await loop.connect_accepted_socket(functools.partial(self._factory, address), conn)
-            except OSError as exc:
-                log.warning("closing connection from %s: setting it up failed: %s", address, exc)
-                self._quotas.dec(address)
-                with contextlib.suppress(OSError):
-                    conn.close()
+                conn, peer = server.accept()
+            except OSError:
+                return  # nothing waiting, or an error the next accept reports
+            conn.setblocking(False)
+            if headroom is not None:
+                headroom.accepted()
+            yield conn, peer
+
+    def _set_up(self, loop: asyncio.AbstractEventLoop, conn: socket.socket, address: str) -> None:
+        """The accepted socket becomes a connection (or is closed, over its address's
+        max.connections.per.ip); its transport is made in a task of its own, so that the
+        connections of a burst are made in one pass of the loop."""
+        if not self._quotas.try_inc(address):
+            conn.close()
+            return
+        task = loop.create_task(self._connect(loop, conn, address))
+        self._connecting.add(task)
+        task.add_done_callback(self._connecting.discard)
+
+    async def _connect(
+        self, loop: asyncio.AbstractEventLoop, conn: socket.socket, address: str
+    ) -> None:
+        try:
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+            await loop.connect_accepted_socket(functools.partial(self._factory, address), conn)
+        except OSError as exc:
+            log.warning("closing connection from %s: setting it up failed: %s", address, exc)
+            self._quotas.dec(address)
+            with contextlib.suppress(OSError):
+                conn.close()
+        except asyncio.CancelledError:
+            # The acceptor is closing (a node stopping, the broker closing); asyncio closes
+            # a transport already made, and this closes the socket if none was.
+            with contextlib.suppress(OSError):
+                conn.close()
+            raise
 
     def _accept(
         self, loop: asyncio.AbstractEventLoop, server: socket.socket

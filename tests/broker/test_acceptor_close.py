@@ -71,3 +71,64 @@ async def test_connections_are_accepted_and_closing_stops_listening() -> None:
         assert protocol.transport is not None
         protocol.transport.close()
     await asyncio.sleep(0)
+
+
+def _waiting_clients(port: int, count: int) -> list[socket.socket]:
+    """``count`` connections the kernel has completed and queued, none accepted yet."""
+    return [socket.create_connection(("127.0.0.1", port)) for _ in range(count)]
+
+
+@pytest.mark.asyncio
+async def test_connections_waiting_in_the_backlog_are_all_taken_in_one_step() -> None:
+    made: list[_Kept] = []
+    acceptor = _acceptor(made)
+    clients = _waiting_clients(acceptor.port, 60)
+    acceptor.start()
+    # One step of the accept task takes every waiting connection (one a pass of the loop
+    # would let a burst of connects overflow the backlog), each then set up in its task.
+    await asyncio.sleep(0)
+    assert acceptor._quotas.total == 60
+    for _ in range(200):
+        if len(made) == 60:
+            break
+        await asyncio.sleep(0.005)
+    assert len(made) == 60
+    acceptor.close()
+    for client in clients:
+        client.close()
+    for protocol in made:
+        assert protocol.transport is not None
+        protocol.transport.close()
+    await asyncio.sleep(0)
+
+
+@pytest.mark.asyncio
+async def test_a_burst_takes_no_more_than_max_connections_the_rest_stay_in_the_backlog() -> None:
+    made: list[_Kept] = []
+    acceptor = _acceptor(made)
+    acceptor._quotas = ConnectionQuotas(10, 100, ())
+    clients = _waiting_clients(acceptor.port, 25)
+    acceptor.start()
+    await asyncio.sleep(0)
+    for _ in range(200):
+        if len(made) == 10:
+            break
+        await asyncio.sleep(0.005)
+    await asyncio.sleep(0.05)
+    assert len(made) == 10 and acceptor._quotas.total == 10
+    # The 11th waits, accepted, for a slot; the 14 behind it are still the kernel's.
+    server = acceptor.sockets[0]
+    left = []
+    while True:
+        try:
+            left.append(server.accept()[0])
+        except BlockingIOError:
+            break
+    assert len(left) == 14
+    acceptor.close()
+    for sock in (*left, *clients):
+        sock.close()
+    for protocol in made:
+        assert protocol.transport is not None
+        protocol.transport.close()
+    await asyncio.sleep(0)
