@@ -143,17 +143,23 @@ def run(sizes: list[int], tansu: bool) -> dict[str, Any]:
     }
 
 
-def markdown(result: dict[str, Any]) -> str:
-    sizes = result["partitions"]
+def markdown(
+    result: dict[str, Any],
+    how: str,
+    dimension: str,
+    figures: dict[str, tuple[str, str, int]] = FIGURES,
+) -> str:
+    """The curves as a table: a row per figure and broker, a column per size of
+    ``dimension`` (the sizes under that key, or "sizes", in ``result``), then the exponent."""
+    sizes = result.get("sizes") or result[dimension]
     lines = [
-        f"Measured {result['when']}: a fresh broker per size, topics of "
-        f"{result['partitions_per_topic']} partitions; growth exponent = slope of log(figure) "
-        "over log(partitions) (1 linear, below 1 better).",
+        f"Measured {result['when']}: {how}; growth exponent = slope of log(figure) over "
+        f"log({dimension}) (1 linear, below 1 better; for a rate, 0 is flat).",
         "",
-        "| figure | broker | " + " | ".join(f"{s:,} partitions" for s in sizes) + " | exponent |",
+        "| figure | broker | " + " | ".join(f"{s:,} {dimension}" for s in sizes) + " | exponent |",
         "|---|---|" + "---|" * len(sizes) + "---|",
     ]
-    for key, (label, unit, digits) in FIGURES.items():
+    for key, (label, unit, digits) in figures.items():
         for name, per in result["curves"].items():
             fmt = f"{{:,.{digits}f}} {unit}"
             cells = " | ".join(fmt.format(v) for v in per[key])
@@ -171,7 +177,8 @@ def main(argv: list[str] | None = None) -> int:
     result = run(sizes, tansu=not args.no_tansu)
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{args.out}.json").write_text(json.dumps(result, indent=2) + "\n")
-    table = markdown(result)
+    how = f"a fresh broker per size, topics of {PARTITIONS_PER_TOPIC} partitions"
+    table = markdown(result, how, "partitions")
     (RESULTS / f"{args.out}.md").write_text(table)
     print(table)
     return 0
