@@ -36,6 +36,9 @@ kind replaces a group of the other kind (an upgrade or downgrade), keeping its o
   writes them on a worker thread while appends go on, and ``finish_compaction`` (owner)
   copies the records appended meanwhile behind them, fsyncs and renames.
 
+- ``listener`` (set by the broker) is told of each change after it is written here; the
+  broker mirrors them into the real ``__consumer_offsets`` topic in Kafka's formats.
+
 Synchronous; stdlib + crc32c only. ``flush`` may run in a worker thread while the event loop
 appends: appends and fsync on one descriptor are safe together, and a lock keeps compaction
 (which swaps the descriptor) from racing a flush.
@@ -51,6 +54,7 @@ import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from crc32c import crc32c
 
@@ -135,9 +139,35 @@ class RecordTooLarge(ValueError):
     """A group metadata record above MAX_RECORD: it would read back as corrupt."""
 
 
+class ChangeListener(Protocol):
+    """Told of each change after it is written to this log (the broker mirrors them into
+    ``__consumer_offsets`` in Kafka's record formats)."""
+
+    def offsets_committed(
+        self, group: str, items: list[tuple[str, int, CommittedOffset]]
+    ) -> None: ...
+
+    def offsets_deleted(self, group: str, items: list[TopicPartition]) -> None: ...
+
+    def group_written(self, group: str, record: GroupRecord) -> None: ...
+
+    def consumer_group_written(
+        self, group: str, record: ConsumerGroupRecord, previous: ConsumerGroupRecord | None
+    ) -> None: ...
+
+    def group_deleted(
+        self,
+        group: str,
+        offsets: list[TopicPartition],
+        classic: bool,
+        consumer: ConsumerGroupRecord | None,
+    ) -> None: ...
+
+
 class CommittedOffsets:
     def __init__(self, path: Path, fd: int, size: int) -> None:
         self.path = path
+        self.listener: ChangeListener | None = None
         self._fd = fd
         self._size = size
         self._offsets: dict[str, dict[TopicPartition, CommittedOffset]] = {}
@@ -242,6 +272,8 @@ class CommittedOffsets:
         target = self._offsets.setdefault(group, {})
         for topic, partition, value in items:
             target[(topic, partition)] = value
+        if self.listener is not None and items:
+            self.listener.offsets_committed(group, items)
 
     def delete_offsets(self, group: str, partitions: Iterable[TopicPartition]) -> None:
         items = [tp for tp in partitions if tp in self._offsets.get(group, {})]
@@ -256,6 +288,8 @@ class CommittedOffsets:
             del current[tp]
         if not current:
             del self._offsets[group]
+        if self.listener is not None:
+            self.listener.offsets_deleted(group, items)
 
     def put_group(self, group: str, record: GroupRecord) -> None:
         """Append the group's metadata record (no fsync: see ``flush``).
@@ -269,6 +303,8 @@ class CommittedOffsets:
         self._append(_frame(payload), 1)
         self._groups[group] = record
         self._consumer_groups.pop(group, None)
+        if self.listener is not None:
+            self.listener.group_written(group, record)
 
     def put_consumer_group(self, group: str, record: ConsumerGroupRecord) -> None:
         """Append the consumer group's record (no fsync: see ``flush``); it replaces a
@@ -280,8 +316,11 @@ class CommittedOffsets:
         if len(payload) > MAX_RECORD:
             raise RecordTooLarge(f"group {group}: consumer group record of {len(payload)} bytes")
         self._append(_frame(payload), 1)
+        previous = self._consumer_groups.get(group)
         self._consumer_groups[group] = record
         self._groups.pop(group, None)
+        if self.listener is not None:
+            self.listener.consumer_group_written(group, record, previous)
 
     def delete_group(self, group: str) -> None:
         """Forget the group and all its offsets (Kafka writes tombstones for both)."""
@@ -289,9 +328,11 @@ class CommittedOffsets:
         if not any(group in kind for kind in known):
             return
         self._append(_frame(_str(GROUP_TOMBSTONE, group)), 1)
-        self._groups.pop(group, None)
-        self._consumer_groups.pop(group, None)
-        self._offsets.pop(group, None)
+        classic = self._groups.pop(group, None) is not None
+        consumer = self._consumer_groups.pop(group, None)
+        offsets = list(self._offsets.pop(group, {}))
+        if self.listener is not None:
+            self.listener.group_deleted(group, offsets, classic, consumer)
 
     def flush(self) -> None:
         with self._lock:

@@ -26,6 +26,16 @@ NO_LEADER = -1
 INTERNAL_REPLICATION_FACTOR = 3
 OFFSETS_TOPIC = "__consumer_offsets"
 TRANSACTION_TOPIC = "__transaction_state"
+# Kafka's Topic.isInternal: Metadata marks them is_internal, and their partitions' leaders are
+# the coordinators' (keyed by name here).
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TRANSACTION_TOPIC})
+
+
+def leadership_key(name: str, topic_id: bytes) -> bytes | str:
+    """The key of a topic's partitions in Cluster.partition: an internal topic's name."""
+    return name if name in INTERNAL_TOPICS else topic_id
+
+
 # offsets.topic.num.partitions and transaction.state.log.num.partitions (Kafka's defaults,
 # which the coordinators' partitionFor uses here).
 INTERNAL_PARTITIONS = 50

@@ -138,6 +138,8 @@ class Config:
     # are the broker defaults of the topic configs delete.retention.ms,
     # min.cleanable.dirty.ratio, min.compaction.lag.ms and max.compaction.lag.ms.
     cleaner_enable: bool = True
+    # __consumer_offsets (broker.coordinator.offsets_topic): its partition count.
+    offsets_topic_num_partitions: int = 50
     cleaner_threads: int = 1
     cleaner_backoff_ms: int = 15000
     cleaner_dedupe_buffer_size: int = 134217728

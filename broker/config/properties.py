@@ -129,6 +129,14 @@ PROPERTIES: tuple[Property, ...] = (
         validator=at_least(1),
     ),
     Property(
+        "offsets.topic.num.partitions",
+        INT,
+        "50",
+        "Partition count of __consumer_offsets (read when it is created; partitionFor uses it).",
+        attr="offsets_topic_num_partitions",
+        validator=at_least(1),
+    ),
+    Property(
         "auto.create.topics.enable",
         BOOLEAN,
         "true",
@@ -775,7 +783,6 @@ ACCEPTED_IGNORED: tuple[Property, ...] = (
     _ignored("inter.broker.listener.name", "No other brokers to talk to."),
     _ignored("security.inter.broker.protocol", "No other brokers to talk to."),
     _ignored("offsets.topic.replication.factor", "One replica on one broker."),
-    _ignored("offsets.topic.num.partitions", "No internal offsets topic."),
     _ignored("transaction.state.log.replication.factor", "One replica on one broker."),
     _ignored("transaction.state.log.min.isr", "One replica on one broker."),
     _ignored("transaction.state.log.num.partitions", "No transaction log topic."),

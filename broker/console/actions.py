@@ -88,8 +88,7 @@ async def kafka_call(
     state = caller.state
     dispatcher = state.dispatcher
     assert isinstance(dispatcher, Dispatcher)
-    handler = dispatcher.handler(api.key)
-    assert handler is not None, api.name
+    handler = dispatcher.handlers[api.key]
     principal = ANONYMOUS if caller.principal is None else KafkaPrincipal.parse(caller.principal)
     ctx = RequestContext(
         RequestHeader(api.key, version, 0, CLIENT_ID),

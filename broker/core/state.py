@@ -36,6 +36,7 @@ from storage.topic_config_store import TopicConfigStore
 if TYPE_CHECKING:
     from broker.config.model import Config, Listener
     from broker.coordinator.groups import GroupCoordinator
+    from broker.coordinator.offsets_topic import OffsetsTopic
     from broker.coordinator.transactions import TransactionCoordinator
     from broker.security.authorizer import StandardAuthorizer
 
@@ -79,6 +80,8 @@ class BrokerState:
     groups: GroupCoordinator
     # Transactional ids and their transactions; set by the server once the store is open.
     transactions: TransactionCoordinator
+    # __consumer_offsets in Kafka's formats, written as the groups change; set with groups.
+    offsets_topic: OffsetsTopic | None = None
 
     def __init__(
         self,

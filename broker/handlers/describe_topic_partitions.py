@@ -13,6 +13,7 @@ without DESCRIBE gets TOPIC_AUTHORIZATION_FAILED; authorized operations are the 
 
 from __future__ import annotations
 
+from broker.cluster.state import INTERNAL_TOPICS, leadership_key
 from broker.core.authorized_operations import TOPIC as TOPIC_OPERATIONS
 from broker.core.authorized_operations import of
 from broker.core.request_context import RequestContext
@@ -84,11 +85,11 @@ def handle(ctx: RequestContext, request: Message) -> Message:
                 error_code=ErrorCode.NONE,
                 name=name,
                 topic_id=info.topic_id,
-                is_internal=False,
+                is_internal=name in INTERNAL_TOPICS,
                 partitions=[led_partition(i, node) for i in range(max(first, 0), last)]
                 if state.cluster is None
                 else [
-                    partition_entry(state.cluster, info.topic_id, i)
+                    partition_entry(state.cluster, leadership_key(name, info.topic_id), i)
                     for i in range(max(first, 0), last)
                 ],
                 topic_authorized_operations=of(ctx, TOPIC_OPERATIONS, TOPIC, name),

@@ -83,6 +83,9 @@ def handle(ctx: RequestContext, request: Message) -> Message:
         errors = [_key_error(ctx, key_type, key) for key in _keys(ctx, request)]
     except _WholeRequestError as failed:
         return _whole_request_error(ctx, request, failed.error)
+    if key_type == GROUP_KEY and ctx.state.offsets_topic is not None and not all(errors):
+        # Kafka creates __consumer_offsets at the first FindCoordinator for a group.
+        ctx.state.offsets_topic.ensure()
     listener = ctx.listener
     here = (ctx.state.node_id, listener.advertised_host, listener.advertised_port)
     no_node = (-1, "", -1)  # Kafka's Node.noNode()

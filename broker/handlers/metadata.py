@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 
+from broker.cluster.state import INTERNAL_TOPICS, leadership_key
 from broker.core import authorized_operations as ops
 from broker.core.dispatch import CloseConnection
 from broker.core.request_context import RequestContext
@@ -141,10 +142,13 @@ def handle(ctx: RequestContext, request: Message) -> Message:
             error_code=ErrorCode.NONE,
             name=info.name,
             topic_id=info.topic_id,
-            is_internal=False,
+            is_internal=info.name in INTERNAL_TOPICS,
             partitions=[led_partition(i, node) for i in range(len(info.partitions))]
             if cluster is None
-            else [partition_entry(cluster, info.topic_id, i) for i in range(len(info.partitions))],
+            else [
+                partition_entry(cluster, leadership_key(info.name, info.topic_id), i)
+                for i in range(len(info.partitions))
+            ],
             topic_authorized_operations=topic_ops(info.name),
         )
 

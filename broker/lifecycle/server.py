@@ -24,6 +24,7 @@ from broker.config.kinds import consumer_assignors
 from broker.config.model import Config, ConfigError, Listener
 from broker.coordinator.groups import GroupCoordinator, GroupSettings
 from broker.coordinator.groups.consumer_manager import ConsumerGroupSettings
+from broker.coordinator.offsets_topic import OffsetsTopic
 from broker.coordinator.transactions import Settings as TransactionSettings
 from broker.coordinator.transactions import TransactionCoordinator
 from broker.core.dispatch import Dispatcher
@@ -463,6 +464,15 @@ def _open_groups(config: Config, state: BrokerState) -> GroupCoordinator:
         log.warning(
             "committed offsets: dropped a torn tail of %d byte(s)", offsets.recovery.dropped_bytes
         )
+    topic = OffsetsTopic(
+        state.store,
+        config.offsets_topic_num_partitions,
+        state.set_topic_configs,
+        state.notify_appended,
+    )
+    topic.migrate(offsets)
+    offsets.listener = topic
+    state.offsets_topic = topic
     settings = GroupSettings(
         initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,
         min_session_timeout_ms=config.group_min_session_timeout_ms,

@@ -1,0 +1,334 @@
+"""``__consumer_offsets`` as a real, compacted topic, in Kafka 4.0's record formats.
+
+Kafka's group coordinator keeps its state in this topic; clients, kafka-console-consumer's
+OffsetsMessageFormatter and lag monitors read it. Here the coordinator's store is still
+``storage.committed_offsets`` (replayed at start); every change written there is also
+appended, as Kafka's records (protocol.coordinator_records), to the partition Kafka picks
+for the group (``abs(groupId.hashCode) % offsets.topic.num.partitions``):
+OffsetCommitKey/Value per committed partition, GroupMetadataKey/Value for classic groups,
+the ConsumerGroup* records for consumer-protocol groups (only those whose content changed),
+and tombstones when offsets or groups are deleted. The topic is created as Kafka creates it,
+at the first FindCoordinator for a group (or the first change), compacted
+(``cleanup.policy=compact``, ``compression.type=producer``, ``segment.bytes`` 100 MiB, as
+Kafka's offsets topic configs), so the log cleaner keeps the latest record per key. A data
+directory written before this topic existed gets the whole current state written into it
+once, when the broker starts.
+
+Deviations: the ConsumerGroupPartitionMetadata and ConsumerGroupRegularExpression records
+are not written; the records are appended by the broker without a producer id, in one batch
+per change (Kafka's coordinator runtime batches appends of one partition, too).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable
+
+from broker.coordinator.transactions import java_string_hash
+from protocol import coordinator_records as cr
+from protocol.records import build_batch, parse_header
+from storage.committed_offsets import (
+    CommittedOffset,
+    CommittedOffsets,
+    GroupRecord,
+    TopicPartition,
+)
+from storage.consumer_group_records import (
+    ConsumerGroupRecord,
+    ConsumerMemberRecord,
+    Partitions,
+)
+from storage.partition_log import PartitionLog
+from storage.store import Store, TopicInfo
+
+log = logging.getLogger(__name__)
+
+OFFSETS_TOPIC = "__consumer_offsets"
+# Kafka's offsets topic configs (GroupCoordinatorService.groupMetadataTopicConfigs).
+TOPIC_CONFIGS = {
+    "cleanup.policy": "compact",
+    "compression.type": "producer",
+    "segment.bytes": "104857600",
+}
+
+KafkaRecord = tuple[bytes, bytes | None]
+
+
+def partition_for(group: str, partitions: int) -> int:
+    """GroupCoordinator.partitionFor: Utils.abs(groupId.hashCode) % partitions."""
+    h = java_string_hash(group)
+    return (0 if h == -(1 << 31) else abs(h)) % partitions
+
+
+class OffsetsTopic:
+    """The ChangeListener of the committed-offsets store that writes ``__consumer_offsets``."""
+
+    def __init__(
+        self,
+        store: Store,
+        partitions: int,
+        set_configs: Callable[[TopicInfo, dict[str, str]], None],
+        notify_appended: Callable[[Iterable[PartitionLog]], None],
+    ) -> None:
+        self._store = store
+        self._partitions = partitions
+        self._set_configs = set_configs
+        self._notify = notify_appended
+
+    # --- the topic ---------------------------------------------------------------------
+
+    def ensure(self) -> TopicInfo:
+        """The topic, created (compacted, ``offsets.topic.num.partitions``) when missing."""
+        info = self._store.topic(OFFSETS_TOPIC)
+        if info is None:
+            info = self._store.create_topic(OFFSETS_TOPIC, self._partitions)
+            self._set_configs(info, dict(TOPIC_CONFIGS))
+            log.info("created %s with %d partition(s)", OFFSETS_TOPIC, self._partitions)
+        return info
+
+    def migrate(self, offsets: CommittedOffsets) -> None:
+        """Write the whole state of a data directory that predates the topic into it."""
+        if self._store.topic(OFFSETS_TOPIC) is not None:
+            return
+        groups = offsets.groups()
+        consumers = offsets.consumer_groups()
+        if not groups and not consumers:
+            return
+        self.ensure()
+        for group, record in groups.items():
+            items = [(t, p, v) for (t, p), v in offsets.offsets(group).items()]
+            out = _offset_records(group, items)
+            if record is not None:
+                out.append(_group_record(group, record))
+            self._append(group, out)
+        for group, consumer in consumers.items():
+            items = [(t, p, v) for (t, p), v in offsets.offsets(group).items()]
+            self._append(
+                group, _offset_records(group, items) + _consumer_diff(group, None, consumer)
+            )
+        log.info(
+            "wrote %d group(s) from the committed-offsets log into %s",
+            len(groups) + len(consumers),
+            OFFSETS_TOPIC,
+        )
+
+    # --- ChangeListener ----------------------------------------------------------------
+
+    def offsets_committed(self, group: str, items: list[tuple[str, int, CommittedOffset]]) -> None:
+        self._append(group, _offset_records(group, items))
+
+    def offsets_deleted(self, group: str, items: list[TopicPartition]) -> None:
+        self._append(group, [_offset_tombstone(group, t, p) for t, p in items])
+
+    def group_written(self, group: str, record: GroupRecord) -> None:
+        self._append(group, [_group_record(group, record)])
+
+    def consumer_group_written(
+        self, group: str, record: ConsumerGroupRecord, previous: ConsumerGroupRecord | None
+    ) -> None:
+        self._append(group, _consumer_diff(group, previous, record))
+
+    def group_deleted(
+        self,
+        group: str,
+        offsets: list[TopicPartition],
+        classic: bool,
+        consumer: ConsumerGroupRecord | None,
+    ) -> None:
+        # GroupMetadataManager deletes the offsets first, then the group's own records.
+        out = [_offset_tombstone(group, t, p) for t, p in offsets]
+        if consumer is not None:
+            out += _consumer_tombstones(group, consumer)
+        elif classic or offsets:
+            out.append((cr.encode_key(cr.GROUP_METADATA, {"group": group}), None))
+        self._append(group, out)
+
+    # --- appending ---------------------------------------------------------------------
+
+    def _append(self, group: str, records: list[KafkaRecord]) -> None:
+        if not records:
+            return
+        try:
+            info = self.ensure()
+            plog = info.partitions[partition_for(group, len(info.partitions))]
+            now_ms = int(time.time() * 1000)
+            batch = bytearray(build_batch(records, base_timestamp=now_ms))
+            result = plog.append(batch, parse_header(batch), now_ms)
+        except Exception:
+            # The coordinator's own log already holds the change; the topic is its mirror.
+            log.exception("could not append group %r's records to %s", group, OFFSETS_TOPIC)
+            return
+        if result.error:
+            log.warning(
+                "group %r's records not appended to %s: %s", group, OFFSETS_TOPIC, result.error
+            )
+            return
+        self._notify([plog])
+
+
+def _offset_records(group: str, items: list[tuple[str, int, CommittedOffset]]) -> list[KafkaRecord]:
+    out: list[KafkaRecord] = []
+    for topic, partition, value in items:
+        expiring = value.expire_timestamp_ms is not None
+        version = cr.OFFSET_COMMIT_VALUE_WITH_EXPIRY if expiring else cr.OFFSET_COMMIT_VALUE_VERSION
+        body = {
+            "offset": value.offset,
+            "leader_epoch": value.leader_epoch,
+            "metadata": value.metadata or "",
+            "commit_timestamp": value.commit_timestamp_ms,
+            "expire_timestamp": value.expire_timestamp_ms if expiring else -1,
+        }
+        key = cr.encode_key(
+            cr.OFFSET_COMMIT, {"group": group, "topic": topic, "partition": partition}
+        )
+        out.append((key, cr.encode_offset_commit_value(body, version)))
+    return out
+
+
+def _offset_tombstone(group: str, topic: str, partition: int) -> KafkaRecord:
+    key = cr.encode_key(cr.OFFSET_COMMIT, {"group": group, "topic": topic, "partition": partition})
+    return key, None
+
+
+def _group_record(group: str, record: GroupRecord) -> KafkaRecord:
+    value = {
+        "protocol_type": record.protocol_type or "",
+        "generation": record.generation,
+        "protocol": record.protocol_name,
+        "leader": record.leader,
+        "current_state_timestamp": -1
+        if record.state_timestamp_ms is None
+        else record.state_timestamp_ms,
+        "members": [
+            {
+                "member_id": m.member_id,
+                "group_instance_id": m.group_instance_id,
+                "client_id": m.client_id,
+                "client_host": m.client_host,
+                "rebalance_timeout": m.rebalance_timeout_ms,
+                "session_timeout": m.session_timeout_ms,
+                "subscription": m.subscription,
+                "assignment": m.assignment,
+            }
+            for m in record.members
+        ],
+    }
+    key = cr.encode_key(cr.GROUP_METADATA, {"group": group})
+    return key, cr.encode_group_metadata_value(value)
+
+
+def _partitions(parts: Partitions) -> list[dict[str, object]]:
+    return [{"topic_id": tid, "partitions": list(ps)} for tid, ps in parts]
+
+
+def _member_key(record_type: int, group: str, member_id: str) -> bytes:
+    return cr.encode_key(record_type, {"group_id": group, "member_id": member_id})
+
+
+def _member_metadata(m: ConsumerMemberRecord) -> dict[str, object]:
+    classic = (
+        None
+        if m.classic_session_timeout_ms is None
+        else {
+            "session_timeout_ms": m.classic_session_timeout_ms,
+            "supported_protocols": [{"name": n, "metadata": d} for n, d in m.classic_protocols],
+        }
+    )
+    return {
+        "instance_id": m.instance_id,
+        "rack_id": m.rack_id,
+        "client_id": m.client_id,
+        "client_host": m.client_host,
+        "subscribed_topic_names": list(m.subscribed_topic_names),
+        "subscribed_topic_regex": m.subscribed_topic_regex,
+        "rebalance_timeout_ms": m.rebalance_timeout_ms,
+        "server_assignor": m.server_assignor,
+        "classic_member_metadata": classic,
+    }
+
+
+def _current_assignment(m: ConsumerMemberRecord) -> dict[str, object]:
+    return {
+        "member_epoch": m.member_epoch,
+        "previous_member_epoch": m.previous_member_epoch,
+        "state": m.state,
+        "assigned_partitions": _partitions(m.assigned),
+        "partitions_pending_revocation": _partitions(m.pending_revocation),
+    }
+
+
+def _consumer_diff(
+    group: str, previous: ConsumerGroupRecord | None, record: ConsumerGroupRecord
+) -> list[KafkaRecord]:
+    """The records that take Kafka's view of the group from ``previous`` to ``record``, in
+    the order its GroupMetadataManager writes them: subscriptions, group epoch, target
+    assignment, current assignments."""
+    old = {} if previous is None else {m.member_id: m for m in previous.members}
+    new = {m.member_id: m for m in record.members}
+    subscriptions: list[KafkaRecord] = []
+    targets: list[KafkaRecord] = []
+    currents: list[KafkaRecord] = []
+    removed: list[KafkaRecord] = []
+    for member_id, m in new.items():
+        was = old.get(member_id)
+        metadata = _member_metadata(m)
+        if was is None or _member_metadata(was) != metadata:
+            key = _member_key(cr.CONSUMER_GROUP_MEMBER_METADATA, group, member_id)
+            value = cr.encode_consumer_group_value(cr.CONSUMER_GROUP_MEMBER_METADATA, metadata)
+            subscriptions.append((key, value))
+        if was is None or was.target != m.target:
+            key = _member_key(cr.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER, group, member_id)
+            value = cr.encode_consumer_group_value(
+                cr.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER,
+                {"topic_partitions": _partitions(m.target)},
+            )
+            targets.append((key, value))
+        current = _current_assignment(m)
+        if was is None or _current_assignment(was) != current:
+            key = _member_key(cr.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT, group, member_id)
+            value = cr.encode_consumer_group_value(
+                cr.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT, current
+            )
+            currents.append((key, value))
+    for member_id in old.keys() - new.keys():
+        removed += _member_tombstones(group, member_id)
+    out = removed + subscriptions
+    if previous is None or previous.group_epoch != record.group_epoch:
+        key = cr.encode_key(cr.CONSUMER_GROUP_METADATA, {"group_id": group})
+        value = cr.encode_consumer_group_value(
+            cr.CONSUMER_GROUP_METADATA, {"epoch": record.group_epoch}
+        )
+        out.append((key, value))
+    out += targets
+    if previous is None or previous.assignment_epoch != record.assignment_epoch:
+        key = cr.encode_key(cr.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA, {"group_id": group})
+        value = cr.encode_consumer_group_value(
+            cr.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA,
+            {"assignment_epoch": record.assignment_epoch},
+        )
+        out.append((key, value))
+    return out + currents
+
+
+def _member_tombstones(group: str, member_id: str) -> list[KafkaRecord]:
+    # ConsumerGroup.createGroupTombstoneRecords / removeMember: current assignment, target
+    # assignment, then subscription.
+    return [
+        (_member_key(cr.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT, group, member_id), None),
+        (_member_key(cr.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER, group, member_id), None),
+        (_member_key(cr.CONSUMER_GROUP_MEMBER_METADATA, group, member_id), None),
+    ]
+
+
+def _consumer_tombstones(group: str, record: ConsumerGroupRecord) -> list[KafkaRecord]:
+    out: list[KafkaRecord] = []
+    for m in record.members:
+        out += _member_tombstones(group, m.member_id)
+    for record_type in (
+        cr.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA,
+        cr.CONSUMER_GROUP_PARTITION_METADATA,
+        cr.CONSUMER_GROUP_METADATA,
+    ):
+        out.append((cr.encode_key(record_type, {"group_id": group}), None))
+    return out

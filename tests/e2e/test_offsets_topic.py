@@ -1,0 +1,289 @@
+"""__consumer_offsets as Kafka shows it: created at the first FindCoordinator for a group,
+listed as internal with offsets.topic.num.partitions partitions, compacted, and holding the
+group coordinator's records in Kafka's formats at the partition Kafka picks for the group;
+checked through real clients and on the partition's segment files."""
+
+from __future__ import annotations
+
+import shutil
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from protocol import coordinator_records as cr
+from tests.support.broker_process import BrokerProcess, running
+from tests.support.compaction import StoredRecord, read_partition
+from tests.support.polling import until_sync
+
+kafka = pytest.importorskip("kafka")
+confluent_kafka = pytest.importorskip("confluent_kafka")
+confluent_admin = pytest.importorskip("confluent_kafka.admin")
+
+OFFSETS = "__consumer_offsets"
+
+
+def java_partition(group: str, partitions: int) -> int:
+    """abs(String.hashCode) % partitions, written out as Java computes it (ASCII ids)."""
+    h = 0
+    for ch in group:
+        h = (h * 31 + ord(ch)) & 0xFFFFFFFF
+    if h >= 1 << 31:
+        h -= 1 << 32
+    return (0 if h == -(1 << 31) else abs(h)) % partitions
+
+
+@pytest.fixture
+def broker(tmp_path: Path) -> Iterator[BrokerProcess]:
+    with running(tmp_path / "data", {"offsets.topic.num.partitions": "7"}) as proc:
+        yield proc
+
+
+def produce(broker: BrokerProcess, topic: str, count: int) -> None:
+    producer = confluent_kafka.Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(count):
+        producer.produce(topic, key=b"k%d" % i, value=b"v%d" % i, partition=0)
+    assert producer.flush(15) == 0
+
+
+def commit(broker: BrokerProcess, group: str, topic: str, offset: int, metadata: str) -> None:
+    consumer = kafka.KafkaConsumer(
+        bootstrap_servers=broker.bootstrap, group_id=group, enable_auto_commit=False
+    )
+    try:
+        tp = kafka.TopicPartition(topic, 0)
+        consumer.assign([tp])
+        consumer.commit({tp: kafka.structs.OffsetAndMetadata(offset, metadata, -1)})
+    finally:
+        consumer.close()
+
+
+def decoded(records: list[StoredRecord]) -> list[tuple[int, object, object]]:
+    """(record type, key, (value version, value) or None) of each stored record."""
+    out: list[tuple[int, object, object]] = []
+    for r in records:
+        assert r.key is not None
+        kind, key = cr.decode_key(r.key)
+        out.append((kind, key, None if r.value is None else cr.decode_value(kind, r.value)))
+    return out
+
+
+def stored(broker: BrokerProcess, group: str) -> list[tuple[int, object, object]]:
+    return decoded(read_partition(broker.data_dir, OFFSETS, java_partition(group, 7)))
+
+
+def test_a_commit_creates_the_internal_topic_and_writes_kafkas_offset_commit_record(
+    broker: BrokerProcess,
+) -> None:
+    produce(broker, "orders", 3)
+    admin = confluent_admin.AdminClient({"bootstrap.servers": broker.bootstrap})
+    assert OFFSETS not in admin.list_topics(timeout=10).topics
+    commit(broker, "billing", "orders", 2, "checkpoint")
+
+    listed = admin.list_topics(timeout=10).topics
+    assert OFFSETS in listed and len(listed[OFFSETS].partitions) == 7
+    kp_admin = kafka.KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    try:
+        [described] = kp_admin.describe_topics([OFFSETS])
+    finally:
+        kp_admin.close()
+    assert described["is_internal"] is True
+    configs = admin.describe_configs(
+        [confluent_admin.ConfigResource(confluent_admin.ResourceType.TOPIC, OFFSETS)]
+    )
+    [entries] = [f.result(10) for f in configs.values()]
+    assert entries["cleanup.policy"].value == "compact"
+
+    [(kind, key, value)] = stored(broker, "billing")
+    assert kind == cr.OFFSET_COMMIT
+    assert (key.group, key.topic, key.partition) == ("billing", "orders", 0)
+    assert value is not None
+    version, body = value
+    assert version == 3
+    assert (body.offset, body.metadata, body.leader_epoch) == (2, "checkpoint", -1)
+    assert body.commit_timestamp > 0
+    # Nothing in the other partitions.
+    others = [p for p in range(7) if p != java_partition("billing", 7)]
+    assert all(read_partition(broker.data_dir, OFFSETS, p) == [] for p in others)
+
+
+def test_find_coordinator_for_a_group_creates_the_topic(broker: BrokerProcess) -> None:
+    admin = confluent_admin.AdminClient({"bootstrap.servers": broker.bootstrap})
+    assert OFFSETS not in admin.list_topics(timeout=10).topics
+    # DescribeConsumerGroups first asks FindCoordinator for the group.
+    [described] = admin.describe_consumer_groups(["nobody-yet"], request_timeout=10).values()
+    described.result(10)
+    assert OFFSETS in admin.list_topics(timeout=10).topics
+    assert (broker.data_dir / f"{OFFSETS}-6").is_dir()
+    assert not (broker.data_dir / f"{OFFSETS}-7").exists()
+
+
+def test_a_consumer_reads_the_records_with_exclude_internal_topics_off(
+    broker: BrokerProcess,
+) -> None:
+    produce(broker, "clicks", 5)
+    commit(broker, "reader-a", "clicks", 4, "")
+    reader = kafka.KafkaConsumer(
+        bootstrap_servers=broker.bootstrap,
+        exclude_internal_topics=False,
+        auto_offset_reset="earliest",
+    )
+    try:
+        partition = java_partition("reader-a", 7)
+        tp = kafka.TopicPartition(OFFSETS, partition)
+        reader.assign([tp])
+        got: list[object] = []
+        for _ in range(50):
+            got += reader.poll(timeout_ms=200).get(tp, [])
+            if got:
+                break
+        [message] = got
+    finally:
+        reader.close()
+    assert message.partition == partition
+    kind, key = cr.decode_key(message.key)
+    assert (kind, key.group, key.topic, key.partition) == (
+        cr.OFFSET_COMMIT,
+        "reader-a",
+        "clicks",
+        0,
+    )
+    assert cr.decode_value(kind, message.value)[1].offset == 4
+
+
+def test_a_classic_group_writes_group_metadata_and_its_deletion_tombstones(
+    broker: BrokerProcess,
+) -> None:
+    produce(broker, "events", 4)
+    group = "classic-g"
+    consumer = confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "client.id": "classic-client",
+        }
+    )
+    try:
+        consumer.subscribe(["events"])
+        seen = 0
+        for _ in range(200):
+            msg = consumer.poll(0.1)
+            if msg is not None and msg.error() is None:
+                seen += 1
+            if seen == 4:
+                break
+        assert seen == 4
+        consumer.commit(asynchronous=False)
+    finally:
+        consumer.close()
+
+    records = stored(broker, group)
+    groups = [(k, v) for kind, k, v in records if kind == cr.GROUP_METADATA]
+    assert groups, records
+    _, (version, stable) = next((k, v) for k, v in groups if v is not None and v[1].members)
+    assert version == 3
+    assert stable.protocol_type == "consumer" and stable.generation >= 1
+    [member] = stable.members
+    assert member.client_id == "classic-client" and member.subscription and member.assignment
+    assert stable.leader == member.member_id
+    commits = [v[1].offset for kind, _, v in records if kind == cr.OFFSET_COMMIT and v]
+    assert commits == [4]
+
+    admin = confluent_admin.AdminClient({"bootstrap.servers": broker.bootstrap})
+    [done] = admin.delete_consumer_groups([group], request_timeout=10).values()
+    done.result(10)
+    tail = stored(broker, group)[len(records) :]
+    assert [(kind, v) for kind, _, v in tail][-2:] == [
+        (cr.OFFSET_COMMIT, None),
+        (cr.GROUP_METADATA, None),
+    ]
+
+
+def test_a_consumer_protocol_group_writes_the_consumer_group_records(
+    broker: BrokerProcess,
+) -> None:
+    produce(broker, "payments", 2)
+    group = "kip848-g"
+    consumer = confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": group,
+            "group.protocol": "consumer",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        consumer.subscribe(["payments"])
+        got = 0
+        for _ in range(300):
+            msg = consumer.poll(0.1)
+            if msg is not None and msg.error() is None:
+                got += 1
+            if got == 2:
+                break
+        assert got == 2
+        consumer.commit(asynchronous=False)
+    finally:
+        consumer.close()
+
+    def kinds() -> set[int]:
+        return {kind for kind, _, _ in stored(broker, group)}
+
+    wanted = {
+        cr.CONSUMER_GROUP_MEMBER_METADATA,
+        cr.CONSUMER_GROUP_METADATA,
+        cr.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER,
+        cr.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA,
+        cr.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT,
+        cr.OFFSET_COMMIT,
+    }
+    assert until_sync(lambda: wanted <= kinds(), 10), kinds()
+    records = stored(broker, group)
+    epochs = [v[1].epoch for kind, _, v in records if kind == cr.CONSUMER_GROUP_METADATA and v]
+    assert epochs and epochs == sorted(epochs) and epochs[0] >= 1
+    subscribed = [
+        v[1].subscribed_topic_names
+        for kind, _, v in records
+        if kind == cr.CONSUMER_GROUP_MEMBER_METADATA and v
+    ]
+    assert ["payments"] in subscribed
+    # The member left on close: its three records end in tombstones.
+    leaves = [kind for kind, _, v in records if v is None]
+    assert set(leaves) >= {
+        cr.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT,
+        cr.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER,
+        cr.CONSUMER_GROUP_MEMBER_METADATA,
+    }
+
+
+def test_a_data_directory_from_before_the_topic_is_written_into_it_at_start(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "data"
+    overrides = {"offsets.topic.num.partitions": "7"}
+    with running(data, overrides) as first:
+        produce(first, "legacy", 3)
+        commit(first, "old-group", "legacy", 3, "kept")
+    # As a data directory of the version before __consumer_offsets: the private log only.
+    for path in data.glob(f"{OFFSETS}-*"):
+        shutil.rmtree(path)
+    with running(data, overrides) as second:
+        records = decoded(read_partition(data, OFFSETS, java_partition("old-group", 7)))
+        assert [(kind, v[1].offset, v[1].metadata) for kind, _, v in records if v] == [
+            (cr.OFFSET_COMMIT, 3, "kept")
+        ]
+        # ... and the group's offset is what it was, through the normal API.
+        consumer = kafka.KafkaConsumer(bootstrap_servers=second.bootstrap, group_id="old-group")
+        try:
+            assert consumer.committed(kafka.TopicPartition("legacy", 0)) == 3
+        finally:
+            consumer.close()
+    # The key bytes are Kafka's: int16 type 1, then group, topic, partition (int16 lengths).
+    raw = read_partition(data, OFFSETS, java_partition("old-group", 7))[0].key
+    assert raw == struct.pack(">hh", 1, 9) + b"old-group" + struct.pack(">h", 6) + b"legacy" + (
+        b"\x00\x00\x00\x00"
+    )
