@@ -88,7 +88,8 @@ async def kafka_call(
     state = caller.state
     dispatcher = state.dispatcher
     assert isinstance(dispatcher, Dispatcher)
-    handler = dispatcher.handlers[api.key]
+    handler = dispatcher.handler(api.key)
+    assert handler is not None, api.name
     principal = ANONYMOUS if caller.principal is None else KafkaPrincipal.parse(caller.principal)
     ctx = RequestContext(
         RequestHeader(api.key, version, 0, CLIENT_ID),

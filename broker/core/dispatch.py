@@ -2,11 +2,18 @@
 
 A handler module declares ``API`` (its description), the versions it serves and a
 ``handle(ctx, request)`` function. Registering it here is what makes the broker advertise
-it: the broker never advertises an API it cannot serve.
+it: the broker never advertises an API it cannot serve. A module may be registered by name
+and versions only (``register_lazy``): it is imported on its first request, so a broker
+starts without importing the handlers (and their dependencies) that no client asks for.
+Those every client soon asks for (``warm_after_first``) are imported after the first
+request, one per turn of the event loop, so their first request does not wait for them.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import importlib
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
@@ -60,6 +67,16 @@ class Handler:
         return self.advertised_min <= version <= self.max_version
 
 
+@dataclass(frozen=True, slots=True)
+class PendingHandler:
+    """A handler module registered by name and versions, not imported yet."""
+
+    key: int
+    module: str
+    max_version: int
+    advertised_min: int
+
+
 Interceptor = Callable[[RequestContext, Message], Awaitable[None] | None]
 
 
@@ -83,7 +100,12 @@ class Dispatcher:
         # Handlers behind a feature flag (share.version: share groups), served and advertised
         # only once ``enable`` names the feature; until then their keys are unknown APIs, as
         # on a Kafka 4.0 broker.
-        self._gated: dict[str, list[Handler]] = {}
+        self._gated: dict[str, list[Handler | PendingHandler]] = {}
+        # Registered by name, imported on the first request for their key (``handler``).
+        self._pending: dict[int, PendingHandler] = {}
+        # Keys whose modules are imported in the background once the first request came.
+        self._warm: list[int] = []
+        self._warming = False
 
     def register(
         self,
@@ -107,14 +129,80 @@ class Dispatcher:
         else:
             self._gated.setdefault(feature, []).append(handler)
 
+    def register_lazy(
+        self,
+        key: int,
+        module: str,
+        min_version: int,
+        max_version: int,
+        advertised_min: int | None = None,
+        feature: str | None = None,
+    ) -> None:
+        """Register the handler module ``module`` (which declares these versions) without
+        importing it: it is imported on the first request for ``key``."""
+        pending = PendingHandler(
+            key, module, max_version, min_version if advertised_min is None else advertised_min
+        )
+        if feature is None:
+            self._pending[key] = pending
+        else:
+            self._gated.setdefault(feature, []).append(pending)
+
     def enable(self, feature: str) -> None:
         """Serve (and advertise) the handlers registered under ``feature``."""
         for handler in self._gated.pop(feature, []):
-            self.handlers[handler.api.key] = handler
+            if isinstance(handler, PendingHandler):
+                self._pending[handler.key] = handler
+            else:
+                self.handlers[handler.api.key] = handler
+
+    def handler(self, key: int) -> Handler | None:
+        """The handler serving ``key``, its module imported now if it was registered lazily;
+        None for a key not served."""
+        handler = self.handlers.get(key)
+        if handler is not None:
+            return handler
+        pending = self._pending.pop(key, None)
+        if pending is None:
+            return None
+        self._load(pending)
+        if not self._warming:
+            self._warming = True
+            # No loop (a test or tool calling this directly): no warming.
+            with contextlib.suppress(RuntimeError):
+                asyncio.get_running_loop().call_soon(self._warm_next)
+        return self.handlers[key]
+
+    def warm_after_first(self, keys: list[int]) -> None:
+        """Import the modules of ``keys`` in the background once a first request came: one
+        per loop turn, so a request arriving meanwhile waits for one import at most."""
+        self._warm = list(keys)
+
+    def _warm_next(self) -> None:
+        while self._warm:
+            pending = self._pending.pop(self._warm.pop(0), None)
+            if pending is not None:
+                self._load(pending)
+                if self._warm:
+                    asyncio.get_running_loop().call_soon(self._warm_next)
+                return
+
+    def _load(self, pending: PendingHandler) -> None:
+        module = importlib.import_module(pending.module)
+        self.register(
+            module.API,
+            module.handle,
+            module.MIN_VERSION,
+            module.MAX_VERSION,
+            getattr(module, "ADVERTISED_MIN_VERSION", None),
+        )
 
     def advertised(self) -> list[tuple[int, int, int]]:
         """(api_key, min, max) in ascending key order, as Kafka lists them."""
-        return [(k, h.advertised_min, h.max_version) for k, h in sorted(self.handlers.items())]
+        served = {k: (h.advertised_min, h.max_version) for k, h in self.handlers.items()}
+        for k, p in self._pending.items():
+            served.setdefault(k, (p.advertised_min, p.max_version))
+        return [(k, lo, hi) for k, (lo, hi) in sorted(served.items())]
 
     async def call(
         self, handler: Handler, ctx: RequestContext, body: memoryview, head: bytes = b""

@@ -1,151 +1,139 @@
-"""One module per API. Each declares API, MIN_VERSION, MAX_VERSION and handle(ctx, request)."""
+"""One module per API. Each declares API, MIN_VERSION, MAX_VERSION and handle(ctx, request).
+
+The broker registers them from HANDLERS, which repeats what each module declares, so that it
+advertises every API (ApiVersions) at start without importing any handler: a module, and
+what only it needs, is imported on the first request for its API (Dispatcher.handler).
+tests/broker/test_handler_table.py checks HANDLERS against the modules themselves.
+"""
 
 from __future__ import annotations
 
+import importlib
 from types import ModuleType
+from typing import NamedTuple
 
 from broker.core.dispatch import Dispatcher
-from broker.handlers import (
-    add_offsets_to_txn,
-    add_partitions_to_txn,
-    alter_client_quotas,
-    alter_configs,
-    alter_partition_reassignments,
-    alter_replica_log_dirs,
-    alter_share_group_offsets,
-    alter_user_scram_credentials,
-    api_versions,
-    consumer_group_describe,
-    consumer_group_heartbeat,
-    create_acls,
-    create_partitions,
-    create_topics,
-    delete_acls,
-    delete_groups,
-    delete_records,
-    delete_share_group_offsets,
-    delete_topics,
-    describe_acls,
-    describe_client_quotas,
-    describe_cluster,
-    describe_configs,
-    describe_groups,
-    describe_log_dirs,
-    describe_producers,
-    describe_quorum,
-    describe_share_group_offsets,
-    describe_topic_partitions,
-    describe_transactions,
-    describe_user_scram_credentials,
-    elect_leaders,
-    end_txn,
-    fetch,
-    find_coordinator,
-    heartbeat,
-    incremental_alter_configs,
-    init_producer_id,
-    join_group,
-    leave_group,
-    list_groups,
-    list_offsets,
-    list_partition_reassignments,
-    list_transactions,
-    metadata,
-    offset_commit,
-    offset_delete,
-    offset_fetch,
-    offset_for_leader_epoch,
-    produce,
-    sasl_authenticate,
-    sasl_handshake,
-    share_acknowledge,
-    share_fetch,
-    share_group_describe,
-    share_group_heartbeat,
-    sync_group,
-    txn_offset_commit,
-    write_txn_markers,
+
+
+class HandlerEntry(NamedTuple):
+    """A handler module's declarations: broker.handlers.<module> serves API key ``key``."""
+
+    module: str
+    key: int
+    min_version: int
+    max_version: int
+    advertised_min: int | None = None  # ADVERTISED_MIN_VERSION, if the module has one
+    feature: str | None = None  # FEATURE, if the module has one
+
+
+HANDLERS: tuple[HandlerEntry, ...] = (
+    HandlerEntry("produce", 0, 3, 12, 0),
+    HandlerEntry("fetch", 1, 4, 17),
+    HandlerEntry("metadata", 3, 0, 13),
+    HandlerEntry("api_versions", 18, 0, 4),
+    HandlerEntry("init_producer_id", 22, 0, 5),
+    # Consumer groups (broker.coordinator.groups).
+    HandlerEntry("offset_commit", 8, 2, 9),
+    HandlerEntry("offset_fetch", 9, 1, 9),
+    HandlerEntry("find_coordinator", 10, 0, 6),
+    HandlerEntry("join_group", 11, 2, 9),
+    HandlerEntry("heartbeat", 12, 0, 4),
+    HandlerEntry("consumer_group_heartbeat", 68, 0, 1),
+    HandlerEntry("consumer_group_describe", 69, 0, 1),
+    HandlerEntry("leave_group", 13, 0, 5),
+    HandlerEntry("sync_group", 14, 0, 5),
+    HandlerEntry("describe_groups", 15, 0, 6),
+    HandlerEntry("list_groups", 16, 0, 5),
+    HandlerEntry("delete_groups", 42, 0, 2),
+    HandlerEntry("offset_delete", 47, 0, 0),
+    # Consume path: offsets by time, position validation.
+    HandlerEntry("list_offsets", 2, 1, 10),
+    HandlerEntry("offset_for_leader_epoch", 23, 2, 4),
+    # Admin APIs and topic configs.
+    HandlerEntry("create_topics", 19, 2, 7),
+    HandlerEntry("delete_topics", 20, 1, 6),
+    HandlerEntry("delete_records", 21, 0, 2),
+    HandlerEntry("create_partitions", 37, 0, 3),
+    HandlerEntry("describe_configs", 32, 1, 4),
+    HandlerEntry("alter_configs", 33, 0, 2),
+    HandlerEntry("incremental_alter_configs", 44, 0, 1),
+    HandlerEntry("describe_cluster", 60, 0, 2),
+    HandlerEntry("describe_log_dirs", 35, 1, 4),
+    HandlerEntry("describe_topic_partitions", 75, 0, 0),
+    HandlerEntry("describe_producers", 61, 0, 0),
+    # Cluster-admin APIs a single node answers.
+    HandlerEntry("elect_leaders", 43, 0, 2),
+    HandlerEntry("alter_partition_reassignments", 45, 0, 0),
+    HandlerEntry("list_partition_reassignments", 46, 0, 0),
+    HandlerEntry("alter_replica_log_dirs", 34, 1, 2),
+    HandlerEntry("describe_quorum", 55, 0, 2),
+    HandlerEntry("describe_client_quotas", 48, 0, 1),
+    HandlerEntry("alter_client_quotas", 49, 0, 1),
+    HandlerEntry("describe_user_scram_credentials", 50, 0, 0),
+    HandlerEntry("alter_user_scram_credentials", 51, 0, 0),
+    # Security: the SASL exchange itself is broker.net.sasl_session's.
+    HandlerEntry("sasl_handshake", 17, 0, 1),
+    HandlerEntry("sasl_authenticate", 36, 0, 2),
+    HandlerEntry("describe_acls", 29, 1, 3),
+    HandlerEntry("create_acls", 30, 1, 3),
+    HandlerEntry("delete_acls", 31, 1, 3),
+    # Transactions (broker.coordinator.transactions).
+    HandlerEntry("add_partitions_to_txn", 24, 0, 5),
+    HandlerEntry("add_offsets_to_txn", 25, 0, 4),
+    HandlerEntry("end_txn", 26, 0, 5),
+    HandlerEntry("txn_offset_commit", 28, 0, 5),
+    HandlerEntry("write_txn_markers", 27, 1, 1),
+    HandlerEntry("describe_transactions", 65, 0, 0),
+    HandlerEntry("list_transactions", 66, 0, 1),
+    # KIP-932 share groups (broker.coordinator.share), behind the share.version feature.
+    HandlerEntry("share_group_heartbeat", 76, 1, 1, None, "share.version"),
+    HandlerEntry("share_group_describe", 77, 1, 1, None, "share.version"),
+    HandlerEntry("share_fetch", 78, 1, 2, None, "share.version"),
+    HandlerEntry("share_acknowledge", 79, 1, 2, None, "share.version"),
+    HandlerEntry("describe_share_group_offsets", 90, 0, 1, None, "share.version"),
+    HandlerEntry("alter_share_group_offsets", 91, 0, 0, None, "share.version"),
+    HandlerEntry("delete_share_group_offsets", 92, 0, 0, None, "share.version"),
 )
 
-MODULES: tuple[ModuleType, ...] = (
-    produce,
-    fetch,
-    metadata,
-    api_versions,
-    init_producer_id,
-    # Consumer groups (broker.coordinator.groups).
-    offset_commit,
-    offset_fetch,
-    find_coordinator,
-    join_group,
-    heartbeat,
-    consumer_group_heartbeat,
-    consumer_group_describe,
-    leave_group,
-    sync_group,
-    describe_groups,
-    list_groups,
-    delete_groups,
-    offset_delete,
-    # Consume path: offsets by time, position validation.
-    list_offsets,
-    offset_for_leader_epoch,
-    # Admin APIs and topic configs.
-    create_topics,
-    delete_topics,
-    delete_records,
-    create_partitions,
-    describe_configs,
-    alter_configs,
-    incremental_alter_configs,
-    describe_cluster,
-    describe_log_dirs,
-    describe_topic_partitions,
-    describe_producers,
-    # Cluster-admin APIs a single node answers (issue 12).
-    elect_leaders,
-    alter_partition_reassignments,
-    list_partition_reassignments,
-    alter_replica_log_dirs,
-    describe_quorum,
-    describe_client_quotas,
-    alter_client_quotas,
-    describe_user_scram_credentials,
-    alter_user_scram_credentials,
-    # Security (issue 17): the SASL exchange itself is broker.net.sasl_session's.
-    sasl_handshake,
-    sasl_authenticate,
-    describe_acls,
-    create_acls,
-    delete_acls,
-    # Transactions (broker.coordinator.transactions).
-    add_partitions_to_txn,
-    add_offsets_to_txn,
-    end_txn,
-    txn_offset_commit,
-    write_txn_markers,
-    describe_transactions,
-    list_transactions,
-    # KIP-932 share groups (broker.coordinator.share), behind the share.version feature.
-    share_group_heartbeat,
-    share_group_describe,
-    share_fetch,
-    share_acknowledge,
-    describe_share_group_offsets,
-    alter_share_group_offsets,
-    delete_share_group_offsets,
+
+# What nearly every client asks for soon after its first request (producing, consuming in a
+# group, committing, and a test suite's topic admin): imported in the background after the
+# first request, so that no first request of these kinds waits for its module. The rest
+# (ACLs, quotas, SCRAM, transactions, share groups, cluster admin) load when asked for.
+WARM = (
+    "metadata",
+    "produce",
+    "init_producer_id",
+    "fetch",
+    "list_offsets",
+    "find_coordinator",
+    "join_group",
+    "sync_group",
+    "heartbeat",
+    "offset_fetch",
+    "offset_commit",
+    "leave_group",
+    "offset_for_leader_epoch",
+    "create_topics",
+    "delete_topics",
 )
+
+
+def handler_module(entry: HandlerEntry) -> ModuleType:
+    return importlib.import_module(f"{__name__}.{entry.module}")
 
 
 def build_dispatcher() -> Dispatcher:
     dispatcher = Dispatcher()
-    for module in MODULES:
-        dispatcher.register(
-            module.API,
-            module.handle,
-            module.MIN_VERSION,
-            module.MAX_VERSION,
-            getattr(module, "ADVERTISED_MIN_VERSION", None),
-            getattr(module, "FEATURE", None),
+    for entry in HANDLERS:
+        dispatcher.register_lazy(
+            entry.key,
+            f"{__name__}.{entry.module}",
+            entry.min_version,
+            entry.max_version,
+            entry.advertised_min,
+            entry.feature,
         )
+    keys = {entry.module: entry.key for entry in HANDLERS}
+    dispatcher.warm_after_first([keys[name] for name in WARM])
     return dispatcher

@@ -48,7 +48,6 @@ from broker.net.eager_start import LONE_BEFORE_EAGER, EagerStart, Resume
 from broker.net.frame_reader import Frame, FrameReader
 from broker.net.read_bounds import READ_AHEAD_REQUESTS, ReadBounds
 from broker.net.request_dispatch import RequestDispatch
-from broker.net.sasl_session import SaslSession
 from broker.security.principal import ANONYMOUS, KafkaPrincipal
 from broker.security.tls import principal_name
 from protocol.codec import Deferred
@@ -81,7 +80,12 @@ class KafkaConnection(
         self.listener = listener
         self._tls = tls
         sasl = listener.security.sasl
-        self.sasl = None if sasl is None else SaslSession(sasl, state, listener.name)
+        self.sasl = None
+        if sasl is not None:
+            # Imported here: a broker without a SASL listener never loads SASL and SCRAM.
+            from broker.net.sasl_session import SaslSession
+
+            self.sasl = SaslSession(sasl, state, listener.name)
         self.principal: KafkaPrincipal = ANONYMOUS
         # The address counted in ConnectionQuotas for this connection (None: not counted).
         self.quota_address = quota_address

@@ -66,6 +66,8 @@ class RequestDispatch(ConnectionBase):
             log.warning("closing connection from %s: %s", self.peer, exc)
             return self._refuse(pipelined)
         handler = self.dispatcher.handlers.get(api_key)
+        if handler is None:  # not asked for yet (its module is imported now), or unknown
+            handler = self.dispatcher.handler(api_key)
         if handler is None:
             log.warning(
                 "closing connection from %s: unknown api key %d (correlation_id=%d)",

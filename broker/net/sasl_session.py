@@ -138,8 +138,8 @@ class SaslSession:
         key = header.api_key
         if self.phase in (INITIAL, HANDSHAKE):
             if key == API_VERSIONS.key and self.phase == INITIAL and self._reauth_from is None:
-                handler = conn.dispatcher.handlers[key]
-                if handler.serves(header.api_version):
+                handler = conn.dispatcher.handler(key)
+                if handler is not None and handler.serves(header.api_version):
                     self.phase = HANDSHAKE
                 return await conn.dispatch_frame(frame)
             if key != SASL_HANDSHAKE.key:

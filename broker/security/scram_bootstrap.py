@@ -15,9 +15,10 @@ import hashlib
 import hmac
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from broker.security.sasl_scram import MECHANISMS, credential
-from storage.scram_credential_store import ScramCredential
+if TYPE_CHECKING:
+    from storage.scram_credential_store import ScramCredential
 
 DEFAULT_ITERATIONS = 4096
 MAX_ITERATIONS = 16384
@@ -38,6 +39,10 @@ def _b64(what: str, text: str) -> bytes:
 
 
 def _entry(text: str) -> BootstrapUser:
+    # Imported here: the configuration is loaded on every start, SCRAM only when users are set.
+    from broker.security.sasl_scram import MECHANISMS, credential
+    from storage.scram_credential_store import ScramCredential
+
     mechanism, sep, rest = text.strip().partition("=")
     if not sep:
         raise ValueError(f"Failed to find equals sign in SCRAM argument '{text.strip()}'")

@@ -2,8 +2,10 @@
 broker process fed by confluent-kafka: the pages show the topic and its records, a group's lag
 goes to 0 as its consumer reads, a fault set from the page is answered to a client, a record
 produced from the form is on disk, the overview's rates and the request log's tail update
-from the console's own script under its CSP. Each page is saved as a screenshot under the
-test's tmp dir (and under $CONSOLE_SCREENSHOTS when set: docs/console/ is made so).
+from the console's own script under its CSP; with SASL and ACLs the browser logs in with a
+broker user's Basic credentials and sees only what that user may DESCRIBE. Each page is
+saved as a screenshot under the test's tmp dir (and under $CONSOLE_SCREENSHOTS when set:
+docs/console/ is made so).
 
 ``make console-browser`` installs chromium and playwright and runs these."""
 
@@ -19,9 +21,18 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import (
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    ResourcePatternType,
+    ResourceType,
+)
 
 from tests.e2e.test_console import CONSOLE, console_url, create, produce
 from tests.support.broker_process import BrokerProcess, running
+from tests.support.sasl import acl_overrides
 
 CHROMIUM = "/usr/bin/chromium"
 # make console-browser installs both and sets this: there a missing one fails, not skips.
@@ -216,3 +227,88 @@ def test_a_record_produced_from_the_form_lands_on_disk(
         check=True,
     ).stdout
     assert "from-the-form" in dump and "typed in a browser" in dump and "chromium" in dump, dump
+
+
+def test_with_sasl_and_acls_the_browser_logs_in_and_sees_only_what_the_acls_allow(
+    browser: object, tmp_path: Path
+) -> None:
+    """A broker with SASL and ACLs: Chromium logs in with a broker user's Basic credentials
+    and is shown only the topics that user may DESCRIBE, in every page and in /metrics."""
+    overrides = {**acl_overrides(), **CONSOLE}
+    with running(tmp_path / "data", overrides) as proc:
+        url = console_url(proc)
+        admin = {
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanisms": "PLAIN",
+            "sasl.username": "admin",
+            "sasl.password": "admin-secret",
+        }
+        bootstrap = f"127.0.0.1:{proc.ports['SASL_PLAINTEXT']}"
+        for topic in ("alices-orders", "payroll"):
+            create(bootstrap, topic, 1, **admin)
+            produce(bootstrap, topic, [(f"{topic}-key", f"{topic}-value", 0)], **admin)
+        client = AdminClient({"bootstrap.servers": bootstrap, **admin})
+        bindings = [
+            AclBinding(
+                ResourceType.TOPIC,
+                "alices-orders",
+                ResourcePatternType.LITERAL,
+                "User:alice",
+                "*",
+                operation,
+                AclPermissionType.ALLOW,
+            )
+            for operation in (AclOperation.DESCRIBE, AclOperation.READ)
+        ]
+        for done in client.create_acls(bindings).values():
+            done.result(30)
+
+        def tab(username: str, password: str) -> tuple[object, object, list[str]]:
+            context = browser.new_context(  # type: ignore[attr-defined]
+                viewport={"width": 1200, "height": 800},
+                http_credentials={"username": username, "password": password},
+            )
+            page = context.new_page()
+            problems: list[str] = []
+            page.on("pageerror", lambda e: problems.append(str(e)))
+            return context, page, problems
+
+        context, p, problems = tab("alice", "alice-secret")
+        try:
+            answer = p.goto(url + "/")  # type: ignore[attr-defined]
+            assert answer.status == 200 and "User:alice" in p.inner_text("table")  # type: ignore[attr-defined]
+            p.click("text=Topics")  # type: ignore[attr-defined]
+            listing = p.inner_text("body")  # type: ignore[attr-defined]
+            assert "alices-orders" in listing and "payroll" not in listing, listing
+            shot(p, tmp_path, "topics-as-alice")
+            p.click("a:text-is('alices-orders')")  # type: ignore[attr-defined]
+            p.goto(url + "/topics/alices-orders/0")  # type: ignore[attr-defined]
+            assert "alices-orders-value" in p.inner_text("table")  # type: ignore[attr-defined]
+            # What alice may not DESCRIBE is answered as if it did not exist.
+            assert p.goto(url + "/topics/payroll").status == 404  # type: ignore[attr-defined]
+            assert p.goto(url + "/topics/payroll/0").status == 404  # type: ignore[attr-defined]
+            p.goto(url + "/metrics")  # type: ignore[attr-defined]
+            metrics = p.inner_text("body")  # type: ignore[attr-defined]
+            assert 'topic="alices-orders"' in metrics and "payroll" not in metrics
+            # The cluster's pages are for its describers.
+            p.goto(url + "/acls")  # type: ignore[attr-defined]
+            assert "needs DESCRIBE on the cluster" in p.inner_text("body")  # type: ignore[attr-defined]
+            assert problems == []
+        finally:
+            context.close()  # type: ignore[attr-defined]
+
+        # A super user sees both; a wrong password is refused with the Basic challenge.
+        context, p, problems = tab("admin", "admin-secret")
+        try:
+            p.goto(url + "/topics")  # type: ignore[attr-defined]
+            listing = p.inner_text("body")  # type: ignore[attr-defined]
+            assert "alices-orders" in listing and "payroll" in listing
+            assert problems == []
+        finally:
+            context.close()  # type: ignore[attr-defined]
+        context, p, _ = tab("alice", "not-alices")
+        try:
+            assert p.goto(url + "/topics").status == 401  # type: ignore[attr-defined]
+        finally:
+            context.close()  # type: ignore[attr-defined]
+        proc.wait_for_log(r"console: failed login from 127\.0\.0\.1 as 'alice'")
