@@ -6,7 +6,8 @@ may commit to an Empty or unknown group (which it creates); a member must be kno
 (UNKNOWN_MEMBER_ID / FENCED_INSTANCE_ID) and in the current generation (ILLEGAL_GENERATION);
 REBALANCE_IN_PROGRESS while the group awaits SyncGroup; an unknown group with a generation
 >= 0 gets GROUP_ID_NOT_FOUND (v9+) or ILLEGAL_GENERATION; metadata over 4096 bytes
-OFFSET_METADATA_TOO_LARGE. Durable before the answer: the records are fsynced (one grouped
+OFFSET_METADATA_TOO_LARGE; a KIP-932 share group's id GROUP_ID_NOT_FOUND (Kafka's
+ShareGroup.validateOffsetCommit). Durable before the answer: the records are fsynced (one grouped
 fsync for all commits in flight) before the response is sent.
 Retention: offsets expire after offsets.retention.minutes as Kafka 4.0's group coordinator
 decides (broker.coordinator.groups.offset_expiration); a retention_time_ms other than -1
@@ -63,12 +64,17 @@ async def handle(ctx: RequestContext, request: Message) -> Message:
                 )
             )
     if valid:
-        group_error = groups.validate_commit(
-            request.group_id,
-            request.member_id,
-            request.group_instance_id,
-            request.generation_id_or_member_epoch,
-            ctx.version,
+        group_error = (
+            # ShareGroup.validateOffsetCommit: a share group takes no offset commits.
+            ErrorCode.GROUP_ID_NOT_FOUND
+            if request.group_id in ctx.state.shares.groups
+            else groups.validate_commit(
+                request.group_id,
+                request.member_id,
+                request.group_instance_id,
+                request.generation_id_or_member_epoch,
+                ctx.version,
+            )
         )
         if group_error:
             for item in valid:

@@ -16,6 +16,7 @@ from protocol.messages.create_acls import CREATE_ACLS
 from protocol.messages.delete_groups import DELETE_GROUPS
 from protocol.messages.join_group import JOIN_GROUP
 from protocol.messages.list_groups import LIST_GROUPS
+from protocol.messages.offset_commit import OFFSET_COMMIT
 from protocol.messages.share_group_describe import SHARE_GROUP_DESCRIBE
 from protocol.messages.share_group_offsets import (
     ALTER_SHARE_GROUP_OFFSETS,
@@ -279,6 +280,30 @@ def test_one_group_id_names_one_kind_of_group(broker: BrokerProcess) -> None:
             "Group so-share is not a consumer group.",
             None,
         )
+        committed = client.request(
+            OFFSET_COMMIT,
+            9,
+            Message(
+                group_id="so-share",
+                generation_id_or_member_epoch=-1,
+                member_id="",
+                group_instance_id=None,
+                topics=[
+                    Message(
+                        name="so-kind",
+                        partitions=[
+                            Message(
+                                partition_index=0,
+                                committed_offset=0,
+                                committed_leader_epoch=-1,
+                                committed_metadata="",
+                            )
+                        ],
+                    )
+                ],
+            ),
+        )
+        assert committed.topics[0].partitions[0].error_code == GROUP_ID_NOT_FOUND
         # Empty, the share group is deleted with its state by DeleteGroups.
         assert heartbeat(client, "so-share", "m1", -1).error_code == 0
         assert alter(client, "so-share", {"so-kind": [(0, 0)]}).error_code == 0

@@ -29,6 +29,8 @@ from protocol.messages.find_coordinator import FIND_COORDINATOR
 from protocol.messages.incremental_alter_configs import INCREMENTAL_ALTER_CONFIGS
 from protocol.messages.join_group import JOIN_GROUP
 from protocol.messages.list_groups import LIST_GROUPS
+from protocol.messages.offset_commit import OFFSET_COMMIT
+from protocol.messages.offset_fetch import OFFSET_FETCH
 from protocol.messages.share_group_describe import SHARE_GROUP_DESCRIBE
 from protocol.messages.share_group_offsets import (
     ALTER_SHARE_GROUP_OFFSETS,
@@ -431,6 +433,55 @@ def admin_conversation(port: int) -> dict[str, Any]:
             ),
         )
         seen["consumer heartbeat share id"] = (consumer.error_code, consumer.error_message)
+        committed = a.request(
+            OFFSET_COMMIT,
+            9,
+            Message(
+                group_id="sa",
+                generation_id_or_member_epoch=-1,
+                member_id="",
+                group_instance_id=None,
+                topics=[
+                    Message(
+                        name="share-admin",
+                        partitions=[
+                            Message(
+                                partition_index=0,
+                                committed_offset=0,
+                                committed_leader_epoch=-1,
+                                committed_metadata="",
+                            )
+                        ],
+                    )
+                ],
+            ),
+        )
+        seen["offset commit share id"] = [
+            (p.partition_index, p.error_code) for t in committed.topics for p in t.partitions
+        ]
+        fetched = a.request(
+            OFFSET_FETCH,
+            9,
+            Message(
+                groups=[
+                    Message(
+                        group_id="sa",
+                        member_id=None,
+                        member_epoch=-1,
+                        topics=[Message(name="share-admin", partition_indexes=[0])],
+                    )
+                ],
+                require_stable=False,
+            ),
+        ).groups[0]
+        seen["offset fetch share id"] = (
+            fetched.error_code,
+            [
+                (p.partition_index, p.committed_offset, p.error_code)
+                for t in fetched.topics
+                for p in t.partitions
+            ],
+        )
         left = heartbeat(a, "sa", MEMBER, -1)
         assert left.error_code == 0
         seen["alter"] = _alter(
