@@ -14,6 +14,7 @@ import pytest
 from protocol.messages.consumer_group_heartbeat import CONSUMER_GROUP_HEARTBEAT
 from protocol.messages.create_acls import CREATE_ACLS
 from protocol.messages.delete_groups import DELETE_GROUPS
+from protocol.messages.incremental_alter_configs import INCREMENTAL_ALTER_CONFIGS
 from protocol.messages.join_group import JOIN_GROUP
 from protocol.messages.list_groups import LIST_GROUPS
 from protocol.messages.offset_commit import OFFSET_COMMIT
@@ -395,6 +396,28 @@ def test_share_groups_and_offsets_survive_a_restart(tmp_path: Path) -> None:
         assert first.error_code == 0
         assert heartbeat(client, "kept", "m1", -1).error_code == 0
         assert alter(client, "kept", {"kept-t": [(0, 2)]}).error_code == 0
+        # A group config, read by the share-partitions made after the restart.
+        other_id = create_partitioned_topic(client, "kept-t2", 1)
+        produce_values(client, "kept-t2", 3)
+        configured = client.request(
+            INCREMENTAL_ALTER_CONFIGS,
+            1,
+            Message(
+                resources=[
+                    Message(
+                        resource_type=32,
+                        resource_name="kept",
+                        configs=[
+                            Message(
+                                name="share.auto.offset.reset", config_operation=0, value="earliest"
+                            )
+                        ],
+                    )
+                ],
+                validate_only=False,
+            ),
+        )
+        assert configured.responses[0].error_code == 0
         epoch = (
             client.request(
                 SHARE_GROUP_DESCRIBE,
@@ -426,3 +449,8 @@ def test_share_groups_and_offsets_survive_a_restart(tmp_path: Path) -> None:
         assert joined.error_code == 0 and joined.member_epoch > epoch
         _, got = fetch_until(client, "kept", "m2", 0, topic_id, 10)
         assert got == [(2, 3, 1)]
+        # share.auto.offset.reset=earliest kept: records from before the first fetch.
+        with RawClient(proc.port) as other:
+            assert heartbeat(other, "kept", "m3", 0, ["kept-t2"]).error_code == 0
+            _, got = fetch_until(other, "kept", "m3", 0, other_id, 10)
+            assert got == [(0, 2, 1)]
