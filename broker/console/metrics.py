@@ -14,37 +14,30 @@ between, and the text is written by the server off the loop (broker.console.serv
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
+from broker.cluster.state import NO_LEADER, OFFSETS_TOPIC, TRANSACTION_TOPIC
 from broker.console.exposition import Family
 from broker.core.metrics import LATENCY_BUCKETS_MS
 from broker.core.state import BrokerState
 
 Visible = Callable[[str, str], bool]  # (resource kind "topic" | "group", name)
 
-# A single broker is every partition's only replica and leader: nothing is ever under-replicated
-# and a produce with acks=all waits for no follower, so Kafka's produce purgatory stays empty.
-_REPLICATION_GAUGES = (
-    (
-        "kafka_server_replicamanager_underreplicatedpartitions",
-        "Partitions below their replication factor.",
-    ),
-    (
-        "kafka_server_replicamanager_underminisrpartitioncount",
-        "Partitions below min.insync.replicas.",
-    ),
-)
-
-
 # Partitions (or committed offsets) read between two turns of the loop's other work.
 SLICE = 200
 
 
-async def collect(state: BrokerState, api_names: dict[int, str], visible: Visible) -> list[Family]:
+async def collect(
+    state: BrokerState,
+    api_names: dict[int, str],
+    visible: Visible,
+    faulted: Collection[tuple[str, int]] = (),
+) -> list[Family]:
+    """``faulted``: partitions the fault injector holds offline (broker.toolkit.faults)."""
     families: list[Family] = []
     families += _topic_metrics(state, visible)
     families += _request_metrics(state, api_names)
-    families += await _partition_metrics(state, visible)
+    families += await _partition_metrics(state, visible, faulted)
     families += await _group_metrics(state, visible)
     return families
 
@@ -90,7 +83,7 @@ def _request_metrics(state: BrokerState, api_names: dict[int, str]) -> list[Fami
         "Requests parked, once per partition they wait on (DelayedOperationPurgatory).",
     )
     purgatory.add(state.fetch_purgatory.size(), delayedOperation="Fetch")
-    purgatory.add(0, delayedOperation="Produce")
+    purgatory.add(_produce_waits(state), delayedOperation="Produce")
     connections = Family(
         "kafka_server_socket_server_metrics_connection_count",
         "gauge",
@@ -100,7 +93,21 @@ def _request_metrics(state: BrokerState, api_names: dict[int, str]) -> list[Fami
     return [requests, times, purgatory, connections]
 
 
-async def _partition_metrics(state: BrokerState, visible: Visible) -> list[Family]:
+def _produce_waits(state: BrokerState) -> int:
+    """acks=all appends waiting for their ISR (broker.cluster.replication, Kafka's
+    DelayedProduce), once per partition as Kafka watches one under each partition's key.
+    A single broker has none: its only replica is the leader, so an acks=all append is
+    complete at once, as Kafka's tryCompleteElseWatch completes it without watching."""
+    replication = state.replication
+    if replication is None:
+        return 0
+    # Replication keeps its waiting appends per partition (no count of them of its own).
+    return sum(len(waiting) for waiting in replication._waiters.values())
+
+
+async def _partition_metrics(
+    state: BrokerState, visible: Visible, faulted: Collection[tuple[str, int]]
+) -> list[Family]:
     size = Family("kafka_log_log_size", "gauge", "Bytes of a partition's segments (Log Size).")
     start = Family("kafka_log_log_logstartoffset", "gauge", "A partition's log start offset.")
     end = Family("kafka_log_log_logendoffset", "gauge", "A partition's log end offset.")
@@ -108,7 +115,10 @@ async def _partition_metrics(state: BrokerState, visible: Visible) -> list[Famil
     partitions = Family(
         "kafka_topic_partitions", "gauge", "Partitions of a topic (kafka_exporter)."
     )
-    count = offline = read = 0
+    # Summed over a simulated cluster's nodes, as a dashboard sums the brokers' (Kafka's
+    # Partition: under-replicated and under min ISR count at the leader only).
+    count = led = offline = under_replicated = under_min_isr = read = 0
+    cluster, replication = state.cluster, state.replication
     for info in sorted(state.store.topics(), key=lambda t: t.name):
         if read >= SLICE:
             read = 0
@@ -117,8 +127,22 @@ async def _partition_metrics(state: BrokerState, visible: Visible) -> list[Famil
                 continue  # deleted meanwhile
         logs = list(info.partitions)
         read += len(logs)
-        count += len(logs)
-        offline += sum(1 for plog in logs if plog.offline is not None)
+        for plog in logs:
+            leaderless = plog.offline is not None or (info.name, plog.partition) in faulted
+            if cluster is None:
+                count += 1
+            else:
+                # Internal topics' partitions are keyed by name (their coordinators' too).
+                internal = info.name in (OFFSETS_TOPIC, TRANSACTION_TOPIC)
+                part = cluster.partition(info.name if internal else info.topic_id, plog.partition)
+                count += len(part.replicas)
+                leaderless = leaderless or part.leader == NO_LEADER
+                if not leaderless:
+                    under_replicated += len(part.isr) < len(part.replicas)
+                    if replication is not None:
+                        under_min_isr += replication.under_min_isr(part, plog)
+            offline += leaderless
+            led += not leaderless
         if not visible("topic", info.name):
             continue
         partitions.add(len(logs), topic=info.name)
@@ -128,26 +152,25 @@ async def _partition_metrics(state: BrokerState, visible: Visible) -> list[Famil
             start.add(plog.log_start_offset, **labels)
             end.add(plog.log_end_offset, **labels)
             segments.add(len(plog.segments), **labels)
-    counts = Family(
-        "kafka_server_replicamanager_partitioncount", "gauge", "Partitions on this broker."
-    )
-    counts.add(count)
-    leaders = Family(
-        "kafka_server_replicamanager_leadercount", "gauge", "Partitions this broker leads."
-    )
-    leaders.add(count)
+    families = [size, start, end, segments, partitions]
+    for name, value, text in (
+        ("partitioncount", count, "Partition replicas on this broker (its nodes)."),
+        ("leadercount", led, "Partitions led by this broker (its nodes)."),
+        ("underreplicatedpartitions", under_replicated, "Led partitions with a short ISR."),
+        ("underminisrpartitioncount", under_min_isr, "Led partitions below min.insync.replicas."),
+    ):
+        family = Family(f"kafka_server_replicamanager_{name}", "gauge", text)
+        family.add(value)
+        families.append(family)
     offline_family = Family(
         "kafka_controller_kafkacontroller_offlinepartitionscount",
         "gauge",
-        "Partitions offline after a storage error, until a restart.",
+        "Partitions without a leader: a storage error until a restart, the offline fault, "
+        "or every replica in the ISR stopped.",
     )
     offline_family.add(offline)
-    replication = []
-    for name, text in _REPLICATION_GAUGES:
-        family = Family(name, "gauge", text)
-        family.add(0)
-        replication.append(family)
-    return [size, start, end, segments, partitions, counts, leaders, offline_family, *replication]
+    families.append(offline_family)
+    return families
 
 
 async def _group_metrics(state: BrokerState, visible: Visible) -> list[Family]:

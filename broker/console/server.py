@@ -175,7 +175,9 @@ class ConsoleServer(LocalHttpServer):
         if request.method == "POST":
             return await self._act(state, principal, request, path)
         if path == "/metrics":
-            families = await collect(state, API_NAMES, visible)
+            faults = self.host.faults
+            faulted = faults.offline.keys() if faults is not None else ()
+            families = await collect(state, API_NAMES, visible, faulted)
             # Thousands of partitions' samples: the text is written off the loop.
             if sum(len(f.samples) for f in families) < OFFLOAD_SAMPLES:
                 return Reply(200, render(families).encode(), PROMETHEUS_TEXT)
