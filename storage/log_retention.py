@@ -8,7 +8,7 @@ segments that leave the log.
   read back at open); segments wholly below it go (deleteLogStartOffsetBreachedSegments).
 - Either way a snapshot at or above the new start is on disk first (``producer_snapshots``),
   so every producer survives (KAFKA-7190), and the snapshots below it go afterwards.
-- ``_retire_segments``: files renamed ``*.deleted`` at once, removed
+- ``retire_segments``: files renamed ``*.deleted`` at once, removed
   ``file.delete.delay.ms`` later through the log's ``file_deleter``.
 """
 
@@ -129,7 +129,7 @@ def _delete_oldest_segments(
     new_start = max(plog.log_start_offset, plog.segments[len(doomed)].base_offset)
     plog.producer_snapshots.before_log_start_moves(new_start)
     plog.drop_oldest_segments(len(doomed), new_start)
-    _retire_segments(plog, doomed)
+    retire_segments(plog, doomed)
     log.info(
         "%s: deleted %d segment(s) by %s; log start offset now %d",
         plog.name,
@@ -150,7 +150,7 @@ def advance_log_start(plog: RetainedLog, offset: int, reason: str) -> None:
     plog.producer_snapshots.before_log_start_moves(offset)
     plog.drop_oldest_segments(len(doomed), offset)
     if doomed:
-        _retire_segments(plog, doomed)
+        retire_segments(plog, doomed)
     log.info(
         "%s: log start offset now %d by %s (%d segment(s) deleted)",
         plog.name,
@@ -161,7 +161,7 @@ def advance_log_start(plog: RetainedLog, offset: int, reason: str) -> None:
     plog.producer_snapshots.delete_old()
 
 
-def _retire_segments(plog: RetainedLog, doomed: list[Segment]) -> None:
+def retire_segments(plog: RetainedLog, doomed: list[Segment]) -> None:
     """Kafka's LocalLog.deleteSegmentFiles for segments already out of the list: rename
     their files ``*.deleted`` now (durably: they must not come back after a crash), remove
     them file.delete.delay.ms later. A fetch response being sent from one of them keeps

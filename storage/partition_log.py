@@ -683,6 +683,45 @@ class PartitionLog:
             log_retention.advance_log_start(self, offset, "DeleteRecords")
         return self._log_start_offset
 
+    def truncate_to(self, offset: int) -> int:
+        """UnifiedLog.truncateTo, as a follower elected leader keeps only what it had: every
+        batch at or above ``offset`` goes (segments starting there retired, the one holding
+        it cut), producer state and aborted transactions are rebuilt from the newest snapshot
+        at or below the new end; how many offsets went."""
+        end = self.log_end_offset
+        offset = max(offset, self._log_start_offset)
+        if offset >= end:
+            return 0
+        self.producer_snapshots.truncated(None, 0)
+        with self._lock:
+            keep = [s for s in self._segments if s.base_offset < offset] or self._segments[:1]
+            doomed = self._segments[len(keep) :]
+            self._segments = keep
+            self._bases = [s.base_offset for s in keep]
+            self._recovery_point = min(self._recovery_point, offset)
+        if doomed:
+            log_retention.retire_segments(self, doomed)
+        keep[-1].truncate_to(offset)
+        info = RecoveryInfo("clean")
+        candidates = log_recovery.valid_snapshots(self.path, self.name, info)
+        restored = log_recovery.recover_producer_state(
+            self.path,
+            self.name,
+            self._segments,
+            self._producers,
+            self.aborted_txns,
+            info,
+            next(candidates, None),
+            candidates,
+        )
+        self.producer_snapshots.truncated(restored, info.replayed_batches)
+        if self._high_watermark is not None:
+            self._high_watermark = min(self._high_watermark, self.log_end_offset)
+        self.take_snapshot()
+        gone = end - self.log_end_offset
+        log.warning("%s: truncated to offset %d (%d offset(s) gone)", self, offset, gone)
+        return gone
+
     def restore_log_start_offset(self, offset: int) -> None:
         """At open: apply a log start offset checkpointed by an earlier DeleteRecords."""
         offset = min(offset, self.log_end_offset)

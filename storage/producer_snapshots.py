@@ -130,6 +130,15 @@ class ProducerSnapshots:
         # found at open): the log start may move up to it without writing another.
         self.durable: int | None = None
 
+    def truncated(self, snap: snapshots.Snapshot | None, replayed: int) -> None:
+        """After the log was truncated: producer state came from ``snap`` (None: the log
+        start) and ``replayed`` batches; what was durable above the new end is gone."""
+        self._settle_pending(wait=True)
+        self.durable = None
+        self.state = None
+        if snap is not None:
+            self.restored(snap, replayed)
+
     def restored(self, snap: snapshots.Snapshot, replayed: int) -> None:
         """At open: producer state came from ``snap``, then ``replayed`` batches after it."""
         self.durable = snap.offset

@@ -576,6 +576,20 @@ class Segment:
                 return pos
         return self.size
 
+    def truncate_to(self, offset: int) -> int:
+        """LogSegment.truncateTo: cut the file before the batch holding ``offset`` (durably),
+        rebuild the indexes from what stays; the bytes cut."""
+        pos = self.lookup(offset)
+        if pos >= self.size:
+            return 0
+        cut = self.size - pos
+        os.ftruncate(self._fd, pos)
+        os.fsync(self._fd)
+        self._recover(check_crc=False)
+        self.index.flush()
+        self.time_index.flush()
+        return cut
+
     def read(self, offset: int, max_bytes: int) -> bytes:
         """Whole batches from the one holding ``offset``, up to ``max_bytes``.
 

@@ -5,7 +5,9 @@ One physical log is kept per partition, the leader's (storage.partition_log); a 
 the offset it has fetched up to. A follower only ever copies its leader, so its log is a
 prefix of the leader's and the offset says all of it. Followers on running nodes fetch what
 the leader appended ``delay_ms`` later (the replication-delay fault; 0: at once, in the
-append's own step); a stopped node's followers stop where they were.
+append's own step); a stopped node's followers stop where they were. When the leader moves,
+the log is truncated to the new leader's end (broker.cluster.state), as the other replicas
+truncate to the new leader's log in Kafka.
 
 As Partition does: the high watermark is the least log end offset over the ISR and does not
 advance while the ISR is below min.insync.replicas (maybeIncrementLeaderHW, isUnderMinIsr,
@@ -99,19 +101,24 @@ class Replication:
         end = plog.log_end_offset
         now = self._now_ms()
         if self.delay_ms <= 0:
-            self._fetched((topic_id, index), plog, end, now)
+            self._fetched((topic_id, index), plog, part.truncations, end, now)
         else:
             loop = asyncio.get_running_loop()
-            loop.call_later(self.delay_ms / 1000, self._fetched, (topic_id, index), plog, end, now)
+            args = ((topic_id, index), plog, part.truncations, end, now)
+            loop.call_later(self.delay_ms / 1000, self._fetched, *args)
             self._advance((topic_id, index), part)
 
-    def _fetched(self, key: _Key, plog: PartitionLog, end: int, appended_ms: float) -> None:
+    def _fetched(
+        self, key: _Key, plog: PartitionLog, truncations: int, end: int, appended_ms: float
+    ) -> None:
         """The running followers now have the leader's log up to ``end``, which was the
         leader's log end at ``appended_ms`` (Replica.updateFetchStateOrThrow's caught-up
         time: a fetch reaching the leader's end then means caught up as of then)."""
         part = self.cluster.known(*key)
         if part is None or part.log is not plog or part.leader == NO_LEADER:
             return
+        if part.truncations != truncations:
+            return  # fetched from a log that has been truncated since
         leo = plog.log_end_offset
         now = self._now_ms()
         for node in part.replicas:
@@ -188,7 +195,7 @@ class Replication:
             plog = part.log
             if plog is None or node not in part.replicas or node == part.leader:
                 continue
-            args = ((key, index), plog, plog.log_end_offset, now)
+            args = ((key, index), plog, part.truncations, plog.log_end_offset, now)
             if self.delay_ms <= 0:
                 self._fetched(*args)
             else:

@@ -2,7 +2,8 @@
 
 A stopped node leaves the ISR of its partitions at once (KRaft fences it and shrinks the
 ISRs), and a partition it led elects the first live replica of its ISR with the leader epoch
-bumped (ReplicationControlManager's leader election); with no live replica in the ISR the
+bumped (ReplicationControlManager's leader election), the log truncated to what the new
+leader had; with no live replica in the ISR the
 partition has no leader (-1) and keeps its last ISR, as KRaft does without ELR. A node that
 starts again takes the leadership of partitions left without one; it rejoins the other ISRs
 once its followers caught up (broker.cluster.replication), or at once for a partition nothing
@@ -11,6 +12,7 @@ was appended to since the process started (every replica then has the same log).
 
 from __future__ import annotations
 
+import logging
 import random
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -19,6 +21,8 @@ from broker.cluster.placement import replicas_for, seed_of
 from broker.config.model import Config, Listener
 from storage.partition_log import PartitionLog
 from storage.replica_assignment_store import ReplicaAssignmentStore, TopicAssignment
+
+log = logging.getLogger(__name__)
 
 NO_LEADER = -1
 # Kafka's offsets.topic.replication.factor and transaction.state.log.replication.factor
@@ -55,6 +59,8 @@ class PartitionState:
     ends: dict[int, int] = field(default_factory=dict)
     caught_up_ms: dict[int, float] = field(default_factory=dict)
     epoch_start: int = 0
+    # Truncations so far: a follower's fetch scheduled before one is void.
+    truncations: int = 0
 
 
 class UnknownNode(ValueError):
@@ -223,12 +229,25 @@ class Cluster:
 
 
 def _leader_moved(part: PartitionState, old: int) -> None:
-    """A new leader (or none) for a replicated partition. One log is kept per partition: the
-    new leader's is taken to be all of it (nothing is truncated; the records a trailing new
-    leader lacked stay), the stopped old leader keeps what it had."""
-    assert part.log is not None
-    end = part.log.log_end_offset
+    """A new leader (or none) for a replicated partition: its log is what it had, so the one
+    log kept is truncated to the new leader's end (records acknowledged with acks=1 or 0
+    beyond it are gone, as in Kafka: the other replicas truncate to the leader's log), and
+    the followers' ends with it; the stopped old leader had all of it."""
+    plog = part.log
+    assert plog is not None
+    end = plog.log_end_offset
     if old != NO_LEADER:
         part.ends[old] = end
-    part.ends.pop(part.leader, None)
+    if part.leader == NO_LEADER:
+        return
+    kept = part.ends.pop(part.leader, end)
+    if kept < end:
+        try:
+            plog.truncate_to(kept)
+        except OSError as exc:
+            log.exception("%s: truncation to %d failed", plog, kept)
+            plog.go_offline(f"truncation failed: {exc}")
+        end = plog.log_end_offset
+        part.truncations += 1
+        part.ends = {n: min(e, end) for n, e in part.ends.items()}
     part.epoch_start = end

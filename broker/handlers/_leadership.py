@@ -12,6 +12,7 @@ from broker.coordinator.transactions import offsets_partition
 from broker.core.request_context import RequestContext
 from protocol.errors import ErrorCode
 from protocol.schema import Message
+from storage.partition_log import PartitionLog
 
 
 def partition_entry(cluster: Cluster, key: bytes | str, index: int) -> Message:
@@ -79,6 +80,20 @@ def served_here(
     if node == part.leader or (replica_ok and node in part.isr):
         return part.leader_epoch
     return None
+
+
+def epoch_end(plog: PartitionLog, epoch: int, current: int) -> tuple[int, int]:
+    """LeaderEpochFileCache.endOffsetFor from the batches' leader epochs: (the largest epoch
+    at or below ``epoch`` that wrote, or ``epoch``; the first offset of a later epoch, or the
+    log end). After a truncation on failover, where a follower's log diverged."""
+    if epoch >= current:
+        return current, plog.log_end_offset
+    found = epoch
+    for header in plog.headers(plog.log_start_offset):
+        if header.partition_leader_epoch > epoch:
+            return found, header.base_offset
+        found = header.partition_leader_epoch
+    return found, plog.log_end_offset
 
 
 def topic_id_of(ctx: RequestContext, topic: str) -> bytes:

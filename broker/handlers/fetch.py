@@ -60,6 +60,7 @@ from broker.fetch.sessions import ZERO_UUID, Answered, PartitionKey, PartitionRe
 from broker.fetch.zero_copy import FileRecords
 from broker.handlers._leadership import (
     current_leader,
+    epoch_end,
     node_endpoints,
     served_here,
     topic_id_of,
@@ -278,12 +279,26 @@ def _read(
     if part.last_fetched_epoch >= 0:
         if part.last_fetched_epoch > epoch or part.fetch_offset < plog.log_start_offset:
             return _failed(ref.index, ErrorCode.OFFSET_OUT_OF_RANGE)
+        if cluster is not None and part.last_fetched_epoch < epoch:
+            # Partition.fetchRecords' lastFetchedEpoch check: the fetcher's log diverged
+            # where that epoch ended on the leader's (a failover truncated it there).
+            ended_in, ended_at = epoch_end(plog, part.last_fetched_epoch, epoch)
+            if ended_at < part.fetch_offset or ended_in < part.last_fetched_epoch:
+                return _answer(
+                    ref.index,
+                    plog,
+                    b"",
+                    None,
+                    high_watermark,
+                    diverging_epoch=Message(epoch=ended_in, end_offset=ended_at),
+                )
         if part.fetch_offset > plog.log_end_offset:
             return _answer(
                 ref.index,
                 plog,
                 b"",
                 None,
+                high_watermark,
                 diverging_epoch=Message(epoch=epoch, end_offset=plog.log_end_offset),
             )
     max_bytes = min(part.max_bytes, limit)

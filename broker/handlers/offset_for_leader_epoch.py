@@ -14,15 +14,15 @@ authorizer Kafka answers followers and consumers alike, and this broker has no f
 Authorization (with an authorizer), as KafkaApis.handleOffsetForLeaderEpochRequest:
 CLUSTER_ACTION on the cluster (a broker's own request) answers every topic; else DESCRIBE on
 each topic (KIP-320's consumers), else TOPIC_AUTHORIZATION_FAILED.
-In a simulated cluster only the leader answers (else NOT_LEADER_OR_FOLLOWER); every epoch up
-to the current one ends at the log end, since its nodes share one log that never diverges
-(deviation: Kafka answers the start of the next epoch from its leader-epoch cache).
+In a simulated cluster only the leader answers (else NOT_LEADER_OR_FOLLOWER); an epoch ends
+where a batch of a later epoch starts, else at the log end (Kafka's leader-epoch cache, read
+from the batches' leader epochs: an epoch that wrote nothing is not seen).
 """
 
 from __future__ import annotations
 
 from broker.core.request_context import RequestContext
-from broker.handlers._leadership import served_here
+from broker.handlers._leadership import epoch_end, served_here
 from broker.handlers.list_offsets import LEADER_EPOCH, NO_EPOCH, check_leader_epoch
 from broker.security.acl import CLUSTER, CLUSTER_ACTION, CLUSTER_NAME, DESCRIBE, TOPIC
 from protocol.errors import ErrorCode
@@ -70,9 +70,10 @@ def _answer(ctx: RequestContext, topic: str, plog: PartitionLog | None, part: Me
         return _result(part.partition, error)
     epoch = part.leader_epoch
     if 0 <= epoch <= current and cluster is not None:
-        # Every node shares the one log, which never diverges: each epoch the leader has
-        # known ends at the log end for the client (it never truncates).
-        return _result(part.partition, ErrorCode.NONE, epoch, plog.log_end_offset)
+        # Where the epoch ended on the leader's log (a follower that led may have written
+        # past it before a failover truncated the log there).
+        found, end = epoch_end(plog, epoch, current)
+        return _result(part.partition, ErrorCode.NONE, found, end)
     if epoch == LEADER_EPOCH:
         # The current epoch ends at the log end (a consumer checking its position after a
         # rebalance is never told to truncate).

@@ -2,7 +2,8 @@
 fault), consumers see only up to the high watermark (the ISR's least log end), acks=all
 answers once the ISR has the batch or times out, min.insync.replicas refuses writes, and
 ISRs shrink and expand as Kafka's (stopped node at once, lagging follower after
-replica.lag.time.max.ms, back once caught up)."""
+replica.lag.time.max.ms, back once caught up), and on failover the new leader's log is what
+it had: acks=1 records beyond it are gone."""
 
 from __future__ import annotations
 
@@ -17,12 +18,14 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from minikafka import ThreadedBroker
 from protocol.errors import ErrorCode
+from protocol.messages.fetch import FETCH
 from protocol.messages.list_offsets import LIST_OFFSETS
+from protocol.messages.offset_for_leader_epoch import OFFSET_FOR_LEADER_EPOCH
 from protocol.messages.produce import PRODUCE
 from protocol.records import build_batch
 from protocol.schema import Message
 from tests.e2e.test_cluster_failover import _post, partitions, ports_of
-from tests.support.produce import fetch_partition, stored_values
+from tests.support.produce import fetch_partition, fetch_request, stored, stored_values
 from tests.support.raw_client import RawClient
 
 pytestmark = pytest.mark.minikafka(default_replication_factor=3)
@@ -275,3 +278,77 @@ def test_replication_delay_on_a_single_broker_is_refused(kafka_broker: ThreadedB
 
     with pytest.raises(FaultError, match="not a cluster"):
         kafka_broker.faults.replication_delay(100)
+
+
+def test_acks_1_records_the_new_leader_lacked_are_lost_on_failover_exactly(
+    kafka_cluster: ThreadedBroker,
+) -> None:
+    create(kafka_cluster, "lossy")
+    leader, followers = leader_and_followers(kafka_cluster, "lossy")
+    ports = ports_of(kafka_cluster)
+    data_dir = Path(str(kafka_cluster.data_dir))
+    committed = produce_raw(ports[leader], "lossy", [b"c0", b"c1", b"c2"], -1, 30_000)
+    assert committed.error_code == ErrorCode.NONE and committed.base_offset == 0
+
+    # Followers far behind: acks=1 writes are acknowledged by the leader alone.
+    kafka_cluster.faults.replication_delay(60_000)
+    acked: dict[bytes, int] = {}
+
+    def on_delivery(err: KafkaError | None, msg: CkMessage) -> None:
+        assert err is None
+        acked[msg.value()] = msg.offset()
+
+    producer = Producer({"bootstrap.servers": kafka_cluster.bootstrap, "acks": "1"})
+    for i in range(4):
+        producer.produce("lossy", f"u{i}".encode(), partition=0, on_delivery=on_delivery)
+        producer.flush(10)
+    assert acked == {b"u0": 3, b"u1": 4, b"u2": 5, b"u3": 6}
+    assert stored_values(data_dir, "lossy") == [b"c0", b"c1", b"c2", b"u0", b"u1", b"u2", b"u3"]
+    assert latest(ports[leader], "lossy") == 3
+
+    assert kafka_cluster.stop_node(leader)
+    after = partitions(ports[followers[0]], "lossy")[0]
+    assert after.leader_id == followers[0] and after.leader_epoch == 1
+    new_port = ports[after.leader_id]
+    # The new leader's log is what it had: offsets 3-6 went, 0-2 stayed.
+    assert stored_values(data_dir, "lossy") == [b"c0", b"c1", b"c2"]
+    assert latest(new_port, "lossy") == 3
+    with RawClient(new_port) as client:
+        assert fetch_partition(client, "lossy", 5).error_code == ErrorCode.OFFSET_OUT_OF_RANGE
+        assert fetch_partition(client, "lossy", 3).error_code == ErrorCode.NONE
+
+    # Writing goes on from offset 3 under the new epoch.
+    kafka_cluster.faults.replication_delay(0)
+    again = produce_raw(new_port, "lossy", [b"n0"], -1, 30_000)
+    assert again.error_code == ErrorCode.NONE and again.base_offset == 3
+    batches = stored(data_dir, "lossy")
+    assert [(h.base_offset, h.partition_leader_epoch) for h, _ in batches] == [(0, 0), (3, 1)]
+    # A consumer that fetched up to offset 5 in epoch 0 learns where its log diverged: epoch
+    # 0 ended at 3 on the new leader's log (KIP-320, both ways a client asks).
+    with RawClient(new_port) as client:
+        ends = client.request(
+            OFFSET_FOR_LEADER_EPOCH,
+            4,
+            Message(
+                replica_id=-1,
+                topics=[
+                    Message(
+                        topic="lossy",
+                        partitions=[Message(partition=0, current_leader_epoch=1, leader_epoch=0)],
+                    )
+                ],
+            ),
+        )
+        answer = ends.topics[0].partitions[0]
+        assert (answer.error_code, answer.leader_epoch, answer.end_offset) == (0, 0, 3)
+        request = fetch_request("lossy", 5, min_bytes=0)
+        request.topics[0].partitions[0].__dict__.update(
+            current_leader_epoch=1, last_fetched_epoch=0
+        )
+        diverged = client.request(FETCH, 12, request).responses[0].partitions[0]
+        assert diverged.error_code == ErrorCode.NONE
+        assert (diverged.diverging_epoch.epoch, diverged.diverging_epoch.end_offset) == (0, 3)
+    # The old leader comes back as a follower of the truncated log.
+    assert kafka_cluster.start_node(leader)
+    wait_until(lambda: sorted(partitions(new_port, "lossy")[0].isr_nodes) == [1, 2, 3])
+    assert latest(new_port, "lossy") == 4
