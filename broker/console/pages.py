@@ -426,7 +426,18 @@ async def _messages(view: View, plog: PartitionLog) -> str:
         offset = found.offset if found is not None else plog.high_watermark
     elif newest and "offset" in query:
         offset = offset - count + 1  # newest first, down from the given offset
-    page = await browse.read(plog, max(offset, plog.log_start_offset), count)
+    start = max(offset, plog.log_start_offset)
+    page = await browse.read(plog, start, count)
+    if newest:
+        # A page's read is bounded in bytes: big records stop it short of the newest ones
+        # asked for. Read again nearer the end, as many as fitted (records alike in size).
+        wanted_end = min(start + count, plog.high_watermark)
+        for _ in range(2):
+            later = wanted_end - len(page.records)
+            if not page.records or page.next_offset >= wanted_end or later <= start:
+                break
+            start = later
+            page = await browse.read(plog, start, count)
     records = list(reversed(page.records)) if newest else page.records
     # Formatting hundreds of records is milliseconds of Python: a worker thread's, not the loop's.
     rows = await offload.run(_records_table, records, shape)

@@ -1,6 +1,6 @@
 """The console never slows the broker: while its biggest pages are rendered (a topic list of
-thousands of partitions, a topic of hundreds, the message browser on megabyte records in
-every format, a search window) and /metrics is scraped in a loop, a Kafka client's round
+thousands of partitions, a topic of hundreds, the message browser on a 1 GB partition of
+megabyte records, oldest, newest and deep, in every format, a search window) and /metrics is scraped in a loop, a Kafka client's round
 trips on another connection keep the p99 bound of the other no-stall tests
 (tests/e2e/test_consumer_group_regex.py, test_queued_requests_per_connection.py)."""
 
@@ -24,7 +24,7 @@ TOPICS = 100
 PARTITIONS = 20  # 2,000 partitions: /topics, / and /metrics list each
 WIDE_PARTITIONS = 500  # one topic's page with this many rows
 RECORD_BYTES = 1_000_000  # a batch of one within max.message.bytes' default
-RECORDS = 64
+RECORDS = 1024  # a 1 GB partition
 ROUNDS = 3  # of every page and scrape, at least
 # Round trips for a p99 that one full garbage collection of the broker's heap (a few hundred
 # ms on a loaded 2-core machine, whoever allocated last) does not decide alone.
@@ -75,10 +75,10 @@ def test_rendering_big_pages_and_scraping_metrics_leave_other_clients_served(
             "/topics/wide": "/topics/wide/499",
             # A page reads at most 8 MiB of log: 8 of these records, values cut to 2 KiB.
             "/topics/big/0?count=64": "key-7</pre></td><td><pre>HHHH",
-            "/topics/big/0?offset=32&count=8": "key-39",
-            "/topics/big/0?count=64&format=hex": "6b 65 79 2d 37",
-            "/topics/big/0?count=64&format=json&order=newest": "(+997952 B)",
-            "/topics/big/0?search=key-63&in=key&offset=50": "1 match(es)",
+            "/topics/big/0?offset=512&count=8": "key-519",
+            "/topics/big/0?count=64&format=hex&offset=900": "6b 65 79 2d 39 30 37",
+            "/topics/big/0?count=64&format=json&order=newest": "key-1023",
+            "/topics/big/0?search=key-1000&in=key&offset=990": "1 match(es)",
             "/groups": "Consumer groups",
         }
 
