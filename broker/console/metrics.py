@@ -183,18 +183,23 @@ async def _group_metrics(state: BrokerState, visible: Visible) -> list[Family]:
         "Consumer groups, classic and KIP-848 (GroupMetadataManager NumGroups).",
     )
     groups.add(len(classic) + len(consumer))
-    by_state = Family(
+    # Kafka's group-coordinator-metrics: group-count per protocol, consumer-group-count per
+    # state of the KIP-848 groups (ConsumerGroupState's names).
+    by_protocol = Family(
         "kafka_server_group_coordinator_metrics_group_count",
         "gauge",
-        "Groups per protocol and state (group-coordinator-metrics group-count).",
+        "Groups per rebalance protocol (group-coordinator-metrics group-count).",
     )
-    tally: dict[tuple[str, str], int] = {}
-    for protocol, state_name in [("classic", g.state.value) for g in classic] + [
-        ("consumer", g.state.value) for g in consumer
-    ]:
-        tally[protocol, state_name] = tally.get((protocol, state_name), 0) + 1
-    for (protocol, state_name), n in sorted(tally.items()):
-        by_state.add(n, protocol=protocol, state=state_name)
+    by_protocol.add(len(classic), protocol="classic")
+    by_protocol.add(len(consumer), protocol="consumer")
+    by_state = Family(
+        "kafka_server_group_coordinator_metrics_consumer_group_count",
+        "gauge",
+        "KIP-848 consumer groups per state (group-coordinator-metrics consumer-group-count).",
+    )
+    states = [g.state.value for g in consumer]
+    for state_name in ("Empty", "Assigning", "Reconciling", "Stable", "Dead"):
+        by_state.add(states.count(state_name), state=state_name)
 
     current = Family(
         "kafka_consumergroup_current_offset",
@@ -224,4 +229,4 @@ async def _group_metrics(state: BrokerState, visible: Visible) -> list[Family]:
             labels = {"consumergroup": group, "topic": topic, "partition": str(partition)}
             current.add(committed.offset, **labels)
             lag.add(max(plog.high_watermark - committed.offset, 0), **labels)
-    return [groups, by_state, current, lag]
+    return [groups, by_protocol, by_state, current, lag]

@@ -116,7 +116,13 @@ def test_each_family_of_a_single_broker_moves(tmp_path: Path) -> None:
         fault(url, "online", '{"topic": "moved", "partition": 1}')
         assert value(metrics(url), OFFLINE) == 0
 
-        # Groups per protocol and state: Stable while a member consumes, Empty after.
+        # Groups per protocol; KIP-848 groups per state: Stable while a member consumes,
+        # Empty after.
+        by_protocol = "kafka_server_group_coordinator_metrics_group_count"
+        by_state = "kafka_server_group_coordinator_metrics_consumer_group_count"
+        before = metrics(url)
+        assert value(before, by_protocol, protocol="consumer") == 0
+        assert value(before, by_state, state="Stable") == 0
         consumer = Consumer(
             {
                 "bootstrap.servers": proc.bootstrap,
@@ -130,34 +136,15 @@ def test_each_family_of_a_single_broker_moves(tmp_path: Path) -> None:
             deadline = time.monotonic() + DEADLINE_S
             while consumer.poll(0.2) is None and time.monotonic() < deadline:
                 pass
-            until(
-                url,
-                lambda m: (
-                    value(
-                        m,
-                        "kafka_server_group_coordinator_metrics_group_count",
-                        protocol="consumer",
-                        state="Stable",
-                    )
-                    == 1
-                ),
-                "a stable consumer group",
+            seen = until(url, lambda m: value(m, by_state, state="Stable") == 1, "stable")
+            assert value(seen, by_protocol, protocol="consumer") == 1
+            assert value(seen, by_protocol, protocol="classic") == value(
+                before, by_protocol, protocol="classic"
             )
         finally:
             consumer.close()
-        until(
-            url,
-            lambda m: (
-                value(
-                    m,
-                    "kafka_server_group_coordinator_metrics_group_count",
-                    protocol="consumer",
-                    state="Empty",
-                )
-                == 1
-            ),
-            "the group empty",
-        )
+        seen = until(url, lambda m: value(m, by_state, state="Empty") == 1, "the group empty")
+        assert value(seen, by_state, state="Stable") == 0
 
 
 def test_replication_families_move_in_a_simulated_cluster(tmp_path: Path) -> None:
