@@ -109,7 +109,7 @@ def stored_states(data_dir: Path) -> dict[tuple[str, bytes, int], share_state_st
     return share_state_store.decode(path.read_bytes()) if path.exists() else {}
 
 
-def stored_groups(data_dir: Path) -> dict[str, int]:
+def stored_groups(data_dir: Path) -> dict[str, share_group_store.SavedShareGroup]:
     path = data_dir / share_group_store.FILE_NAME
     return share_group_store.decode(path.read_bytes()) if path.exists() else {}
 
@@ -136,16 +136,26 @@ def consumer_join(client: RawClient, group: str, topic: str) -> Message:
 def test_describe_alter_and_delete_share_group_offsets(broker: BrokerProcess) -> None:
     with RawClient(broker.port) as client:
         topic_id = create_partitioned_topic(client, "so-t", 2)
-        assert heartbeat(client, "so", "m1", 0, ["so-t"]).error_code == 0
+        joined = heartbeat(client, "so", "m1", 0, ["so-t"])
+        assert joined.error_code == 0
         assert acquired(share_fetch(client, "so", "m1", 0, topic_id)) == []
+        # Neither the join nor an empty fetch initializes a share-partition's state.
+        assert describe(client, "so", None).topics == []
         produce_values(client, "so-t", 5)
         epoch, got = fetch_until(client, "so", "m1", 1, topic_id, 10)
         assert got == [(0, 4, 1)]
         answer = share_ack(client, "so", "m1", epoch, topic_id, [(0, 2, [ACCEPT])])
         assert answer.responses[0].partitions[0].error_code == 0
-        # Every share-partition with a state: only partition 0 was ever fetched. Lag: the
-        # high watermark (5) less the start offset (3) less nothing acknowledged past it.
+        # Every share-partition with a written state. Lag: the high watermark (5) less the
+        # start offset (3) less nothing acknowledged past it.
         assert offsets(describe(client, "so", None)) == {("so-t", 0): (3, 0, 2)}
+        # The member's next heartbeat initializes what it was assigned: partition 1 has no
+        # state written yet (start and lag -1, as Kafka's uninitialized summary).
+        assert heartbeat(client, "so", "m1", joined.member_epoch).error_code == 0
+        assert offsets(describe(client, "so", None)) == {
+            ("so-t", 0): (3, 0, 2),
+            ("so-t", 1): (-1, 0, -1),
+        }
         # Named: a partition without a state, an unknown topic (zero topic id).
         named = describe(client, "so", [("so-t", [0, 1]), ("so-missing", [0])])
         assert offsets(named) == {
@@ -155,7 +165,10 @@ def test_describe_alter_and_delete_share_group_offsets(broker: BrokerProcess) ->
         }
         assert [bytes(t.topic_id) for t in named.topics] == [topic_id, ZERO_UUID]
         # v0 has no lag: the field is not on the wire.
-        assert offsets(describe(client, "so", None, version=0)) == {("so-t", 0): (3, 0, -1)}
+        assert offsets(describe(client, "so", None, version=0)) == {
+            ("so-t", 0): (3, 0, -1),
+            ("so-t", 1): (-1, 0, -1),
+        }
         # Nothing to describe for a group that does not exist.
         assert describe(client, "so-nobody", None).topics == []
 
@@ -214,8 +227,8 @@ def test_describe_alter_and_delete_share_group_offsets(broker: BrokerProcess) ->
         )
         assert describe(client, "so", None).topics == []
         assert not [k for k in stored_states(broker.data_dir) if k[0] == "so"]
-        # The group itself stays (Empty) until DeleteGroups.
-        assert "so" in stored_groups(broker.data_dir)
+        # The group itself stays (Empty) until DeleteGroups, without initialized partitions.
+        assert stored_groups(broker.data_dir)["so"].initialized == frozenset()
 
 
 def test_offset_apis_refuse_missing_invalid_and_other_groups(broker: BrokerProcess) -> None:
@@ -427,7 +440,9 @@ def test_share_groups_and_offsets_survive_a_restart(tmp_path: Path) -> None:
             .groups[0]
             .group_epoch
         )
-    assert stored_groups(data) == {"kept": epoch}
+    assert stored_groups(data) == {
+        "kept": share_group_store.SavedShareGroup(epoch, frozenset({(topic_id, 0)}))
+    }
     assert stored_states(data)[("kept", topic_id, 0)].start_offset == 2
     with running(data, SHARE) as proc, RawClient(proc.port) as client:
         listed = client.request(LIST_GROUPS, 5, Message(states_filter=[], types_filter=["share"]))

@@ -37,6 +37,7 @@ from protocol.messages.share_group_offsets import (
     DELETE_SHARE_GROUP_OFFSETS,
     DESCRIBE_SHARE_GROUP_OFFSETS,
 )
+from protocol.records import build_batch
 from protocol.schema import Message
 from tests.compat.test_java_share_consumer import (
     DELIVERY_LIMIT,
@@ -57,10 +58,11 @@ from tests.e2e.test_share_groups_raw import (
 )
 from tests.support.broker_process import BrokerProcess, running
 from tests.support.kafka_reference import KafkaReference
-from tests.support.produce import create_partitioned_topic
+from tests.support.produce import create_partitioned_topic, produce
 from tests.support.raw_client import RawClient
 
 MEMBER = "member-aaaaaaaaaaaaaaaaaaaaa"
+NOT_LEADER = 6
 # Errors a coordinator answers while it loads its partition: asked again.
 LOADING = (14, 15, 16)
 
@@ -493,6 +495,33 @@ def admin_conversation(port: int) -> dict[str, Any]:
         seen["describe after delete"] = _describe_offsets(a, "sa", None)
         seen["delete missing group"] = _delete(a, "sa-none", ["share-admin"])
         seen["alter empty id"] = _alter(a, "", {"share-admin": [(0, 0)]})
+        # Share-partitions are initialized at assignment, their start offsets -1 until a
+        # write (an empty fetch writes nothing).
+        other_id = create_partitioned_topic(a, "share-admin-2", 2)
+        sb_joined = heartbeat(a, "sb", MEMBER, 0, ["share-admin-2"])
+        assert sb_joined.error_code == 0
+        seen["sb after join"] = _describe_offsets(a, "sb", None)
+        batch = build_batch([(None, f"v{i}".encode()) for i in range(3)])
+        # A new topic's leader may not be known yet to Kafka's produce path: asked again.
+        while (sent := produce(a, "share-admin-2", batch).error_code) == NOT_LEADER:
+            assert time.monotonic() < deadline, sent
+            time.sleep(0.3)
+        assert sent == 0
+        fetched = share_fetch(a, "sb", MEMBER, 0, other_id, max_wait_ms=200)
+        seen["sb fetch"] = _acquired(fetched)
+        seen["sb after fetch"] = _describe_offsets(a, "sb", None)
+        # The member's next heartbeat has the assigned share-partitions initialized (on
+        # Kafka a moment after its answer: polled).
+        assert heartbeat(a, "sb", MEMBER, sb_joined.member_epoch).error_code == 0
+        while not (initialized := _describe_offsets(a, "sb", None))[2]:
+            assert time.monotonic() < deadline + 30, initialized
+            time.sleep(0.2)
+        seen["sb after heartbeat"] = initialized
+        assert heartbeat(a, "sb", MEMBER, -1).error_code == 0
+        seen["sb alter"] = _alter(a, "sb", {"share-admin-2": [(1, 0)]})
+        seen["sb after alter"] = _describe_offsets(a, "sb", None)
+        seen["sb delete"] = _delete(a, "sb", ["share-admin-2"])
+        seen["sb after delete"] = _describe_offsets(a, "sb", None)
         listed = a.request(LIST_GROUPS, 5, Message(states_filter=[], types_filter=["share"]))
         seen["listed"] = [
             (g.group_id, g.protocol_type, g.group_state, g.group_type)

@@ -25,7 +25,7 @@ from broker.coordinator.share.group import Assignment, ShareGroup, ShareMember
 from broker.coordinator.share.partition import SharePartition
 from broker.coordinator.share.sessions import ShareSessionCache
 from protocol.errors import ErrorCode
-from storage.share_group_store import ShareGroupStore
+from storage.share_group_store import SavedShareGroup, ShareGroupStore
 from storage.share_state_store import ShareKey, ShareState, ShareStateStore
 from storage.store import Store
 
@@ -99,8 +99,10 @@ class ShareCoordinator:
         # Share groups kept across restarts: back Empty, with their group epoch.
         self.saved_groups = saved_groups
         if saved_groups is not None:
-            for group_id, epoch in saved_groups.groups.items():
-                self.groups[group_id] = ShareGroup(group_id, epoch, epoch)
+            for group_id, kept in saved_groups.groups.items():
+                self.groups[group_id] = ShareGroup(
+                    group_id, kept.epoch, kept.epoch, initialized=set(kept.initialized)
+                )
 
     def persist(self) -> None:
         """Write the share-partitions changed since the last write (durable on return)."""
@@ -108,13 +110,19 @@ class ShareCoordinator:
             return
         changed: dict[ShareKey, ShareState] = {}
         for key, part in self.partitions.items():
-            if self._written.get(key) != part.changes:
+            # Kafka writes a share-partition's state first at an acknowledgement or release.
+            if part.reported and self._written.get(key) != part.changes:
                 changed[key] = part.snapshot()
                 self._written[key] = part.changes
         if changed:
             self.saved.put(changed)
         if self.saved_groups is not None:
-            self.saved_groups.replace({g.group_id: g.group_epoch for g in self.groups.values()})
+            self.saved_groups.replace(
+                {
+                    g.group_id: SavedShareGroup(g.group_epoch, frozenset(g.initialized))
+                    for g in self.groups.values()
+                }
+            )
 
     # -- per-group settings (group configs override the broker's) ------------------------
 
@@ -235,6 +243,12 @@ class ShareCoordinator:
             group.group_epoch += 1
         member.deadline_ms = now + self.session_timeout_ms(group_id)
         new_assignment = self._assignment_for(member.subscribed)
+        if member_epoch > 0:
+            # The coordinator initializes the share-partitions it assigned at a member's
+            # next heartbeat, not at its join (Kafka 4.4.0's ShareGroupStatePartitionMetadata,
+            # as seen from DescribeShareGroupOffsets; their start offset stays -1 until a
+            # write).
+            group.initialized.update((t, p) for t, parts in new_assignment.items() for p in parts)
         changed = new_assignment != member.assignment
         if changed:
             group.group_epoch += 1 if group.assignment_epoch == group.group_epoch else 0
@@ -312,16 +326,31 @@ class ShareCoordinator:
         return keys
 
     def initialized(self, group_id: str) -> dict[bytes, list[int]]:
-        """The group's share-partitions with a state (Kafka's initialized topics)."""
+        """The group's initialized share-partitions (assigned, fetched or altered)."""
+        group = self.groups.get(group_id)
+        keys = {
+            (t, p)
+            for g, t, p in self.partitions
+            if g == group_id and self.partitions[(g, t, p)].reported
+        }
+        if self.saved is not None:
+            keys |= {(t, p) for g, t, p in self.saved.states if g == group_id}
+        if group is not None:
+            keys |= group.initialized
         out: dict[bytes, list[int]] = {}
-        for _, topic_id, index in sorted(self._saved_keys(group_id)):
+        for topic_id, index in sorted(keys):
             out.setdefault(topic_id, []).append(index)
         return out
 
     def summary(self, group_id: str, topic_id: bytes, index: int) -> tuple[int, int] | None:
         """(start offset, records past it already acknowledged or archived) of a
-        share-partition with a state, else None (Kafka's ReadShareGroupStateSummary)."""
-        if (group_id, topic_id, index) not in self._saved_keys(group_id):
+        share-partition whose state was written, else None: Kafka's
+        ReadShareGroupStateSummary of an uninitialized state."""
+        key = (group_id, topic_id, index)
+        if key not in self._saved_keys(group_id):
+            return None
+        loaded = self.partitions.get(key)
+        if loaded is not None and not loaded.reported:
             return None
         part = self.partition(group_id, topic_id, index)
         if part is None:
@@ -335,6 +364,7 @@ class ShareCoordinator:
         group = self.groups.get(group_id)
         if group is None:
             group = self.groups[group_id] = ShareGroup(group_id)
+        group.initialized.update(starts)
         group.group_epoch += 1
         group.assignment_epoch = group.group_epoch
         for (topic_id, index), start in starts.items():
@@ -343,6 +373,7 @@ class ShareCoordinator:
                 start, self.delivery_count_limit(group_id), self.settings.partition_max_record_locks
             )
             part.changes = self._written.get(key, 0) + 1
+            part.reported = True
             self.partitions[key] = part
         self.persist()
 
@@ -357,8 +388,13 @@ class ShareCoordinator:
         """DeleteShareGroupOffsets for one topic: its share-partitions' states go (False:
         the group had none for it)."""
         keys = {k for k in self._saved_keys(group_id) if k[1] == topic_id}
+        group = self.groups.get(group_id)
+        assigned = set() if group is None else {k for k in group.initialized if k[0] == topic_id}
+        if group is not None:
+            group.initialized -= assigned
         self.forget(keys)
-        return bool(keys)
+        self.persist()
+        return bool(keys or assigned)
 
     def delete_group(self, group_id: str) -> None:
         """DeleteGroups on an Empty share group: the group and its share-partitions' states."""

@@ -38,6 +38,9 @@ class ShareGroup:
     group_epoch: int = 0
     assignment_epoch: int = 0
     members: dict[str, ShareMember] = field(default_factory=dict)
+    # (topic id, partition) initialized for the group: assigned to a member or altered
+    # (Kafka's ShareGroupStatePartitionMetadata), kept until their offsets are deleted.
+    initialized: set[tuple[bytes, int]] = field(default_factory=set)
 
     @property
     def state(self) -> str:

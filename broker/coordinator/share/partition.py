@@ -72,6 +72,11 @@ class SharePartition:
         self.records: dict[int, InFlight] = {}
         # Moves on every change of state, so the coordinator knows what to persist.
         self.changes = 0
+        # Whether the state was written as Kafka writes it: by an acknowledgement, a release
+        # (lock timeout, a member gone) or AlterShareGroupOffsets; not by acquiring. Before
+        # that Kafka's persisted start offset is uninitialized (-1): DescribeShareGroupOffsets
+        # answers so, and after a restart the start offset is chosen again.
+        self.reported = False
 
     # -- persistence (storage.share_state_store) -----------------------------------------
 
@@ -97,6 +102,7 @@ class SharePartition:
     @classmethod
     def restored(cls, state: ShareState, delivery_limit: int, max_in_flight: int) -> SharePartition:
         part = cls(state.start_offset, delivery_limit, max_in_flight)
+        part.reported = True
         part.end_offset = max(state.end_offset, state.start_offset)
         for batch in state.batches:
             kind = RecordState(batch.state)
@@ -121,6 +127,7 @@ class SharePartition:
             if record.state is RecordState.ACQUIRED and record.deadline_ms <= now_ms:
                 released |= self._release(record)
                 self.changes += 1
+                self.reported = True
         self._advance_start()
         return released
 
@@ -138,6 +145,7 @@ class SharePartition:
             if record.state is RecordState.ACQUIRED and record.member_id == member_id:
                 released |= self._release(record)
                 self.changes += 1
+                self.reported = True
         self._advance_start()
         return released
 
@@ -259,6 +267,7 @@ class SharePartition:
                 record.member_id = ""
         self._advance_start()
         self.changes += 1
+        self.reported = True
         return ErrorCode.NONE
 
     def _advance_start(self) -> None:
