@@ -5,15 +5,14 @@ As Kafka's KafkaApis.handleDescribeShareGroupOffsetsRequest and GroupCoordinator
 DESCRIBE on each group, else GROUP_AUTHORIZATION_FAILED for it. Topics null: every
 share-partition initialized for the group (assigned to a member as of its next heartbeat,
 written, or altered: ShareCoordinator.initialized), leaving out topics the caller may not
-DESCRIBE
-(nothing, without an error, for a missing group or one of another kind: Kafka reads only
-the group's initialized share-partitions). Topics named: those the caller may not DESCRIBE
-get TOPIC_AUTHORIZATION_FAILED per partition (start and lag -1), an unknown topic start -1
-with a zero topic id, a partition without a written state start -1, leader epoch 0, lag -1
-(Kafka's uninitialized summary); a partition with one its start offset (SPSO), leader
-epoch 0 and its lag: the high watermark minus the start offset minus the records past it already
-acknowledged or archived. Deviation: Kafka answers the start offset it last persisted, which
-is the one before the last write's acknowledgements moved it; we answer the current one.
+DESCRIBE (nothing, without an error, for a missing group or one of another kind). Topics
+named: those the caller may not DESCRIBE get TOPIC_AUTHORIZATION_FAILED per partition
+(start and lag -1), an unknown topic start -1 with a zero topic id, a partition without a
+written state start -1, leader epoch 0, lag -1 (Kafka's uninitialized summary); a partition
+with one its start offset (SPSO), leader epoch 0 and its lag: the high watermark minus the
+start offset minus the records past it already acknowledged or archived. Deviation: Kafka
+answers the start offset it last persisted, which is the one before the last write's
+acknowledgements moved it; we answer the current one.
 """
 
 from __future__ import annotations
