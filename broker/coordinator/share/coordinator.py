@@ -7,10 +7,12 @@ is next used (Kafka runs a timer; the effect a client sees is the same: UNKNOWN_
 and its records released). A share-partition is made at the group's first ShareFetch for
 it, starting at the latest offset (share.auto.offset.reset=latest, Kafka's default) or the
 log start (earliest), per the group config. Share-partition states are kept
-across restarts (storage.share_state_store, written after each request that changed one,
-as Kafka writes __share_group_state), and so are the groups with their epochs
-(storage.share_group_store, as Kafka's ShareGroupMetadata records); members are not (they
-rejoin, as after a coordinator failover). The offset admin APIs (Describe/Alter/Delete
+across restarts (storage.share_state_store, as Kafka writes __share_group_state: first at
+an acknowledgement, a release or an alter, then after each request that changed one), and
+so are the groups with their epochs and initialized share-partitions
+(storage.share_group_store, as Kafka's ShareGroupMetadata and
+ShareGroupStatePartitionMetadata records); members are not (they rejoin, as after a
+coordinator failover). The offset admin APIs (Describe/Alter/Delete
 ShareGroupOffsets) and DeleteGroups read and change both here.
 """
 
