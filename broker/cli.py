@@ -12,9 +12,12 @@ said in one line that names the fix.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import gc
 import logging
 import os
 import sys
+from collections.abc import Iterator
 
 from broker import __version__
 from broker.config.loader import load_config, properties_help
@@ -68,6 +71,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@contextlib.contextmanager
+def imported_without_gc() -> Iterator[None]:
+    """The cyclic garbage collector off while the server's modules are imported, and what
+    they made frozen (never examined again) after. Imports make hundreds of thousands of
+    objects that live as long as the process (modules, classes, functions), so collections
+    during them find nothing and cost about a tenth of the start's CPU; frozen, they are not
+    traversed again by every later full collection either."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if enabled:
+            gc.enable()
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else list(argv)
     if args and args[0] == "dump":
@@ -100,9 +120,10 @@ def main(argv: list[str] | None = None) -> int:
     for warning in warnings:
         log.warning("%s", warning)
 
-    from broker.process import run
-    from broker.runtime.startup_errors import StartupError
-    from storage.dir_lock import DataDirLockedError
+    with imported_without_gc():
+        from broker.process import run
+        from broker.runtime.startup_errors import StartupError
+        from storage.dir_lock import DataDirLockedError
 
     try:
         return run(config, config_source=config.source_summary)
