@@ -22,6 +22,7 @@ import logging
 import os
 import struct
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -224,6 +225,8 @@ class TxnStateLog:
         self._dirty = False
         self._lock = threading.Lock()
         self.records = records
+        # Told of each record once written (the broker mirrors them into __transaction_state).
+        self.listener: Callable[[TxnRecord], None] | None = None
 
     @classmethod
     def open(cls, data_dir: str | os.PathLike[str]) -> TxnStateLog:
@@ -278,6 +281,8 @@ class TxnStateLog:
             self._size += len(frame)
             self._written += 1
             self._dirty = True
+        if self.listener is not None:
+            self.listener(record)
 
     def flush(self) -> None:
         with self._lock:

@@ -140,6 +140,8 @@ class Config:
     cleaner_enable: bool = True
     # __consumer_offsets (broker.coordinator.offsets_topic): its partition count.
     offsets_topic_num_partitions: int = 50
+    # __transaction_state (broker.coordinator.txn_state_topic): its partition count.
+    transaction_state_log_num_partitions: int = 50
     cleaner_threads: int = 1
     cleaner_backoff_ms: int = 15000
     cleaner_dedupe_buffer_size: int = 134217728

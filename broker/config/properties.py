@@ -137,6 +137,14 @@ PROPERTIES: tuple[Property, ...] = (
         validator=at_least(1),
     ),
     Property(
+        "transaction.state.log.num.partitions",
+        INT,
+        "50",
+        "Partition count of __transaction_state (read when it is created; partitionFor uses it).",
+        attr="transaction_state_log_num_partitions",
+        validator=at_least(1),
+    ),
+    Property(
         "auto.create.topics.enable",
         BOOLEAN,
         "true",
@@ -785,7 +793,6 @@ ACCEPTED_IGNORED: tuple[Property, ...] = (
     _ignored("offsets.topic.replication.factor", "One replica on one broker."),
     _ignored("transaction.state.log.replication.factor", "One replica on one broker."),
     _ignored("transaction.state.log.min.isr", "One replica on one broker."),
-    _ignored("transaction.state.log.num.partitions", "No transaction log topic."),
     _ignored("share.coordinator.state.topic.replication.factor", "One replica."),
     _ignored("share.coordinator.state.topic.min.isr", "One replica."),
     _ignored("num.network.threads", "asyncio: one event loop."),

@@ -15,19 +15,18 @@ directory written before this topic existed gets the whole current state written
 once, when the broker starts.
 
 Deviations: the ConsumerGroupPartitionMetadata and ConsumerGroupRegularExpression records
-are not written; the records are appended by the broker without a producer id, in one batch
-per change (Kafka's coordinator runtime batches appends of one partition, too).
+are not written; the records are appended without a producer id, in one batch per change
+(broker.coordinator.internal_topic), also the offsets a transaction committed (Kafka writes
+them as transactional records, resolved by the transaction's marker).
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Iterable
 
-from broker.coordinator.transactions import java_string_hash
+from broker.coordinator.internal_topic import InternalTopic, KafkaRecord
 from protocol import coordinator_records as cr
-from protocol.records import build_batch, parse_header
 from storage.committed_offsets import (
     CommittedOffset,
     CommittedOffsets,
@@ -52,14 +51,6 @@ TOPIC_CONFIGS = {
     "segment.bytes": "104857600",
 }
 
-KafkaRecord = tuple[bytes, bytes | None]
-
-
-def partition_for(group: str, partitions: int) -> int:
-    """GroupCoordinator.partitionFor: Utils.abs(groupId.hashCode) % partitions."""
-    h = java_string_hash(group)
-    return (0 if h == -(1 << 31) else abs(h)) % partitions
-
 
 class OffsetsTopic:
     """The ChangeListener of the committed-offsets store that writes ``__consumer_offsets``."""
@@ -71,40 +62,32 @@ class OffsetsTopic:
         set_configs: Callable[[TopicInfo, dict[str, str]], None],
         notify_appended: Callable[[Iterable[PartitionLog]], None],
     ) -> None:
-        self._store = store
-        self._partitions = partitions
-        self._set_configs = set_configs
-        self._notify = notify_appended
+        self.topic = InternalTopic(
+            store, OFFSETS_TOPIC, partitions, TOPIC_CONFIGS, set_configs, notify_appended
+        )
 
-    # --- the topic ---------------------------------------------------------------------
-
-    def ensure(self) -> TopicInfo:
+    def ensure(self) -> None:
         """The topic, created (compacted, ``offsets.topic.num.partitions``) when missing."""
-        info = self._store.topic(OFFSETS_TOPIC)
-        if info is None:
-            info = self._store.create_topic(OFFSETS_TOPIC, self._partitions)
-            self._set_configs(info, dict(TOPIC_CONFIGS))
-            log.info("created %s with %d partition(s)", OFFSETS_TOPIC, self._partitions)
-        return info
+        self.topic.ensure()
 
     def migrate(self, offsets: CommittedOffsets) -> None:
         """Write the whole state of a data directory that predates the topic into it."""
-        if self._store.topic(OFFSETS_TOPIC) is not None:
+        if self.topic.exists():
             return
         groups = offsets.groups()
         consumers = offsets.consumer_groups()
         if not groups and not consumers:
             return
-        self.ensure()
+        self.topic.ensure()
         for group, record in groups.items():
             items = [(t, p, v) for (t, p), v in offsets.offsets(group).items()]
             out = _offset_records(group, items)
             if record is not None:
                 out.append(_group_record(group, record))
-            self._append(group, out)
+            self.topic.append(group, out)
         for group, consumer in consumers.items():
             items = [(t, p, v) for (t, p), v in offsets.offsets(group).items()]
-            self._append(
+            self.topic.append(
                 group, _offset_records(group, items) + _consumer_diff(group, None, consumer)
             )
         log.info(
@@ -116,18 +99,18 @@ class OffsetsTopic:
     # --- ChangeListener ----------------------------------------------------------------
 
     def offsets_committed(self, group: str, items: list[tuple[str, int, CommittedOffset]]) -> None:
-        self._append(group, _offset_records(group, items))
+        self.topic.append(group, _offset_records(group, items))
 
     def offsets_deleted(self, group: str, items: list[TopicPartition]) -> None:
-        self._append(group, [_offset_tombstone(group, t, p) for t, p in items])
+        self.topic.append(group, [_offset_tombstone(group, t, p) for t, p in items])
 
     def group_written(self, group: str, record: GroupRecord) -> None:
-        self._append(group, [_group_record(group, record)])
+        self.topic.append(group, [_group_record(group, record)])
 
     def consumer_group_written(
         self, group: str, record: ConsumerGroupRecord, previous: ConsumerGroupRecord | None
     ) -> None:
-        self._append(group, _consumer_diff(group, previous, record))
+        self.topic.append(group, _consumer_diff(group, previous, record))
 
     def group_deleted(
         self,
@@ -142,29 +125,7 @@ class OffsetsTopic:
             out += _consumer_tombstones(group, consumer)
         elif classic or offsets:
             out.append((cr.encode_key(cr.GROUP_METADATA, {"group": group}), None))
-        self._append(group, out)
-
-    # --- appending ---------------------------------------------------------------------
-
-    def _append(self, group: str, records: list[KafkaRecord]) -> None:
-        if not records:
-            return
-        try:
-            info = self.ensure()
-            plog = info.partitions[partition_for(group, len(info.partitions))]
-            now_ms = int(time.time() * 1000)
-            batch = bytearray(build_batch(records, base_timestamp=now_ms))
-            result = plog.append(batch, parse_header(batch), now_ms)
-        except Exception:
-            # The coordinator's own log already holds the change; the topic is its mirror.
-            log.exception("could not append group %r's records to %s", group, OFFSETS_TOPIC)
-            return
-        if result.error:
-            log.warning(
-                "group %r's records not appended to %s: %s", group, OFFSETS_TOPIC, result.error
-            )
-            return
-        self._notify([plog])
+        self.topic.append(group, out)
 
 
 def _offset_records(group: str, items: list[tuple[str, int, CommittedOffset]]) -> list[KafkaRecord]:

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from broker.coordinator.groups import GroupCoordinator
     from broker.coordinator.offsets_topic import OffsetsTopic
     from broker.coordinator.transactions import TransactionCoordinator
+    from broker.coordinator.txn_state_topic import TxnStateTopic
     from broker.security.authorizer import StandardAuthorizer
 
 log = logging.getLogger(__name__)
@@ -82,6 +83,8 @@ class BrokerState:
     transactions: TransactionCoordinator
     # __consumer_offsets in Kafka's formats, written as the groups change; set with groups.
     offsets_topic: OffsetsTopic | None = None
+    # __transaction_state in Kafka's formats, written as transactions change.
+    txn_state_topic: TxnStateTopic | None = None
 
     def __init__(
         self,

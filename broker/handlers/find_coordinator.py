@@ -86,6 +86,9 @@ def handle(ctx: RequestContext, request: Message) -> Message:
     if key_type == GROUP_KEY and ctx.state.offsets_topic is not None and not all(errors):
         # Kafka creates __consumer_offsets at the first FindCoordinator for a group.
         ctx.state.offsets_topic.ensure()
+    if key_type == TRANSACTION_KEY and ctx.state.txn_state_topic is not None and not all(errors):
+        # ... and __transaction_state at the first one for a transactional id.
+        ctx.state.txn_state_topic.ensure()
     listener = ctx.listener
     here = (ctx.state.node_id, listener.advertised_host, listener.advertised_port)
     no_node = (-1, "", -1)  # Kafka's Node.noNode()

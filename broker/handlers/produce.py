@@ -23,8 +23,11 @@ Error answers as ReplicaManager.appendToLocalLog builds them: error_message only
 record errors (the one exception Kafka marks hasCustomErrorMessage); log_start_offset -1
 for request-level errors, UNKNOWN_TOPIC_OR_PARTITION, MESSAGE_TOO_LARGE,
 RECORD_LIST_TOO_LARGE, CORRUPT_MESSAGE and KAFKA_STORAGE_ERROR, the partition's log start
-offset for every other error. On a single broker min.insync.replicas never refuses a write:
-Kafka caps it at the replication factor (Partition.effectiveMinIsr, KAFKA-15583), which is 1.
+offset for every other error. A partition of an internal topic (__consumer_offsets,
+__transaction_state) gets INVALID_TOPIC_EXCEPTION with log_start_offset -1 unless the
+client id is Kafka's admin client's (__admin_client). On a single broker
+min.insync.replicas never refuses a write: Kafka caps it at the replication factor
+(Partition.effectiveMinIsr, KAFKA-15583), which is 1.
 
 In a simulated cluster (broker.cluster) only the partition's leader appends, checked at append
 time as ReplicaManager.appendToLocalLog: elsewhere NOT_LEADER_OR_FOLLOWER with CurrentLeader
@@ -107,7 +110,7 @@ import struct
 import time
 from typing import TYPE_CHECKING
 
-from broker.cluster.state import Cluster
+from broker.cluster.state import INTERNAL_TOPICS, Cluster
 from broker.config.topic_configs import TopicSettings
 from broker.core.dispatch import CloseConnection
 from broker.core.request_context import RequestContext
@@ -157,6 +160,9 @@ _NO_LOG_START_OFFSET = frozenset(
 )
 
 log = logging.getLogger(__name__)
+# KafkaApis.handleProduceRequest: requests with this client id may append to internal topics
+# (AdminUtils.ADMIN_CLIENT_ID).
+ADMIN_CLIENT_ID = "__admin_client"
 
 _TopicPartition = tuple[str, int]
 
@@ -558,6 +564,11 @@ def _locate(
         return _partition(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     if records is None:
         return _partition(index, ErrorCode.INVALID_RECORD)
+    if name in INTERNAL_TOPICS and ctx.client_id != ADMIN_CLIENT_ID:
+        # ReplicaManager.appendToLocalLog: only Kafka's own admin client may append to the
+        # coordinators' topics (InvalidTopicException, no message in the answer).
+        log.info("refused a produce to internal topic %s-%d (%s)", name, index, ctx.describe())
+        return _partition(index, ErrorCode.INVALID_TOPIC_EXCEPTION)
     logs[tp] = plog
     settings = state.topic_settings(info)
     return BatchJob(

@@ -27,6 +27,7 @@ from broker.coordinator.groups.consumer_manager import ConsumerGroupSettings
 from broker.coordinator.offsets_topic import OffsetsTopic
 from broker.coordinator.transactions import Settings as TransactionSettings
 from broker.coordinator.transactions import TransactionCoordinator
+from broker.coordinator.txn_state_topic import TxnStateTopic
 from broker.core.dispatch import Dispatcher
 from broker.core.state import BrokerState
 from broker.handlers import build_dispatcher
@@ -435,10 +436,20 @@ def _open_transactions(config: Config, state: BrokerState) -> TransactionCoordin
         abort_interval_ms=config.transaction_abort_timed_out_transaction_cleanup_interval_ms,
         expire_interval_ms=config.transaction_remove_expired_transaction_cleanup_interval_ms,
     )
+    txn_log = TxnStateLog.open(config.log_dir)
+    topic = TxnStateTopic(
+        state.store,
+        config.transaction_state_log_num_partitions,
+        state.set_topic_configs,
+        state.notify_appended,
+    )
+    topic.migrate(txn_log)
+    txn_log.listener = topic.written
+    state.txn_state_topic = topic
     return TransactionCoordinator(
         settings,
         state.store,
-        TxnStateLog.open(config.log_dir),
+        txn_log,
         state.producer_ids,
         state.flusher,
         state.groups,

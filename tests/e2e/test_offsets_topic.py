@@ -287,3 +287,27 @@ def test_a_data_directory_from_before_the_topic_is_written_into_it_at_start(
     assert raw == struct.pack(">hh", 1, 9) + b"old-group" + struct.pack(">h", 6) + b"legacy" + (
         b"\x00\x00\x00\x00"
     )
+
+
+def test_a_client_may_not_produce_to_the_internal_topic(broker: BrokerProcess) -> None:
+    commit_topic = "refused"
+    produce(broker, commit_topic, 1)
+    commit(broker, "guarded", commit_topic, 1, "")
+    partition = java_partition("guarded", 7)
+    before = read_partition(broker.data_dir, OFFSETS, partition)
+    producer = confluent_kafka.Producer(
+        {"bootstrap.servers": broker.bootstrap, "retries": 0, "acks": "all"}
+    )
+    errors: list[object] = []
+    producer.produce(
+        OFFSETS,
+        key=b"k",
+        value=b"v",
+        partition=partition,
+        on_delivery=lambda e, m: errors.append(e),
+    )
+    producer.flush(15)
+    [error] = errors
+    assert error is not None and error.code() == confluent_kafka.KafkaError.TOPIC_EXCEPTION
+    assert read_partition(broker.data_dir, OFFSETS, partition) == before
+    assert "refused a produce to internal topic __consumer_offsets" in broker.log_text()

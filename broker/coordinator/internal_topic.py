@@ -1,0 +1,76 @@
+"""An internal topic a coordinator writes its records into (``__consumer_offsets``,
+``__transaction_state``): created on first use with its compacted configs, each change
+appended as one batch, without a producer id, to the partition of its key.
+
+The records go in after the coordinator's own log holds the change, so a failed append is
+logged and dropped: the topic mirrors that log, it does not decide an answer.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable
+
+from broker.coordinator.transactions import java_string_hash
+from protocol.records import build_batch, parse_header
+from storage.partition_log import PartitionLog
+from storage.store import Store, TopicInfo
+
+log = logging.getLogger(__name__)
+
+KafkaRecord = tuple[bytes, bytes | None]
+
+
+def partition_for(key: str, partitions: int) -> int:
+    """partitionFor of both coordinators: Utils.abs(key.hashCode) % partitions."""
+    h = java_string_hash(key)
+    return (0 if h == -(1 << 31) else abs(h)) % partitions
+
+
+class InternalTopic:
+    def __init__(
+        self,
+        store: Store,
+        name: str,
+        partitions: int,
+        configs: dict[str, str],
+        set_configs: Callable[[TopicInfo, dict[str, str]], None],
+        notify_appended: Callable[[Iterable[PartitionLog]], None],
+    ) -> None:
+        self.name = name
+        self._store = store
+        self._partitions = partitions
+        self._configs = configs
+        self._set_configs = set_configs
+        self._notify = notify_appended
+
+    def exists(self) -> bool:
+        return self._store.topic(self.name) is not None
+
+    def ensure(self) -> TopicInfo:
+        """The topic, created with its configs and partition count when missing."""
+        info = self._store.topic(self.name)
+        if info is None:
+            info = self._store.create_topic(self.name, self._partitions)
+            self._set_configs(info, dict(self._configs))
+            log.info("created %s with %d partition(s)", self.name, self._partitions)
+        return info
+
+    def append(self, key: str, records: list[KafkaRecord]) -> None:
+        """One batch of ``records`` at the end of ``key``'s partition."""
+        if not records:
+            return
+        try:
+            info = self.ensure()
+            plog = info.partitions[partition_for(key, len(info.partitions))]
+            now_ms = int(time.time() * 1000)
+            batch = bytearray(build_batch(records, base_timestamp=now_ms))
+            result = plog.append(batch, parse_header(batch), now_ms)
+        except Exception:
+            log.exception("could not append %r's records to %s", key, self.name)
+            return
+        if result.error:
+            log.warning("%r's records not appended to %s: %s", key, self.name, result.error)
+            return
+        self._notify([plog])

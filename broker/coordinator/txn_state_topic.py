@@ -1,0 +1,88 @@
+"""``__transaction_state`` as a real, compacted topic, in Kafka 4.0's record formats.
+
+The transaction coordinator's store is still ``storage.txn_state_log`` (replayed at start);
+each record written there is also appended as Kafka's TransactionLogKey/Value
+(protocol.transaction_log_records) to the partition Kafka picks for the transactional id
+(``abs(transactionalId.hashCode) % transaction.state.log.num.partitions``); an expired id
+(Dead) is a tombstone, as Kafka's removal of expired transactional ids writes. The topic is
+created at the first FindCoordinator for a transactional id (or the first record), with
+Kafka's transaction log configs (compacted, uncompressed, 100 MiB segments). A data
+directory written before the topic existed gets its live records written once at start.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+
+from broker.coordinator.internal_topic import InternalTopic
+from protocol import transaction_log_records as tl
+from storage.partition_log import PartitionLog
+from storage.store import Store, TopicInfo
+from storage.txn_state_log import DEAD, EMPTY, TxnRecord, TxnStateLog
+
+log = logging.getLogger(__name__)
+
+TRANSACTION_TOPIC = "__transaction_state"
+# TransactionStateManager.transactionTopicConfigs.
+TOPIC_CONFIGS = {
+    "cleanup.policy": "compact",
+    "compression.type": "uncompressed",
+    "segment.bytes": "104857600",
+}
+
+
+class TxnStateTopic:
+    """The listener of ``TxnStateLog`` that writes ``__transaction_state``."""
+
+    def __init__(
+        self,
+        store: Store,
+        partitions: int,
+        set_configs: Callable[[TopicInfo, dict[str, str]], None],
+        notify_appended: Callable[[Iterable[PartitionLog]], None],
+    ) -> None:
+        self.topic = InternalTopic(
+            store, TRANSACTION_TOPIC, partitions, TOPIC_CONFIGS, set_configs, notify_appended
+        )
+
+    def ensure(self) -> None:
+        self.topic.ensure()
+
+    def migrate(self, txn_log: TxnStateLog) -> None:
+        """Write the live records of a data directory that predates the topic into it."""
+        if self.topic.exists() or not txn_log.records:
+            return
+        self.topic.ensure()
+        for record in txn_log.records.values():
+            self.written(record)
+        log.info(
+            "wrote %d transactional id(s) from the transaction log into %s",
+            len(txn_log.records),
+            TRANSACTION_TOPIC,
+        )
+
+    def written(self, record: TxnRecord) -> None:
+        self.topic.append(record.transactional_id, [_kafka_record(record)])
+
+
+def _kafka_record(record: TxnRecord) -> tuple[bytes, bytes | None]:
+    key = tl.encode_key(record.transactional_id)
+    if record.state == DEAD:
+        return key, None
+    topics: dict[str, list[int]] = {}
+    for topic, partition in record.partitions:
+        topics.setdefault(topic, []).append(partition)
+    value = {
+        "producer_id": record.producer_id,
+        "producer_epoch": record.producer_epoch,
+        "transaction_timeout_ms": record.timeout_ms,
+        "transaction_status": record.state,
+        "transaction_partitions": None
+        if record.state == EMPTY
+        else [{"topic": t, "partition_ids": ps} for t, ps in topics.items()],
+        "transaction_last_update_timestamp_ms": record.last_update_ms,
+        "transaction_start_timestamp_ms": record.start_ms,
+        "client_transaction_version": record.client_transaction_version,
+    }
+    return key, tl.encode_value(value)

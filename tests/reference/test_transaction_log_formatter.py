@@ -1,0 +1,101 @@
+"""Kafka's console consumer with its transaction log formatter
+(``--formatter org.apache.kafka.tools.consumer.TransactionLogMessageFormatter``) reads
+``__transaction_state`` from Apache Kafka 4.0.0 and from us after the same transactions
+(one committed, one aborted, by confluent-kafka): the records for the transactional id,
+at the partition Kafka picks for it (abs(hashCode) % 50), must match once producer ids and
+timestamps are masked (and each topic's partition ids sorted: Kafka lists them in a hash
+order).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests.reference.conftest import REFERENCE_VERSION
+from tests.reference.test_offsets_formatter import java_partition
+from tests.support.kafka_reference import run_tool
+
+pytestmark = pytest.mark.timeout(600)
+
+FORMATTER = "org.apache.kafka.tools.consumer.TransactionLogMessageFormatter"
+
+
+def flow(bootstrap: str, topic: str, txn_id: str) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(30)
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(topic, value=b"a", partition=0)
+    producer.produce(topic, value=b"b", partition=1)
+    producer.commit_transaction(30)
+    producer.begin_transaction()
+    producer.produce(topic, value=b"c", partition=1)
+    # Delivered first, so the partition is in the transaction that is aborted.
+    assert producer.flush(30) == 0
+    producer.abort_transaction(30)
+
+
+def formatted(bootstrap: str, txn_id: str) -> list[dict[str, object]]:
+    """The records the formatter prints for ``txn_id``, ids and times masked."""
+    result = run_tool(
+        "kafka-console-consumer",
+        [
+            "--bootstrap-server",
+            bootstrap,
+            "--topic",
+            "__transaction_state",
+            "--partition",
+            str(java_partition(txn_id)),
+            "--offset",
+            "earliest",
+            "--formatter",
+            FORMATTER,
+            "--timeout-ms",
+            "8000",
+        ],
+        version=REFERENCE_VERSION,
+    )
+    assert "Processed a total of" in result.stderr, result.stderr
+    records = []
+    # Kafka 4.0's coordinator-record formatters print no line separator between records.
+    decoder = json.JSONDecoder()
+    text, pos = result.stdout.strip(), 0
+    while pos < len(text):
+        record, pos = decoder.raw_decode(text, pos)
+        while pos < len(text) and text[pos].isspace():
+            pos += 1
+        if record["key"]["data"].get("transactionalId") != txn_id:
+            continue
+        data = record["value"]["data"] if record.get("value") else None
+        if isinstance(data, dict):
+            assert data["producerId"] >= 0
+            data["producerId"] = "<pid>"
+            for name in ("transactionLastUpdateTimestampMs", "transactionStartTimestampMs"):
+                if data[name] != -1:
+                    data[name] = "<ts>"
+            # Kafka groups a Set of partitions by topic: their order is a hash order.
+            for entry in data["transactionPartitions"] or []:
+                entry["partitionIds"].sort()
+        records.append(record)
+    return records
+
+
+def test_transaction_log_formatter_shows_the_same_transaction_states(
+    sides: dict[str, str],
+) -> None:
+    suffix = uuid.uuid4().hex[:8]
+    seen = {}
+    for side, bootstrap in sides.items():
+        topic, txn_id = f"txlog-{suffix}", f"txlog-id-{suffix}"
+        flow(bootstrap, topic, txn_id)
+        seen[side] = formatted(bootstrap, txn_id)
+    assert seen["ours"] == seen["kafka"]
+    states = [r["value"]["data"]["transactionStatus"] for r in seen["ours"]]  # type: ignore[index]
+    # Empty, Ongoing, PrepareCommit, CompleteCommit, Ongoing, PrepareAbort, CompleteAbort.
+    assert states == [0, 1, 2, 4, 1, 3, 5]
