@@ -48,6 +48,9 @@ class InternalTopic:
     def exists(self) -> bool:
         return self._store.topic(self.name) is not None
 
+    def info(self) -> TopicInfo | None:
+        return self._store.topic(self.name)
+
     def ensure(self) -> TopicInfo:
         """The topic, created with its configs and partition count when missing."""
         info = self._store.topic(self.name)

@@ -12,7 +12,8 @@ at the first FindCoordinator for a group (or the first change), compacted
 (``cleanup.policy=compact``, ``compression.type=producer``, ``segment.bytes`` 100 MiB, as
 Kafka's offsets topic configs), so the log cleaner keeps the latest record per key. A data
 directory written before this topic existed gets the whole current state written into it
-once, when the broker starts.
+once, when the broker starts; one with the topic but no committed-offsets log gets that log
+rebuilt from the topic (broker.coordinator.offsets_topic_load).
 
 Deviations: the ConsumerGroupPartitionMetadata and ConsumerGroupRegularExpression records
 are not written; the records are appended without a producer id, in one batch per change
@@ -26,6 +27,7 @@ import logging
 from collections.abc import Callable, Iterable
 
 from broker.coordinator.internal_topic import InternalTopic, KafkaRecord
+from broker.coordinator.offsets_topic_load import restore
 from protocol import coordinator_records as cr
 from storage.committed_offsets import (
     CommittedOffset,
@@ -69,6 +71,18 @@ class OffsetsTopic:
     def ensure(self) -> None:
         """The topic, created (compacted, ``offsets.topic.num.partitions``) when missing."""
         self.topic.ensure()
+
+    def start(self, offsets: CommittedOffsets, *, fresh_log: bool) -> None:
+        """At start-up: a committed-offsets log that did not exist yet is rebuilt from the
+        topic when there is one; else the log's state is written into a missing topic."""
+        info = self.topic.info()
+        if fresh_log and info is not None:
+            count = restore(info, offsets)
+            log.info(
+                "loaded %d group(s) from %s into the committed-offsets log", count, OFFSETS_TOPIC
+            )
+            return
+        self.migrate(offsets)
 
     def migrate(self, offsets: CommittedOffsets) -> None:
         """Write the whole state of a data directory that predates the topic into it."""

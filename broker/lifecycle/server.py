@@ -10,6 +10,7 @@ import socket
 import ssl
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Protocol
 
 from broker import __version__
@@ -39,6 +40,7 @@ from broker.net.fd_headroom import FdHeadroom
 from broker.runtime.flusher import Flusher
 from broker.runtime.startup_errors import data_dir_failure, listeners_fix
 from broker.security.tls import TlsConfigError, server_context
+from storage.committed_offsets import FILE_NAME as COMMITTED_OFFSETS_FILE
 from storage.committed_offsets import CommittedOffsets
 from storage.dir_lock import DataDirLock, DataDirLockedError
 from storage.log_config import LogConfig
@@ -470,6 +472,7 @@ def _tls_contexts(config: Config) -> dict[str, ssl.SSLContext]:
 
 
 def _open_groups(config: Config, state: BrokerState) -> GroupCoordinator:
+    fresh_log = not (Path(config.log_dir) / COMMITTED_OFFSETS_FILE).exists()
     offsets = CommittedOffsets.open(config.log_dir)
     if offsets.recovery.dropped_bytes:
         log.warning(
@@ -481,7 +484,7 @@ def _open_groups(config: Config, state: BrokerState) -> GroupCoordinator:
         state.set_topic_configs,
         state.notify_appended,
     )
-    topic.migrate(offsets)
+    topic.start(offsets, fresh_log=fresh_log)
     offsets.listener = topic
     state.offsets_topic = topic
     settings = GroupSettings(

@@ -311,3 +311,96 @@ def test_a_client_may_not_produce_to_the_internal_topic(broker: BrokerProcess) -
     assert error is not None and error.code() == confluent_kafka.KafkaError.TOPIC_EXCEPTION
     assert read_partition(broker.data_dir, OFFSETS, partition) == before
     assert "refused a produce to internal topic __consumer_offsets" in broker.log_text()
+
+
+def test_without_the_committed_offsets_log_the_state_is_read_back_from_the_topic(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "data"
+    overrides = {"offsets.topic.num.partitions": "7"}
+    with running(data, overrides) as first:
+        produce(first, "history", 4)
+        commit(first, "standalone", "history", 3, "kept")
+        commit(first, "standalone", "history", 4, "newer")
+        commit(first, "doomed", "history", 1, "")
+        admin = confluent_admin.AdminClient({"bootstrap.servers": first.bootstrap})
+        [deleted] = admin.delete_consumer_groups(["doomed"], request_timeout=10).values()
+        deleted.result(10)
+    # The coordinator's own log gone: the next version loads from the topic alone.
+    (data / "committed-offsets.log").unlink()
+    with running(data, overrides) as second:
+        assert "loaded 1 group(s) from __consumer_offsets" in second.log_text()
+        consumer = kafka.KafkaConsumer(bootstrap_servers=second.bootstrap, group_id="standalone")
+        try:
+            tp = kafka.TopicPartition("history", 0)
+            assert consumer.committed(tp, metadata=True) == kafka.structs.OffsetAndMetadata(
+                4, "newer", -1
+            )
+        finally:
+            consumer.close()
+        admin = confluent_admin.AdminClient({"bootstrap.servers": second.bootstrap})
+        listed = admin.list_consumer_groups(request_timeout=10).result(10)
+        assert {g.group_id for g in listed.valid} == {"standalone"}
+    # ... and the log was written again.
+    assert (data / "committed-offsets.log").stat().st_size > 8
+
+
+def _described(bootstrap: str, groups: list[str]) -> dict[str, object]:
+    admin = confluent_admin.AdminClient({"bootstrap.servers": bootstrap})
+    out: dict[str, object] = {}
+    for group, future in admin.describe_consumer_groups(groups, request_timeout=10).items():
+        d = future.result(10)
+        out[group] = (
+            str(d.type),
+            str(d.state),
+            sorted(
+                (m.member_id, sorted((p.topic, p.partition) for p in m.assignment.topic_partitions))
+                for m in d.members
+            ),
+        )
+    return out
+
+
+def test_groups_with_members_are_read_back_from_the_topic_as_they_were(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    overrides = {"offsets.topic.num.partitions": "7", "group.initial.rebalance.delay.ms": "0"}
+    names = {"classic": "back-classic", "consumer": "back-consumer"}
+    with running(data, overrides) as first:
+        produce(first, "roster", 2)
+        consumers = []
+        for protocol, group in names.items():
+            consumer = confluent_kafka.Consumer(
+                {
+                    "bootstrap.servers": first.bootstrap,
+                    "group.id": group,
+                    "group.protocol": protocol,
+                    "auto.offset.reset": "earliest",
+                    "enable.auto.commit": False,
+                }
+            )
+            consumer.subscribe(["roster"])
+            consumers.append(consumer)
+        got = 0
+        for _ in range(300):
+            for consumer in consumers:
+                msg = consumer.poll(0.05)
+                got += msg is not None and msg.error() is None
+            if got == 4:
+                break
+        assert got == 4
+
+        def stable() -> bool:
+            found = _described(first.bootstrap, list(names.values()))
+            return all("STABLE" in str(v[1]) and v[2] for v in found.values())  # type: ignore[index]
+
+        assert until_sync(stable, 20)
+        before = _described(first.bootstrap, list(names.values()))
+        # Stopped while the members are in their groups (their records stay, as after a crash).
+        first.stop()
+        for consumer in consumers:
+            consumer.close()
+    (data / "committed-offsets.log").unlink()
+    with running(data, overrides) as second:
+        assert "loaded 2 group(s) from __consumer_offsets" in second.log_text()
+        after = _described(second.bootstrap, list(names.values()))
+    assert after == before

@@ -1,0 +1,197 @@
+"""Reading ``__consumer_offsets`` back: the group coordinator's state from Kafka's records.
+
+As Kafka's GroupMetadataManager/GroupCoordinatorShard replay a partition at load: records in
+offset order, the latest value of each key wins, a tombstone deletes it; aborted and
+control batches are skipped. The broker uses it when a data directory has the topic but no
+committed-offsets log (the store the coordinator still loads from), so that log is rebuilt
+from the topic; the ConsumerGroup* records give the consumer groups back without their
+resolved regexes (resolved again on the next heartbeat).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from protocol import coordinator_records as cr
+from protocol.records import BatchHeader, CorruptBatchError, decode_records
+from protocol.schema import Message
+from storage.committed_offsets import CommittedOffset, CommittedOffsets, GroupRecord, MemberRecord
+from storage.consumer_group_records import ConsumerGroupRecord, ConsumerMemberRecord, Partitions
+from storage.store import TopicInfo
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class _Group:
+    offsets: dict[tuple[str, int], CommittedOffset] = field(default_factory=dict)
+    classic: GroupRecord | None = None
+    classic_at: int = -1
+    epoch: int | None = None
+    assignment_epoch: int = 0
+    consumer_at: int = -1
+    members: dict[str, Message] = field(default_factory=dict)
+    targets: dict[str, Message] = field(default_factory=dict)
+    currents: dict[str, Message] = field(default_factory=dict)
+
+
+def restore(info: TopicInfo, offsets: CommittedOffsets) -> int:
+    """Write the state the topic holds into ``offsets`` (empty, without a listener); the
+    number of groups restored."""
+    groups: dict[str, _Group] = {}
+    for plog in info.partitions:
+        _replay(plog.name, plog.batches(plog.log_start_offset), groups)
+    restored = 0
+    for group_id, g in groups.items():
+        if g.offsets:
+            offsets.commit(group_id, [(t, p, v) for (t, p), v in g.offsets.items()])
+        consumer = _consumer_group(g)
+        if consumer is not None and g.consumer_at > g.classic_at:
+            offsets.put_consumer_group(group_id, consumer)
+        elif g.classic is not None:
+            offsets.put_group(group_id, g.classic)
+        elif not g.offsets:
+            continue  # deleted: only tombstones left
+        restored += 1
+    return restored
+
+
+def _replay(
+    name: str, batches: Iterable[tuple[BatchHeader, bytes]], groups: dict[str, _Group]
+) -> None:
+    position = 0
+    for header, data in batches:
+        if header.is_control or header.is_transactional:
+            continue
+        try:
+            records = decode_records(data, header)
+        except CorruptBatchError as exc:
+            log.warning("%s: skipped a corrupt batch at %d: %s", name, header.base_offset, exc)
+            continue
+        for record in records:
+            position += 1
+            if record.key is None:
+                continue
+            try:
+                kind, key = cr.decode_key(record.key)
+                value = None if record.value is None else cr.decode_value(kind, record.value)
+            except ValueError as exc:
+                log.warning("%s: skipped a record at %d: %s", name, header.base_offset, exc)
+                continue
+            _apply(groups, kind, key, value, position)
+
+
+def _apply(
+    groups: dict[str, _Group],
+    kind: int,
+    key: Message,
+    value: tuple[int, Message] | None,
+    position: int,
+) -> None:
+    group_id = key.group if kind in (cr.OFFSET_COMMIT, cr.GROUP_METADATA) else key.group_id
+    g = groups.setdefault(group_id, _Group())
+    body = None if value is None else value[1]
+    if kind == cr.OFFSET_COMMIT:
+        tp = (key.topic, key.partition)
+        if body is None:
+            g.offsets.pop(tp, None)
+        else:
+            expire = body.expire_timestamp if value is not None and value[0] == 1 else -1
+            g.offsets[tp] = CommittedOffset(
+                body.offset,
+                body.leader_epoch,
+                body.metadata,
+                body.commit_timestamp,
+                None if expire == -1 else expire,
+            )
+    elif kind == cr.GROUP_METADATA:
+        g.classic = None if body is None else _classic(body)
+        g.classic_at = position
+    elif kind == cr.CONSUMER_GROUP_METADATA:
+        g.epoch = None if body is None else body.epoch
+        g.consumer_at = position
+    elif kind == cr.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA:
+        g.assignment_epoch = 0 if body is None else body.assignment_epoch
+    elif kind in (
+        cr.CONSUMER_GROUP_MEMBER_METADATA,
+        cr.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER,
+        cr.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT,
+    ):
+        table = {
+            cr.CONSUMER_GROUP_MEMBER_METADATA: g.members,
+            cr.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER: g.targets,
+            cr.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT: g.currents,
+        }[kind]
+        if body is None:
+            table.pop(key.member_id, None)
+        else:
+            table[key.member_id] = body
+
+
+def _classic(body: Message) -> GroupRecord:
+    return GroupRecord(
+        protocol_type=body.protocol_type or None,
+        generation=body.generation,
+        protocol_name=body.protocol,
+        leader=body.leader,
+        members=tuple(
+            MemberRecord(
+                m.member_id,
+                m.group_instance_id,
+                m.client_id,
+                m.client_host,
+                m.rebalance_timeout,
+                m.session_timeout,
+                bytes(m.subscription),
+                bytes(m.assignment),
+            )
+            for m in body.members
+        ),
+        state_timestamp_ms=None
+        if body.current_state_timestamp == -1
+        else body.current_state_timestamp,
+    )
+
+
+def _partitions(entries: list[Message]) -> Partitions:
+    return tuple(
+        sorted((bytes(e.topic_id), tuple(sorted(e.partitions))) for e in entries if e.partitions)
+    )
+
+
+def _consumer_group(g: _Group) -> ConsumerGroupRecord | None:
+    if g.epoch is None:
+        return None
+    members = []
+    for member_id, m in g.members.items():
+        current = g.currents.get(member_id)
+        target = g.targets.get(member_id)
+        classic = m.classic_member_metadata
+        members.append(
+            ConsumerMemberRecord(
+                member_id=member_id,
+                instance_id=m.instance_id,
+                rack_id=m.rack_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                rebalance_timeout_ms=m.rebalance_timeout_ms,
+                subscribed_topic_names=tuple(m.subscribed_topic_names),
+                subscribed_topic_regex=m.subscribed_topic_regex,
+                server_assignor=m.server_assignor,
+                member_epoch=0 if current is None else current.member_epoch,
+                previous_member_epoch=0 if current is None else current.previous_member_epoch,
+                state=0 if current is None else current.state,
+                assigned=() if current is None else _partitions(current.assigned_partitions),
+                pending_revocation=()
+                if current is None
+                else _partitions(current.partitions_pending_revocation),
+                target=() if target is None else _partitions(target.topic_partitions),
+                classic_session_timeout_ms=None if classic is None else classic.session_timeout_ms,
+                classic_protocols=()
+                if classic is None
+                else tuple((p.name, bytes(p.metadata)) for p in classic.supported_protocols),
+            )
+        )
+    return ConsumerGroupRecord(g.epoch, g.assignment_epoch, tuple(members))
