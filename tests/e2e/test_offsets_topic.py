@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import shutil
 import struct
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -404,3 +405,71 @@ def test_groups_with_members_are_read_back_from_the_topic_as_they_were(tmp_path:
         assert "loaded 2 group(s) from __consumer_offsets" in second.log_text()
         after = _described(second.bootstrap, list(names.values()))
     assert after == before
+
+
+def test_the_log_cleaner_keeps_the_latest_commit_of_each_key(tmp_path: Path) -> None:
+    overrides = {"offsets.topic.num.partitions": "1", "log.cleaner.backoff.ms": "200"}
+    with running(tmp_path / "data", overrides) as proc:
+        produce(proc, "busy", 1)
+        produce(proc, "busy-tick", 1)
+        consumer = kafka.KafkaConsumer(
+            bootstrap_servers=proc.bootstrap, group_id="churn", enable_auto_commit=False
+        )
+        try:
+            tp = kafka.TopicPartition("busy", 0)
+            consumer.assign([tp])
+            om = kafka.structs.OffsetAndMetadata
+            consumer.commit({tp: om(0, "v0", -1)})
+            admin = confluent_admin.AdminClient({"bootstrap.servers": proc.bootstrap})
+            resource = confluent_admin.ConfigResource(
+                confluent_admin.ResourceType.TOPIC,
+                OFFSETS,
+                incremental_configs=[
+                    confluent_admin.ConfigEntry(
+                        name,
+                        value,
+                        incremental_operation=confluent_admin.AlterConfigOpType.SET,
+                    )
+                    for name, value in (
+                        ("segment.ms", "300"),
+                        ("min.cleanable.dirty.ratio", "0.01"),
+                    )
+                ],
+            )
+            [altered] = admin.incremental_alter_configs([resource]).values()
+            altered.result(10)
+            for n in range(1, 40):
+                consumer.commit({tp: om(n, f"v{n}", -1)})
+
+            def versions() -> list[tuple[int, str]]:
+                out = []
+                for r in read_partition(proc.data_dir, OFFSETS, 0):
+                    assert r.key is not None and r.value is not None
+                    kind, key = cr.decode_key(r.key)
+                    if kind == cr.OFFSET_COMMIT and key.topic == "busy":
+                        body = cr.decode_value(kind, r.value)[1]
+                        out.append((body.offset, body.metadata))
+                return out
+
+            # 40 commits were appended, one record each (the cleaner may already be at work).
+            # Commits of another key keep rolling segments (segment.ms) so the cleaner gets to
+            # the ones above; the active segment is never cleaned.
+            other = kafka.TopicPartition("busy-tick", 0)
+            for tick in range(200):
+                if versions() == [(39, "v39")]:
+                    break
+                consumer.commit({other: om(tick, "", -1)})
+                time.sleep(0.1)  # pacing, not waiting: segment.ms counts wall-clock time
+            assert versions() == [(39, "v39")]
+        finally:
+            consumer.close()
+        assert consumer_committed(proc, "churn", "busy") == 39
+
+
+def consumer_committed(broker: BrokerProcess, group: str, topic: str) -> int | None:
+    consumer = kafka.KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id=group)
+    try:
+        committed: int | None = consumer.committed(kafka.TopicPartition(topic, 0))
+        return committed
+    finally:
+        consumer.close()
