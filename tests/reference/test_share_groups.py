@@ -371,9 +371,14 @@ def admin_conversation(port: int) -> dict[str, Any]:
         )
         assert configured.responses[0].error_code == 0, configured
         produce_values(a, "share-admin", 6)
-        epoch, got = 0, []
+        epoch, got, member_epoch = 0, [], joined.member_epoch
         while not got:
             assert time.monotonic() < deadline, "nothing acquired"
+            # Heartbeats go on, as a client's: Kafka initializes the assigned share-partitions
+            # at a member's heartbeat after its join.
+            beat = heartbeat(a, "sa", MEMBER, member_epoch)
+            assert beat.error_code == 0, beat
+            member_epoch = beat.member_epoch
             got = _acquired(share_fetch(a, "sa", MEMBER, epoch, topic_id, max_wait_ms=500))
             epoch += 1
         seen["acquired"] = got
