@@ -3,6 +3,7 @@
 Writes bench/results/latest.json and bench/results/latest.md and prints the table.
     python -m bench [--runs N] [--quick] [--transactions]
     python -m bench --ingest [--vs-tansu] [--runs N]   (bench/side_by_side.py)
+    python -m bench --growth [--no-tansu]   (the curves: bench/growth*.py, growth-*.md)
 Figures are medians of several runs with their spread (min-max); nothing here is asserted.
 """
 
@@ -64,6 +65,14 @@ def main() -> int:
         from bench import side_by_side
 
         return side_by_side.main(sys.argv[1:])
+    if "--growth" in sys.argv[1:]:
+        # How the cost grows with partitions, connections and groups, Tansu beside.
+        from bench import growth, growth_connections, growth_groups
+
+        rest = [arg for arg in sys.argv[1:] if arg == "--no-tansu"]
+        for curve in (growth, growth_connections, growth_groups):
+            curve.main(rest)
+        return 0
     parser = argparse.ArgumentParser(prog="make bench")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="smaller workloads, one run")
