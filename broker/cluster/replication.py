@@ -240,6 +240,10 @@ class Replication:
                 if not waiting:
                     del self._waiters[key]
 
+    def waiting_appends(self) -> int:
+        """acks=all appends waiting for their ISR now (Kafka's produce purgatory size)."""
+        return sum(len(waiting) for waiting in self._waiters.values())
+
     def _verdict(self, key: _Key, plog: PartitionLog, required: int, node: int) -> ErrorCode | None:
         part = self.cluster.known(*key)
         if part is None or part.log is not plog or part.leader != node:

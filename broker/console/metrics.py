@@ -101,8 +101,7 @@ def _produce_waits(state: BrokerState) -> int:
     replication = state.replication
     if replication is None:
         return 0
-    # Replication keeps its waiting appends per partition (no count of them of its own).
-    return sum(len(waiting) for waiting in replication._waiters.values())
+    return replication.waiting_appends()
 
 
 async def _partition_metrics(
