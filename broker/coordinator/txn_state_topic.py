@@ -4,7 +4,10 @@ The transaction coordinator's store is still ``storage.txn_state_log`` (replayed
 each record written there is also appended as Kafka's TransactionLogKey/Value
 (protocol.transaction_log_records) to the partition Kafka picks for the transactional id
 (``abs(transactionalId.hashCode) % transaction.state.log.num.partitions``); an expired id
-(Dead) is a tombstone, as Kafka's removal of expired transactional ids writes. The topic is
+(Dead) is a tombstone, as Kafka's removal of expired transactional ids writes. The groups
+whose offsets a transaction carries appear as their ``__consumer_offsets`` partitions, as
+AddOffsetsToTxn adds them in Kafka; a record that changes nothing Kafka keeps here (the
+offsets a TxnOffsetCommit adds, which Kafka keeps in ``__consumer_offsets``) is not written. The topic is
 created at the first FindCoordinator for a transactional id (or the first record), with
 Kafka's transaction log configs (compacted, uncompressed, 100 MiB segments). A data
 directory written before the topic existed gets its live records written once at start.
@@ -15,7 +18,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 
-from broker.coordinator.internal_topic import InternalTopic
+from broker.coordinator.internal_topic import InternalTopic, partition_for
 from protocol import transaction_log_records as tl
 from storage.partition_log import PartitionLog
 from storage.store import Store, TopicInfo
@@ -24,6 +27,7 @@ from storage.txn_state_log import DEAD, EMPTY, TxnRecord, TxnStateLog
 log = logging.getLogger(__name__)
 
 TRANSACTION_TOPIC = "__transaction_state"
+OFFSETS_TOPIC = "__consumer_offsets"
 # TransactionStateManager.transactionTopicConfigs.
 TOPIC_CONFIGS = {
     "cleanup.policy": "compact",
@@ -41,7 +45,11 @@ class TxnStateTopic:
         partitions: int,
         set_configs: Callable[[TopicInfo, dict[str, str]], None],
         notify_appended: Callable[[Iterable[PartitionLog]], None],
+        offsets_partitions: int = 50,
     ) -> None:
+        self._offsets_partitions = offsets_partitions
+        # Per live transactional id, what its last record said (update time aside).
+        self._last: dict[str, tuple[object, ...]] = {}
         self.topic = InternalTopic(
             store, TRANSACTION_TOPIC, partitions, TOPIC_CONFIGS, set_configs, notify_appended
         )
@@ -63,16 +71,48 @@ class TxnStateTopic:
         )
 
     def written(self, record: TxnRecord) -> None:
-        self.topic.append(record.transactional_id, [_kafka_record(record)])
+        kafka_record = _kafka_record(record, self._offsets_partitions)
+        # The coordinator's log also records what Kafka keeps elsewhere (the offsets a
+        # TxnOffsetCommit adds, in __consumer_offsets): a record Kafka would not write, the
+        # same transaction state again, is left out.
+        seen = (
+            record.producer_id,
+            record.producer_epoch,
+            record.state,
+            *_without_update_time(record),
+        )
+        if self._last.get(record.transactional_id) == seen:
+            return
+        if record.state == DEAD:
+            self._last.pop(record.transactional_id, None)
+        else:
+            self._last[record.transactional_id] = seen
+        self.topic.append(record.transactional_id, [kafka_record])
 
 
-def _kafka_record(record: TxnRecord) -> tuple[bytes, bytes | None]:
+def _without_update_time(record: TxnRecord) -> tuple[object, ...]:
+    return (
+        record.timeout_ms,
+        tuple(record.partitions),
+        tuple(record.groups),
+        record.start_ms,
+        record.client_transaction_version,
+    )
+
+
+def _kafka_record(record: TxnRecord, offsets_partitions: int) -> tuple[bytes, bytes | None]:
     key = tl.encode_key(record.transactional_id)
     if record.state == DEAD:
         return key, None
     topics: dict[str, list[int]] = {}
     for topic, partition in record.partitions:
         topics.setdefault(topic, []).append(partition)
+    # AddOffsetsToTxn adds the group's __consumer_offsets partition to Kafka's transaction
+    # (kept apart here, as the groups whose offsets the transaction carries).
+    for group in record.groups:
+        partition = partition_for(group, offsets_partitions)
+        if partition not in topics.setdefault(OFFSETS_TOPIC, []):
+            topics[OFFSETS_TOPIC].append(partition)
     value = {
         "producer_id": record.producer_id,
         "producer_epoch": record.producer_epoch,

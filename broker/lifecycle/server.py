@@ -444,6 +444,7 @@ def _open_transactions(config: Config, state: BrokerState) -> TransactionCoordin
         config.transaction_state_log_num_partitions,
         state.set_topic_configs,
         state.notify_appended,
+        offsets_partitions=config.offsets_topic_num_partitions,
     )
     topic.migrate(txn_log)
     txn_log.listener = topic.written

@@ -41,6 +41,26 @@ def flow(bootstrap: str, topic: str, txn_id: str) -> None:
     producer.abort_transaction(30)
 
 
+def offsets_flow(bootstrap: str, topic: str, txn_id: str, group: str) -> None:
+    """A transaction that also carries a group's offsets (send_offsets_to_transaction)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id})
+    try:
+        producer.init_transactions(30)
+        producer.begin_transaction()
+        producer.produce(topic, value=b"out", partition=0)
+        producer.send_offsets_to_transaction(
+            [TopicPartition(topic, 0, 1)], consumer.consumer_group_metadata(), 30
+        )
+        producer.commit_transaction(30)
+    finally:
+        consumer.close()
+
+
 def formatted(bootstrap: str, txn_id: str) -> list[dict[str, object]]:
     """The records the formatter prints for ``txn_id``, ids and times masked."""
     result = run_tool(
@@ -80,8 +100,10 @@ def formatted(bootstrap: str, txn_id: str) -> list[dict[str, object]]:
                 if data[name] != -1:
                     data[name] = "<ts>"
             # Kafka groups a Set of partitions by topic: their order is a hash order.
-            for entry in data["transactionPartitions"] or []:
-                entry["partitionIds"].sort()
+            if data["transactionPartitions"]:
+                for entry in data["transactionPartitions"]:
+                    entry["partitionIds"].sort()
+                data["transactionPartitions"].sort(key=lambda e: e["topic"])
         records.append(record)
     return records
 
@@ -99,3 +121,18 @@ def test_transaction_log_formatter_shows_the_same_transaction_states(
     states = [r["value"]["data"]["transactionStatus"] for r in seen["ours"]]  # type: ignore[index]
     # Empty, Ongoing, PrepareCommit, CompleteCommit, Ongoing, PrepareAbort, CompleteAbort.
     assert states == [0, 1, 2, 4, 1, 3, 5]
+
+
+def test_a_transaction_with_offsets_lists_the_groups_offsets_partition(
+    sides: dict[str, str],
+) -> None:
+    suffix = uuid.uuid4().hex[:8]
+    seen = {}
+    for side, bootstrap in sides.items():
+        txn_id = f"txoff-id-{suffix}"
+        offsets_flow(bootstrap, f"txoff-{suffix}", txn_id, f"txoff-group-{suffix}")
+        seen[side] = formatted(bootstrap, txn_id)
+    assert seen["ours"] == seen["kafka"]
+    ongoing = [r for r in seen["ours"] if r["value"]["data"]["transactionStatus"] == 1]  # type: ignore[index]
+    topics = {e["topic"] for r in ongoing for e in r["value"]["data"]["transactionPartitions"]}  # type: ignore[index]
+    assert "__consumer_offsets" in topics
