@@ -7,7 +7,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from broker.cluster.routing import REQUEST_NODE
-from broker.cluster.state import NO_LEADER, OFFSETS_TOPIC, TRANSACTION_TOPIC, Cluster
+from broker.cluster.state import (
+    NO_LEADER,
+    OFFSETS_TOPIC,
+    TRANSACTION_TOPIC,
+    Cluster,
+    leadership_key,
+)
 from broker.coordinator.transactions import offsets_partition
 from broker.core.request_context import RequestContext
 from protocol.errors import ErrorCode
@@ -47,7 +53,7 @@ def misdirected(ctx: RequestContext, cluster: Cluster, topic_id: bytes, index: i
     return None if leader == cluster.node_of(ctx.listener) else leader
 
 
-def current_leader(cluster: Cluster, topic_id: bytes, index: int) -> Message:
+def current_leader(cluster: Cluster, topic_id: bytes | str, index: int) -> Message:
     """KIP-951's CurrentLeader of a partition (leader -1 and epoch -1 when it has none)."""
     part = cluster.partition(topic_id, index)
     if part.leader == NO_LEADER:
@@ -75,7 +81,7 @@ def served_here(
     info = ctx.state.store.topic(topic)
     if info is None:
         return None
-    part = cluster.partition(info.topic_id, index)
+    part = cluster.partition(leadership_key(info.name, info.topic_id), index)
     node = cluster.node_of(ctx.listener)
     if node == part.leader or (replica_ok and node in part.isr):
         return part.leader_epoch
@@ -96,9 +102,10 @@ def epoch_end(plog: PartitionLog, epoch: int, current: int) -> tuple[int, int]:
     return found, plog.log_end_offset
 
 
-def topic_id_of(ctx: RequestContext, topic: str) -> bytes:
+def topic_id_of(ctx: RequestContext, topic: str) -> bytes | str:
+    """The key of the topic's partitions in Cluster.partition (an internal topic's name)."""
     info = ctx.state.store.topic(topic)
-    return b"" if info is None else info.topic_id
+    return b"" if info is None else leadership_key(info.name, info.topic_id)
 
 
 def with_field(message: Message, name: str, value: object) -> Message:

@@ -473,3 +473,32 @@ def consumer_committed(broker: BrokerProcess, group: str, topic: str) -> int | N
         return committed
     finally:
         consumer.close()
+
+
+def test_in_a_simulated_cluster_a_consumer_reads_it_from_its_leader(tmp_path: Path) -> None:
+    # Metadata names each partition's leader as FindCoordinator names the group's
+    # coordinator (keyed by the topic's name), and Fetch is served there.
+    with running(tmp_path / "data", {"minikafka.cluster.size": "3"}) as proc:
+        produce(proc, "spread", 2)
+        commit(proc, "clustered", "spread", 2, "here")
+        partition = java_partition("clustered", 50)
+        reader = confluent_kafka.Consumer(
+            {
+                "bootstrap.servers": proc.bootstrap,
+                "group.id": "offsets-reader",
+                "enable.auto.commit": False,
+            }
+        )
+        try:
+            reader.assign([confluent_kafka.TopicPartition(OFFSETS, partition, 0)])
+            got = None
+            for _ in range(100):
+                msg = reader.poll(0.1)
+                if msg is not None and msg.error() is None:
+                    kind, key = cr.decode_key(msg.key())
+                    if kind == cr.OFFSET_COMMIT and key.group == "clustered":
+                        got = cr.decode_value(kind, msg.value())[1]
+                        break
+            assert got is not None and (got.offset, got.metadata) == (2, "here")
+        finally:
+            reader.close()
