@@ -22,6 +22,7 @@ import math
 import statistics
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -115,32 +116,57 @@ def exponent(sizes: list[int], values: list[float]) -> float:
     return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / den if den else 0.0
 
 
-def run(sizes: list[int], tansu: bool) -> dict[str, Any]:
-    spawners: dict[str, Spawner] = {"minikafka": spawn_minikafka}
+OneSize = Callable[[Spawner, int], dict[str, float]]
+
+
+def curves(
+    sizes: list[int],
+    one_size: OneSize,
+    figures: dict[str, tuple[str, str, int]],
+    tansu: bool,
+    minikafka: Spawner = spawn_minikafka,
+) -> dict[str, Any]:
+    """``one_size`` at every size for minikafka and (when it can be measured) Tansu, the
+    brokers taking turns at each size, after one unmeasured round each; with the exponents."""
+    spawners: dict[str, Spawner] = {"minikafka": minikafka}
     if tansu:
         try:
             one_size(spawn_tansu, sizes[0])
             spawners["tansu"] = spawn_tansu
-        except (OSError, subprocess.CalledProcessError) as e:
+        except (OSError, AssertionError, subprocess.CalledProcessError) as e:
             print(f"Tansu not measured: {e}")
-    one_size(spawn_minikafka, sizes[0])  # warm: the files each start reads into the cache
-    curves: dict[str, dict[str, list[float]]] = {
-        name: {key: [] for key in FIGURES} for name in spawners
+    one_size(minikafka, sizes[0])  # warm: the files each start reads into the cache
+    found: dict[str, dict[str, list[float]]] = {
+        name: {key: [] for key in figures} for name in spawners
     }
     for size in sizes:
-        for name, spawn in spawners.items():  # the brokers take turns at each size
+        for name, spawn in spawners.items():
             for key, value in one_size(spawn, size).items():
-                curves[name][key].append(value)
+                found[name][key].append(value)
     return {
         "when": time.strftime("%Y-%m-%d %H:%M"),
-        "partitions": sizes,
-        "partitions_per_topic": PARTITIONS_PER_TOPIC,
-        "curves": curves,
+        "sizes": sizes,
+        "curves": found,
         "exponents": {
             name: {key: exponent(sizes, values) for key, values in per.items()}
-            for name, per in curves.items()
+            for name, per in found.items()
         },
     }
+
+
+def write(
+    out: str,
+    result: dict[str, Any],
+    how: str,
+    dimension: str,
+    figures: dict[str, tuple[str, str, int]],
+) -> None:
+    """bench/results/<out>.json and .md (``out`` may be a path elsewhere); prints the table."""
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"{out}.json").write_text(json.dumps(result, indent=2) + "\n")
+    table = markdown(result, how, dimension, figures)
+    (RESULTS / f"{out}.md").write_text(table)
+    print(table)
 
 
 def markdown(
@@ -174,13 +200,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="growth-partitions")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
-    result = run(sizes, tansu=not args.no_tansu)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"{args.out}.json").write_text(json.dumps(result, indent=2) + "\n")
+    result = curves(sizes, one_size, FIGURES, tansu=not args.no_tansu)
+    result["partitions_per_topic"] = PARTITIONS_PER_TOPIC
     how = f"a fresh broker per size, topics of {PARTITIONS_PER_TOPIC} partitions"
-    table = markdown(result, how, "partitions")
-    (RESULTS / f"{args.out}.md").write_text(table)
-    print(table)
+    write(args.out, result, how, "partitions", FIGURES)
     return 0
 
 

@@ -20,24 +20,19 @@ the broker's): the size is capped by ``ulimit -n``.
 from __future__ import annotations
 
 import argparse
-import json
 import resource
 import selectors
 import socket
 import statistics
 import struct
-import subprocess
 import time
-from pathlib import Path
-from typing import Any
 
-from bench.growth import exponent, markdown
-from bench.startup import FramedClient, Spawned, Spawner, spawn_minikafka, spawn_tansu, tree_rss_mb
+from bench.growth import curves, write
+from bench.startup import FramedClient, Spawned, Spawner, spawn_minikafka, tree_rss_mb
 from protocol.messages.api_versions import API_VERSIONS
 from protocol.messages.metadata import METADATA
 from protocol.schema import Message
 
-RESULTS = Path(__file__).parent / "results"
 PROBES = 200
 ACTIVE_ROUNDS = 5
 
@@ -132,33 +127,6 @@ def one_size(spawn: Spawner, connections: int) -> dict[str, float]:
         broker.close()
 
 
-def run(sizes: list[int], tansu: bool) -> dict[str, Any]:
-    spawners: dict[str, Spawner] = {"minikafka": spawn_minikafka}
-    if tansu:
-        try:
-            one_size(spawn_tansu, sizes[0])
-            spawners["tansu"] = spawn_tansu
-        except (OSError, subprocess.CalledProcessError) as e:
-            print(f"Tansu not measured: {e}")
-    one_size(spawn_minikafka, sizes[0])  # warm: the files each start reads into the cache
-    curves: dict[str, dict[str, list[float]]] = {
-        name: {key: [] for key in FIGURES} for name in spawners
-    }
-    for size in sizes:
-        for name, spawn in spawners.items():  # the brokers take turns at each size
-            for key, value in one_size(spawn, size).items():
-                curves[name][key].append(value)
-    return {
-        "when": time.strftime("%Y-%m-%d %H:%M"),
-        "sizes": sizes,
-        "curves": curves,
-        "exponents": {
-            name: {key: exponent(sizes, values) for key, values in per.items()}
-            for name, per in curves.items()
-        },
-    }
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.growth_connections")
     parser.add_argument("--sizes", default="10,100,1000,5000", help="client connections")
@@ -169,17 +137,14 @@ def main(argv: list[str] | None = None) -> int:
     limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     if max(sizes) * 2 + 64 > limit:
         parser.error(f"{max(sizes)} connections need `ulimit -n` of {max(sizes) * 2 + 64}")
-    result = run(sizes, tansu=not args.no_tansu)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"{args.out}.json").write_text(json.dumps(result, indent=2) + "\n")
-    table = markdown(
+    result = curves(sizes, one_size, FIGURES, not args.no_tansu, minikafka=spawn_minikafka)
+    write(
+        args.out,
         result,
         "a fresh broker per size, each connection first asking ApiVersions",
         "connections",
         FIGURES,
     )
-    (RESULTS / f"{args.out}.md").write_text(table)
-    print(table)
     return 0
 
 

@@ -23,17 +23,14 @@ bench/results/growth-groups.json and .md and prints the table.
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
-from typing import Any
 
-from bench.growth import exponent, markdown
+from bench.growth import curves, write
 from bench.process import BenchBroker
-from bench.startup import FramedClient, Spawned, Spawner, broker_env, spawn_tansu, tree_rss_mb
+from bench.startup import FramedClient, Spawned, Spawner, broker_env, tree_rss_mb
 from protocol.messages.create_topics import CREATE_TOPICS
 from protocol.messages.heartbeat import HEARTBEAT
 from protocol.messages.join_group import JOIN_GROUP
@@ -41,7 +38,6 @@ from protocol.messages.offset_commit import OFFSET_COMMIT
 from protocol.messages.sync_group import SYNC_GROUP
 from protocol.schema import Message
 
-RESULTS = Path(__file__).parent / "results"
 TOPIC = "grow-groups"
 WORKERS = 16
 HEARTBEAT_ROUNDS = 3
@@ -233,33 +229,6 @@ def one_size(spawn: Spawner, groups: int) -> dict[str, float]:
         broker.close()
 
 
-def run(sizes: list[int], tansu: bool) -> dict[str, Any]:
-    spawners: dict[str, Spawner] = {"minikafka": spawn_minikafka}
-    if tansu:
-        try:
-            one_size(spawn_tansu, sizes[0])
-            spawners["tansu"] = spawn_tansu
-        except (OSError, AssertionError, subprocess.CalledProcessError) as e:
-            print(f"Tansu not measured: {e}")
-    one_size(spawn_minikafka, sizes[0])  # warm: the files each start reads into the cache
-    curves: dict[str, dict[str, list[float]]] = {
-        name: {key: [] for key in FIGURES} for name in spawners
-    }
-    for size in sizes:
-        for name, spawn in spawners.items():  # the brokers take turns at each size
-            for key, value in one_size(spawn, size).items():
-                curves[name][key].append(value)
-    return {
-        "when": time.strftime("%Y-%m-%d %H:%M"),
-        "sizes": sizes,
-        "curves": curves,
-        "exponents": {
-            name: {key: exponent(sizes, values) for key, values in per.items()}
-            for name, per in curves.items()
-        },
-    }
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.growth_groups")
     parser.add_argument("--sizes", default="1,10,100,1000", help="consumer groups")
@@ -267,13 +236,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="growth-groups")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
-    result = run(sizes, tansu=not args.no_tansu)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"{args.out}.json").write_text(json.dumps(result, indent=2) + "\n")
-    how = f"a fresh broker per size, one member a group, {WORKERS} connections"
-    table = markdown(result, how, "groups", FIGURES)
-    (RESULTS / f"{args.out}.md").write_text(table)
-    print(table)
+    result = curves(sizes, one_size, FIGURES, not args.no_tansu, minikafka=spawn_minikafka)
+    write(
+        args.out,
+        result,
+        f"a fresh broker per size, one member a group, {WORKERS} connections",
+        "groups",
+        FIGURES,
+    )
     return 0
 
 
