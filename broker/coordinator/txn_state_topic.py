@@ -7,10 +7,11 @@ each record written there is also appended as Kafka's TransactionLogKey/Value
 (Dead) is a tombstone, as Kafka's removal of expired transactional ids writes. The groups
 whose offsets a transaction carries appear as their ``__consumer_offsets`` partitions, as
 AddOffsetsToTxn adds them in Kafka; a record that changes nothing Kafka keeps here (the
-offsets a TxnOffsetCommit adds, which Kafka keeps in ``__consumer_offsets``) is not written. The topic is
-created at the first FindCoordinator for a transactional id (or the first record), with
+offsets a TxnOffsetCommit adds, which Kafka keeps in ``__consumer_offsets``) is not written.
+The topic is created at the first FindCoordinator for a transactional id (or the first record), with
 Kafka's transaction log configs (compacted, uncompressed, 100 MiB segments). A data
-directory written before the topic existed gets its live records written once at start.
+directory written before the topic existed gets its live records written once at start;
+one with the topic but no transaction log gets that log rebuilt from the topic.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Callable, Iterable
 
 from broker.coordinator.internal_topic import InternalTopic, partition_for
 from protocol import transaction_log_records as tl
+from protocol.records import CorruptBatchError, decode_records
 from storage.partition_log import PartitionLog
 from storage.store import Store, TopicInfo
 from storage.txn_state_log import DEAD, EMPTY, TxnRecord, TxnStateLog
@@ -56,6 +58,37 @@ class TxnStateTopic:
 
     def ensure(self) -> None:
         self.topic.ensure()
+
+    def start(self, txn_log: TxnStateLog, *, fresh_log: bool) -> None:
+        """At start-up: a transaction log that did not exist yet is rebuilt from the topic
+        when there is one; else the log's live records are written into a missing topic."""
+        info = self.topic.info()
+        if not fresh_log or info is None:
+            self.migrate(txn_log)
+            return
+        loaded: dict[str, TxnRecord] = {}
+        for plog in info.partitions:
+            for header, data in plog.batches(plog.log_start_offset):
+                if header.is_control or header.is_transactional:
+                    continue
+                try:
+                    records = decode_records(data, header)
+                except CorruptBatchError as exc:
+                    log.warning("%s: skipped a corrupt batch: %s", plog.name, exc)
+                    continue
+                for r in records:
+                    try:
+                        _load(loaded, r.key, r.value)
+                    except ValueError as exc:
+                        log.warning("%s: skipped a record: %s", plog.name, exc)
+        for record in loaded.values():
+            txn_log.append(record)
+            txn_log.records[record.transactional_id] = record
+        log.info(
+            "loaded %d transactional id(s) from %s into the transaction log",
+            len(loaded),
+            TRANSACTION_TOPIC,
+        )
 
     def migrate(self, txn_log: TxnStateLog) -> None:
         """Write the live records of a data directory that predates the topic into it."""
@@ -126,3 +159,36 @@ def _kafka_record(record: TxnRecord, offsets_partitions: int) -> tuple[bytes, by
         "client_transaction_version": record.client_transaction_version,
     }
     return key, tl.encode_value(value)
+
+
+def _load(loaded: dict[str, TxnRecord], key: bytes | None, value: bytes | None) -> None:
+    """One record of the topic replayed (TransactionStateManager's load: the latest value
+    of an id wins, a tombstone removes it). What Kafka does not keep (the groups of an open
+    transaction and their pending offsets, the last epoch) comes back empty."""
+    if key is None:
+        raise ValueError("a record without a key")
+    txn_id = tl.decode_key(key).transactional_id
+    if value is None:
+        loaded.pop(txn_id, None)
+        return
+    _, v = tl.decode_value(value)
+    partitions = [
+        (entry.topic, p)
+        for entry in v.transaction_partitions or []
+        if entry.topic != OFFSETS_TOPIC
+        for p in entry.partition_ids
+    ]
+    loaded[txn_id] = TxnRecord(
+        transactional_id=txn_id,
+        producer_id=v.producer_id,
+        previous_producer_id=v.previous_producer_id,
+        next_producer_id=v.next_producer_id,
+        producer_epoch=v.producer_epoch,
+        last_producer_epoch=-1,
+        timeout_ms=v.transaction_timeout_ms,
+        state=v.transaction_status,
+        partitions=partitions,
+        start_ms=v.transaction_start_timestamp_ms,
+        last_update_ms=v.transaction_last_update_timestamp_ms,
+        client_transaction_version=v.client_transaction_version,
+    )

@@ -47,6 +47,7 @@ from storage.log_config import LogConfig
 from storage.producer_ids import ProducerIdAllocator
 from storage.replica_assignment_store import ReplicaAssignmentStore
 from storage.store import Store
+from storage.txn_state_log import FILE_NAME as TXN_STATE_FILE
 from storage.txn_state_log import TxnStateLog
 
 log = logging.getLogger(__name__)
@@ -438,6 +439,7 @@ def _open_transactions(config: Config, state: BrokerState) -> TransactionCoordin
         abort_interval_ms=config.transaction_abort_timed_out_transaction_cleanup_interval_ms,
         expire_interval_ms=config.transaction_remove_expired_transaction_cleanup_interval_ms,
     )
+    fresh_log = not (Path(config.log_dir) / TXN_STATE_FILE).exists()
     txn_log = TxnStateLog.open(config.log_dir)
     topic = TxnStateTopic(
         state.store,
@@ -446,7 +448,7 @@ def _open_transactions(config: Config, state: BrokerState) -> TransactionCoordin
         state.notify_appended,
         offsets_partitions=config.offsets_topic_num_partitions,
     )
-    topic.migrate(txn_log)
+    topic.start(txn_log, fresh_log=fresh_log)
     txn_log.listener = topic.written
     state.txn_state_topic = topic
     return TransactionCoordinator(

@@ -109,3 +109,25 @@ def test_a_data_directory_from_before_the_topic_is_written_into_it_at_start(
         shutil.rmtree(path)
     with running(data, SETTINGS):
         assert [s for s, _ in states(data, "legacy-tx")] == [4]
+
+
+def test_without_the_transaction_log_the_ids_are_read_back_from_the_topic(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "data"
+    with running(data, SETTINGS) as first:
+        transact(first, "remembered-tx")
+        before = states(data, "remembered-tx")[-1][1]
+    # The coordinator's own log gone: the next version loads from the topic alone.
+    (data / "transaction-state.log").unlink()
+    with running(data, SETTINGS) as second:
+        assert "loaded 1 transactional id(s) from __transaction_state" in second.log_text()
+        # The id keeps its producer id: InitProducerId bumps the epoch of the one it had.
+        producer = confluent_kafka.Producer(
+            {"bootstrap.servers": second.bootstrap, "transactional.id": "remembered-tx"}
+        )
+        producer.init_transactions(15)
+        after = states(data, "remembered-tx")[-1][1]
+    assert after.producer_id == before.producer_id
+    assert after.producer_epoch == before.producer_epoch + 1
+    assert (data / "transaction-state.log").stat().st_size > 0
