@@ -67,6 +67,8 @@ class Replication:
         self._wake = wake
         self._clock = clock
         self._waiters: dict[_Key, list[_Waiter]] = {}
+        # acks=all appends waiting on an isolated (zombie) leader.
+        self._zombie_waits = 0
 
     def _now_ms(self) -> float:
         return self._clock() * 1000
@@ -205,6 +207,8 @@ class Replication:
         """The high watermark a node serves: the leader's, a follower's no further than its
         own log end (it learns the leader's with its fetches)."""
         hw = plog.high_watermark
+        if part.frozen_hw is not None:
+            return min(hw, part.frozen_hw)  # an isolated node's, which stopped moving
         if node == part.leader or part.log is not plog:
             return hw
         return min(hw, part.ends.get(node, hw))
@@ -223,6 +227,18 @@ class Replication:
         """Once the ISR has the log up to ``required``: NONE (or
         NOT_ENOUGH_REPLICAS_AFTER_APPEND); REQUEST_TIMED_OUT after ``timeout_ms``."""
         key = (topic_id, index)
+        zombie = self.cluster.isolated.get(node)
+        if zombie is not None:
+            # An isolated leader's followers never fetch again: DelayedProduce expires, or
+            # completes NOT_LEADER_OR_FOLLOWER when the node rejoins as a follower.
+            self._zombie_waits += 1
+            try:
+                await asyncio.wait_for(zombie.ended.wait(), max(timeout_ms, 0) / 1000)
+            except TimeoutError:
+                return ErrorCode.REQUEST_TIMED_OUT
+            finally:
+                self._zombie_waits -= 1
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
         verdict = self._verdict(key, plog, required, node)
         if verdict is not None:
             return verdict
@@ -242,7 +258,7 @@ class Replication:
 
     def waiting_appends(self) -> int:
         """acks=all appends waiting for their ISR now (Kafka's produce purgatory size)."""
-        return sum(len(waiting) for waiting in self._waiters.values())
+        return self._zombie_waits + sum(len(waiting) for waiting in self._waiters.values())
 
     def _verdict(self, key: _Key, plog: PartitionLog, required: int, node: int) -> ErrorCode | None:
         part = self.cluster.known(*key)

@@ -11,3 +11,8 @@ from contextvars import ContextVar
 
 # -1: not a request of a cluster's node (a single broker, the console, a timer).
 REQUEST_NODE: ContextVar[int] = ContextVar("request_node", default=-1)
+
+# The node whose view the request being served sees (every request of a cluster's node;
+# set before the handler runs): an isolated node answers from the view it had when it lost
+# the controller (broker.cluster.state.Cluster.isolate).
+VIEWING_NODE: ContextVar[int] = ContextVar("viewing_node", default=-1)

@@ -8,16 +8,25 @@ partition has no leader (-1) and keeps its last ISR, as KRaft does without ELR. 
 starts again takes the leadership of partitions left without one; it rejoins the other ISRs
 once its followers caught up (broker.cluster.replication), or at once for a partition nothing
 was appended to since the process started (every replica then has the same log).
+
+An isolated node (``isolate``: the zombie leader) is fenced as a stopped one, but its ports
+stay open and it answers from the view it had then: the leaders, epochs and ISRs of that
+moment, the brokers then alive, a high watermark that no longer moves (its followers stopped
+fetching from it). What it appends as a zombie never reaches the partition's log (Kafka
+truncates it away when the node rejoins as a follower).
 """
 
 from __future__ import annotations
 
+import asyncio
+import copy
 import logging
 import random
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from broker.cluster.placement import replicas_for, seed_of
+from broker.cluster.routing import VIEWING_NODE
 from broker.config.model import Config, Listener
 from storage.partition_log import PartitionLog
 from storage.replica_assignment_store import ReplicaAssignmentStore, TopicAssignment
@@ -61,6 +70,21 @@ class PartitionState:
     epoch_start: int = 0
     # Truncations so far: a follower's fetch scheduled before one is void.
     truncations: int = 0
+    # An isolated node's view only: the high watermark it serves (it stopped moving) and
+    # its own log end, which its zombie appends advance (None: the log has not been
+    # appended to since the process started).
+    frozen_hw: int | None = None
+    zombie_end: int | None = None
+
+
+@dataclass(slots=True)
+class StaleView:
+    """What an isolated node still believes: the partitions and live brokers as they were
+    when it lost the controller; ``ended`` is set when it rejoins or stops."""
+
+    partitions: dict[tuple[bytes | str, int], PartitionState]
+    alive: frozenset[int]
+    ended: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 class UnknownNode(ValueError):
@@ -87,6 +111,14 @@ class Cluster:
         self._partitions: dict[tuple[bytes | str, int], PartitionState] = {}
         # Per listener name, each node's listener as bound (its ports and advertised ports).
         self.listeners: dict[str, list[Listener]] = {}
+        # Isolated nodes (ports open, fenced by the controller) and the view each answers from.
+        self.isolated: dict[int, StaleView] = {}
+
+    def _view(self) -> StaleView | None:
+        """The stale view of the isolated node serving the current request, if any."""
+        if not self.isolated:
+            return None
+        return self.isolated.get(VIEWING_NODE.get())
 
     # -- nodes ---------------------------------------------------------------------------
 
@@ -99,7 +131,9 @@ class Cluster:
             raise UnknownNode(f"no node {node} in this cluster (its nodes: {ids})")
 
     def live_nodes(self) -> list[int]:
-        return [n for n in self.node_ids if n in self.alive]
+        view = self._view()
+        alive = self.alive if view is None else view.alive
+        return [n for n in self.node_ids if n in alive]
 
     def endpoint(self, node: int, via: Listener) -> tuple[str, int]:
         """The advertised address of ``node`` on the listener a request came through."""
@@ -143,7 +177,13 @@ class Cluster:
             self.store.put(topic_id, TopicAssignment(replication_factor, kept))
 
     def partition(self, key: bytes | str, index: int) -> PartitionState:
-        """A topic's partition (key: topic id), or an internal topic's (key: its name)."""
+        """A topic's partition (key: topic id), or an internal topic's (key: its name); on an
+        isolated node, as it saw the partition then."""
+        view = self._view()
+        if view is not None:
+            stale = view.partitions.get((key, index))
+            if stale is not None:
+                return stale
         found = self._partitions.get((key, index))
         if found is None:
             rf = (
@@ -225,7 +265,56 @@ class Cluster:
                 part.isr = [n for n in part.replicas if n in self.alive]
 
     def offline_replicas(self, part: PartitionState) -> list[int]:
-        return [n for n in part.replicas if n not in self.alive]
+        view = self._view()
+        alive = self.alive if view is None else view.alive
+        return [n for n in part.replicas if n not in alive]
+
+    # -- isolating a node (the zombie leader) ------------------------------------------------
+
+    def isolate(self, node: int, partitions: Iterable[tuple[bytes | str, int]]) -> None:
+        """``node`` loses the controller and its peers: its broker session expires and the
+        controller fences it (leaves every ISR, its leaderships move with an epoch bump, as
+        ``stop``), while it keeps answering from the view it had (``StaleView``)."""
+        self.check_node(node)
+        partitions = list(partitions)
+        for key, index in partitions:
+            self.partition(key, index)
+        stale: dict[tuple[bytes | str, int], PartitionState] = {}
+        for where, part in self._partitions.items():
+            seen = PartitionState(
+                part.replicas,
+                part.leader,
+                part.leader_epoch,
+                list(part.isr),
+                None,
+                copy.copy(part.ends),
+                {},
+                part.epoch_start,
+                part.truncations,
+            )
+            if part.log is not None:
+                seen.frozen_hw = part.log.high_watermark
+                seen.zombie_end = part.log.log_end_offset
+            stale[where] = seen
+        self.isolated[node] = StaleView(stale, frozenset(self.alive))
+        self.stop(node, partitions)
+
+    def rejoin(self, node: int) -> bool:
+        """An isolated node reaches the controller again: its stale view ends (what it
+        appended as a zombie is gone, truncated to its new leader's log) and it runs as a
+        started node. False if it was not isolated."""
+        view = self.isolated.pop(node, None)
+        if view is None:
+            return False
+        view.ended.set()
+        self.start(node)
+        return True
+
+    def drop_isolation(self, node: int) -> None:
+        """An isolated node stops: its view ends, it stays stopped."""
+        view = self.isolated.pop(node, None)
+        if view is not None:
+            view.ended.set()
 
 
 def _leader_moved(part: PartitionState, old: int) -> None:

@@ -64,6 +64,8 @@ class NodeSwitch(Protocol):
     def start_node(self, node: int) -> bool: ...
 
 
+    def isolate_node(self, node: int) -> bool: ...
+
 class ApiTable(Protocol):
     """The APIs served and their versions (broker.core.dispatch.Dispatcher), for ApiVersions."""
 

@@ -110,7 +110,7 @@ import struct
 import time
 from typing import TYPE_CHECKING
 
-from broker.cluster.state import INTERNAL_TOPICS, Cluster
+from broker.cluster.state import INTERNAL_TOPICS, Cluster, leadership_key
 from broker.config.topic_configs import TopicSettings
 from broker.core.dispatch import CloseConnection
 from broker.core.request_context import RequestContext
@@ -408,6 +408,13 @@ async def _replicated(
     for tp, verdict in zip(waits, verdicts, strict=True):
         if verdict != ErrorCode.NONE:
             with_field(results[tp], "error_code", verdict)
+        if verdict == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+            # KafkaApis names the current leader in every NOT_LEADER_OR_FOLLOWER (KIP-951).
+            info = ctx.state.store.topic(tp[0])
+            if info is not None:
+                key = leadership_key(info.name, info.topic_id)
+                leader = current_leader(replication.cluster, key, tp[1])
+                with_field(results[tp], "current_leader", leader)
 
 
 def _add_node_endpoints(ctx: RequestContext, cluster: Cluster, response: Message) -> None:
@@ -749,7 +756,11 @@ def _append(
             )
         replication = state.replication
         assert replication is not None
-        part = replication.track(info.topic_id, index, plog)
+        if cluster.node_of(ctx.listener) in cluster.isolated:
+            # A zombie leader checks its own stale ISR (it cannot reach the controller).
+            part = cluster.partition(info.topic_id, index)
+        else:
+            part = replication.track(info.topic_id, index, plog)
         epoch = part.leader_epoch
         if acks == -1 and replication.under_min_isr(part, plog):
             # Partition.appendRecordsToLeader: an ISR below min.insync.replicas takes no
@@ -797,6 +808,8 @@ def _append(
     batch, rewritten = entry.batch, entry.header
     assert batch is not None and rewritten is not None
     header = rewritten
+    if cluster is not None and cluster.node_of(ctx.listener) in cluster.isolated:
+        return _zombie_append(ctx, cluster, tp, plog, header, acks, appended, ends)
     if len(batch) > settings.max_message_bytes:
         # A rebuilt batch is measured again (UnifiedLog.append, messageSizeMaybeChanged).
         return _failed(tp, ErrorCode.MESSAGE_TOO_LARGE, plog)
@@ -829,6 +842,48 @@ def _append(
         if settings.log_append_time and result.log_append_time_ms < 0
         else result.log_append_time_ms,
         log_start_offset=result.log_start_offset,
+        record_errors=[],
+        error_message=None,
+    )
+
+
+def _zombie_append(
+    ctx: RequestContext,
+    cluster: Cluster,
+    tp: _TopicPartition,
+    plog: PartitionLog,
+    header: BatchHeader,
+    acks: int,
+    appended: list[PartitionLog],
+    ends: dict[_TopicPartition, int],
+) -> Message:
+    """An isolated node that still believes it leads appends to its own log, which no
+    follower fetches and which is truncated to the new leader's when it rejoins: the batch
+    gets the zombie's next offsets and is never readable (its high watermark stays where it
+    was) nor kept in the partition's log. acks=all then waits for an ISR that never comes
+    (Kafka's DelayedProduce: REQUEST_TIMED_OUT, or NOT_LEADER_OR_FOLLOWER once it rejoins)."""
+    info = ctx.state.store.topic(tp[0])
+    assert info is not None
+    part = cluster.partition(leadership_key(info.name, info.topic_id), tp[1])
+    base = plog.log_end_offset if part.zombie_end is None else part.zombie_end
+    part.zombie_end = base + header.last_offset_delta + 1
+    appended.append(plog)  # an acks=all answer waits as for an append
+    ends[tp] = part.zombie_end
+    log.info(
+        "zombie append to %s-%d at %d on isolated node %d (acks=%d, %s)",
+        tp[0],
+        tp[1],
+        base,
+        cluster.node_of(ctx.listener),
+        acks,
+        ctx.describe(),
+    )
+    return Message(
+        index=tp[1],
+        error_code=ErrorCode.NONE,
+        base_offset=base,
+        log_append_time_ms=-1,
+        log_start_offset=plog.log_start_offset,
         record_errors=[],
         error_message=None,
     )

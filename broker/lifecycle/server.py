@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Protocol
 
 from broker import __version__
+from broker.cluster.routing import VIEWING_NODE
 from broker.cluster.state import (
     INTERNAL_PARTITIONS,
     OFFSETS_TOPIC,
@@ -30,6 +31,7 @@ from broker.coordinator.transactions import Settings as TransactionSettings
 from broker.coordinator.transactions import TransactionCoordinator
 from broker.coordinator.txn_state_topic import TxnStateTopic
 from broker.core.dispatch import Dispatcher
+from broker.core.request_context import RequestContext
 from broker.core.state import BrokerState
 from broker.handlers import build_dispatcher
 from broker.handlers._leadership import group_elsewhere
@@ -40,6 +42,7 @@ from broker.net.fd_headroom import FdHeadroom
 from broker.runtime.flusher import Flusher
 from broker.runtime.startup_errors import data_dir_failure, listeners_fix
 from broker.security.tls import TlsConfigError, server_context
+from protocol.schema import Message
 from storage.committed_offsets import FILE_NAME as COMMITTED_OFFSETS_FILE
 from storage.committed_offsets import CommittedOffsets
 from storage.dir_lock import DataDirLock, DataDirLockedError
@@ -158,6 +161,7 @@ class Broker:
         state.transactions.on_markers = state.notify_appended
         if state.cluster is not None:
             state.groups.elsewhere = group_elsewhere(state.cluster)
+            dispatcher.interceptors.append(_viewing(state.cluster))
         self.state = state
         state.nodes = self
         faults = self.faults
@@ -231,15 +235,16 @@ class Broker:
         partitions it led elect new leaders. False if it was stopped already."""
         state, cluster = _cluster_of(self.state)
         cluster.check_node(node)
+        if node in cluster.isolated:
+            # Fenced already; its ports close now and its zombie view ends.
+            cluster.drop_isolation(node)
+            self._close_node(state, cluster, node)
+            state.complete_parked_fetches()
+            log.warning("isolated node %d stopped (fault injection)", node)
+            return True
         if node not in cluster.alive:
             return False
-        index = node - cluster.node_ids[0]
-        for server in self.node_servers.pop(index, []):
-            server.close()
-            self.servers.remove(server)
-        for conn in list(state.connections):
-            if conn.listener.node_index == index and conn.transport is not None:
-                conn.transport.abort()
+        self._close_node(state, cluster, node)
         cluster.stop(node, _all_partitions(state))
         if state.replication is not None:
             # Smaller ISRs may move high watermarks; appends waiting on the old leader answer.
@@ -249,10 +254,42 @@ class Broker:
         log.warning("node %d stopped (fault injection)", node)
         return True
 
+    def _close_node(self, state: BrokerState, cluster: Cluster, node: int) -> None:
+        index = node - cluster.node_ids[0]
+        for server in self.node_servers.pop(index, []):
+            server.close()
+            self.servers.remove(server)
+        for conn in list(state.connections):
+            if conn.listener.node_index == index and conn.transport is not None:
+                conn.transport.abort()
+
+    def isolate_node(self, node: int) -> bool:
+        """A simulated cluster's node loses the controller and its peers while its ports
+        stay open: fenced (its leaderships move, it leaves the ISRs), it answers clients from
+        its stale view. False if it was stopped or isolated already."""
+        state, cluster = _cluster_of(self.state)
+        cluster.check_node(node)
+        if node not in cluster.alive:
+            return False
+        cluster.isolate(node, _all_partitions(state))
+        if state.replication is not None:
+            state.replication.refresh()
+        state.complete_parked_fetches()
+        log.warning("node %d isolated (fault injection)", node)
+        return True
+
     def start_node(self, node: int) -> bool:
         """A stopped node serves again on the ports it had. False if it was running."""
         state, cluster = _cluster_of(self.state)
         cluster.check_node(node)
+        if cluster.rejoin(node):
+            # Isolated: its ports never closed; it catches up as a started node does.
+            if state.replication is not None:
+                state.replication.node_started(node)
+                state.replication.refresh()
+            state.complete_parked_fetches()
+            log.info("isolated node %d rejoined the cluster (fault injection)", node)
+            return True
         if node in cluster.alive:
             return False
         index = node - cluster.node_ids[0]
@@ -391,6 +428,16 @@ def _load_assignments(cluster: Cluster, store: Store) -> None:
     gone = cluster.load(kept, (t.topic_id for t in store.topics()))
     if gone:
         log.info("forgot the replica assignments of %d deleted topic(s)", gone)
+
+
+def _viewing(cluster: Cluster) -> Callable[[RequestContext, Message], None]:
+    """The dispatcher's interceptor that names the node each request reached, so an isolated
+    node's answers come from its stale view (broker.cluster.state.Cluster.isolate)."""
+
+    def viewing(ctx: RequestContext, request: Message) -> None:
+        VIEWING_NODE.set(cluster.node_of(ctx.listener))
+
+    return viewing
 
 
 def _cluster_of(state: BrokerState | None) -> tuple[BrokerState, Cluster]:

@@ -188,8 +188,12 @@ class Broker:
         return bool(self.faults.broker_stop(node))
 
     def start_node(self, node: int) -> bool:
-        """Start a stopped node again: fault operation broker-start."""
+        """Start a stopped node again (or end its isolation): fault operation broker-start."""
         return bool(self.faults.broker_start(node))
+
+    def isolate_node(self, node: int) -> bool:
+        """Isolate one node of a cluster (the zombie leader): fault operation broker-isolate."""
+        return bool(self.faults.broker_isolate(node))
 
     @property
     def port(self) -> int:
@@ -341,6 +345,9 @@ class ThreadedBroker:
 
     def start_node(self, node: int) -> bool:
         return self._call(_run(functools.partial(self._broker.start_node, node)))
+
+    def isolate_node(self, node: int) -> bool:
+        return self._call(_run(functools.partial(self._broker.isolate_node, node)))
 
     def crash(self) -> None:
         self._call(self._broker.crash())

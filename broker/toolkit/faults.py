@@ -18,6 +18,9 @@ them once for all three. What they do:
   partition's leader is gone (KRaftMetadataCache, ReplicaManager.getPartitionOrError).
 - ``broker-stop``/``broker-start``: stop a simulated cluster's node (minikafka.cluster.size)
   or start it again; see broker.cluster.state for what clients then see.
+- ``broker-isolate``: a node loses the controller and its peers while its ports stay open
+  (the zombie leader): fenced, it answers clients from its stale view until ``broker-start``
+  (it rejoins) or ``broker-stop``.
 - ``replication-delay``: a simulated cluster's followers fetch what their leaders append
   ``delay_ms`` later (0: at once), so high watermarks and acks=all answers trail by it
   (broker.cluster.replication).
@@ -326,6 +329,13 @@ class FaultInjector:
     def broker_start(self, node: int) -> bool:
         """Start a stopped node again on its ports; it rejoins the ISRs."""
         return self._nodes().start_node(_int("node", node, 0))
+
+    def broker_isolate(self, node: int) -> bool:
+        """Isolate a simulated cluster's node: its broker session expires (its leaderships
+        move with an epoch bump, it leaves the ISRs, it stops replicating) while its ports
+        stay open and it answers from its stale view; ``broker_start`` ends it (False if it
+        was stopped or isolated already)."""
+        return self._nodes().isolate_node(_int("node", node, 0))
 
     def replication_delay(self, delay_ms: int) -> int:
         """Followers trail their leaders by ``delay_ms`` from now on; the previous delay."""
@@ -685,6 +695,7 @@ OPERATIONS: dict[str, str] = {
     "refuse-connections": "refuse_connections",
     "broker-stop": "broker_stop",
     "broker-start": "broker_start",
+    "broker-isolate": "broker_isolate",
     "replication-delay": "replication_delay",
     "log-requests": "log_requests",
     "requests": "requests",
@@ -740,6 +751,12 @@ class _CheckedNodes:
     def start_node(self, node: int) -> bool:
         try:
             return self._nodes.start_node(node)
+        except UnknownNode as exc:
+            raise FaultError(str(exc)) from None
+
+    def isolate_node(self, node: int) -> bool:
+        try:
+            return self._nodes.isolate_node(node)
         except UnknownNode as exc:
             raise FaultError(str(exc)) from None
 
