@@ -44,6 +44,10 @@ MAX_DECODED_ELEMENTS = 1_000_000
 # (a step of Python each), and only one holding more goes to a worker.
 OFFLOAD_DECODE_BYTES = 16 * 1024
 INLINE_DECODE_ELEMENTS = 256
+# Background imports of handler modules (warm_after_first) wait this long while requests are
+# being handled, doubling up to the second.
+WARM_RETRY_S = 0.005
+WARM_RETRY_MAX_S = 1.0
 
 
 class CloseConnection(Exception):
@@ -106,6 +110,9 @@ class Dispatcher:
         # Keys whose modules are imported in the background once the first request came.
         self._warm: list[int] = []
         self._warming = False
+        self._warm_delay = WARM_RETRY_S / 2
+        # Requests being decoded, handled or encoded (``call``) right now.
+        self.in_flight = 0
 
     def register(
         self,
@@ -175,10 +182,20 @@ class Dispatcher:
 
     def warm_after_first(self, keys: list[int]) -> None:
         """Import the modules of ``keys`` in the background once a first request came: one
-        per loop turn, so a request arriving meanwhile waits for one import at most."""
+        per loop turn and only while no request is being handled (a client's first requests
+        come in a burst; those find their modules imported on demand), so a request waits
+        for one import at most."""
         self._warm = list(keys)
 
     def _warm_next(self) -> None:
+        if self.in_flight and self._warm:
+            # Busy: try again later, less often the longer it stays busy (a consumer's
+            # long-polling Fetch is always in flight); what is asked for meanwhile is
+            # imported on demand.
+            self._warm_delay = min(2 * self._warm_delay, WARM_RETRY_MAX_S)
+            asyncio.get_running_loop().call_later(self._warm_delay, self._warm_next)
+            return
+        self._warm_delay = WARM_RETRY_S / 2
         while self._warm:
             pending = self._pending.pop(self._warm.pop(0), None)
             if pending is not None:
@@ -210,47 +227,52 @@ class Dispatcher:
         """Decode, run the handler, encode. Returns the response body as parts (records the
         connection sends itself stay Deferred), the first starting with ``head``, or None
         (no response)."""
-        api = handler.api
-        flexible = api.is_flexible(ctx.version)
-        decoded = None
-        if len(body) >= OFFLOAD_DECODE_BYTES:
-            decoded = decode_on_loop(api, ctx.version, flexible, body)
-        if decoded is not None:
-            request, reader = decoded
-        else:
-            reader = Reader(body, max_elements=MAX_DECODED_ELEMENTS)
+        # Counted so that background imports (warming) wait while requests are handled.
+        self.in_flight += 1
+        try:
+            api = handler.api
+            flexible = api.is_flexible(ctx.version)
+            decoded = None
             if len(body) >= OFFLOAD_DECODE_BYTES:
-                request = await offload.run(_decode, api, ctx.version, flexible, reader)
+                decoded = decode_on_loop(api, ctx.version, flexible, body)
+            if decoded is not None:
+                request, reader = decoded
             else:
-                request = _decode(api, ctx.version, flexible, reader)
-        if reader.remaining:
-            # Kafka's AbstractRequest.parseRequest reads the fields it knows and never checks
-            # that the body was consumed: librdkafka's all-topics Metadata v13 carries 3 bytes
-            # more, and Kafka answers it. So do we, with a debug line only.
-            log.debug(
-                "ignoring %d bytes after the %s v%d request body (%s)",
-                reader.remaining,
-                api.name,
-                ctx.version,
-                ctx.describe(),
-            )
-        for interceptor in self.interceptors:
-            res = interceptor(ctx, request)
-            if inspect.isawaitable(res):
-                await res
-        wrapper = self.wrapper
-        result: Any
-        if wrapper is not None and wrapper.engaged:
-            result = await wrapper.around(handler, ctx, request)
-        else:
-            result = handler.fn(ctx, request)
-            if inspect.isawaitable(result):
-                result = await result
-        if request_log.log.isEnabledFor(logging.DEBUG):
-            request_log.log.debug("%s", request_log.describe(api, ctx, request, result))
-        if result is None:
-            return None
-        return codec.encode_parts(api.response, ctx.version, flexible, result, head)
+                reader = Reader(body, max_elements=MAX_DECODED_ELEMENTS)
+                if len(body) >= OFFLOAD_DECODE_BYTES:
+                    request = await offload.run(_decode, api, ctx.version, flexible, reader)
+                else:
+                    request = _decode(api, ctx.version, flexible, reader)
+            if reader.remaining:
+                # Kafka's AbstractRequest.parseRequest reads the fields it knows and never checks
+                # that the body was consumed: librdkafka's all-topics Metadata v13 carries 3 bytes
+                # more, and Kafka answers it. So do we, with a debug line only.
+                log.debug(
+                    "ignoring %d bytes after the %s v%d request body (%s)",
+                    reader.remaining,
+                    api.name,
+                    ctx.version,
+                    ctx.describe(),
+                )
+            for interceptor in self.interceptors:
+                res = interceptor(ctx, request)
+                if inspect.isawaitable(res):
+                    await res
+            wrapper = self.wrapper
+            result: Any
+            if wrapper is not None and wrapper.engaged:
+                result = await wrapper.around(handler, ctx, request)
+            else:
+                result = handler.fn(ctx, request)
+                if inspect.isawaitable(result):
+                    result = await result
+            if request_log.log.isEnabledFor(logging.DEBUG):
+                request_log.log.debug("%s", request_log.describe(api, ctx, request, result))
+            if result is None:
+                return None
+            return codec.encode_parts(api.response, ctx.version, flexible, result, head)
+        finally:
+            self.in_flight -= 1
 
 
 def _decode(api: Api, version: int, flexible: bool, reader: Reader) -> Message:

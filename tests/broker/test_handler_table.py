@@ -116,3 +116,24 @@ def test_common_handlers_are_imported_after_the_first_request_one_per_loop_turn(
     assert all(b - a <= 1 for a, b in itertools.pairwise(loaded))
     assert warm <= set(dispatcher.handlers)
     assert SHARE_FETCH.key not in dispatcher.handlers
+
+
+def test_background_imports_wait_while_a_request_is_being_handled() -> None:
+    dispatcher = build_dispatcher()
+
+    async def first_request_then_busy() -> tuple[int, int]:
+        assert dispatcher.handler(API_VERSIONS.key) is not None
+        dispatcher.in_flight = 1  # a request being handled, as inside Dispatcher.call
+        for _ in range(len(WARM)):
+            await asyncio.sleep(0)
+        while_busy = len(dispatcher.handlers)
+        dispatcher.in_flight = 0
+        deadline = asyncio.get_running_loop().time() + 10
+        while len(dispatcher.handlers) < 1 + len(WARM):
+            assert asyncio.get_running_loop().time() < deadline
+            await asyncio.sleep(0.001)
+        return while_busy, len(dispatcher.handlers)
+
+    while_busy, after = asyncio.run(first_request_then_busy())
+    assert while_busy == 1
+    assert after == 1 + len(WARM)
