@@ -133,6 +133,12 @@ class Config:
     group_share_max_size: int = 200
     group_share_record_lock_duration_ms: int = 30000
     group_share_delivery_count_limit: int = 5
+    # KIP-1071 streams groups (broker.coordinator.streams): the finalized streams.version
+    # (0 = off) and the group.streams.* settings.
+    streams_version: int = 0
+    group_streams_session_timeout_ms: int = 45000
+    group_streams_heartbeat_interval_ms: int = 5000
+    group_streams_initial_rebalance_delay_ms: int = 3000
     group_share_partition_max_record_locks: int = 200
     # The log cleaner (broker.lifecycle.log_cleaner_threads), log.cleaner.*; the last four
     # are the broker defaults of the topic configs delete.retention.ms,

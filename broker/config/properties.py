@@ -67,6 +67,15 @@ def _share_version(value: Any) -> None:
         raise ValueError(f"must be between 0 and {MAX_SHARE_VERSION}")
 
 
+# streams.version levels served: 1 = KIP-1071 streams groups (Kafka's StreamsVersion.SV_1).
+MAX_STREAMS_VERSION = 1
+
+
+def _streams_version(value: Any) -> None:
+    if not 0 <= value <= MAX_STREAMS_VERSION:
+        raise ValueError(f"must be between 0 and {MAX_STREAMS_VERSION}")
+
+
 def _delivery_count_limit(value: Any) -> None:
     # ShareGroupConfig: atLeast(2), atMost(10).
     if not 2 <= value <= 10:
@@ -556,6 +565,37 @@ PROPERTIES: tuple[Property, ...] = (
         "none of them, as Kafka 4.0.",
         attr="share_version",
         validator=_share_version,
+    ),
+    Property(
+        "minikafka.streams.version",
+        INT,
+        "0",
+        "minikafka: the finalized streams.version feature (Kafka 4.4.0 finalizes 1). 1 = "
+        "KIP-1071 streams groups: StreamsGroupHeartbeat and StreamsGroupDescribe are served "
+        "and advertised; 0 = neither, as Kafka 4.0.",
+        attr="streams_version",
+        validator=_streams_version,
+    ),
+    Property(
+        "group.streams.session.timeout.ms",
+        INT,
+        "45000",
+        "Streams groups: a member silent this long is removed from its group.",
+        attr="group_streams_session_timeout_ms",
+    ),
+    Property(
+        "group.streams.heartbeat.interval.ms",
+        INT,
+        "5000",
+        "Streams groups: the heartbeat interval told to members.",
+        attr="group_streams_heartbeat_interval_ms",
+    ),
+    Property(
+        "group.streams.initial.rebalance.delay.ms",
+        INT,
+        "3000",
+        "Streams groups: how long after a group's creation its first tasks are assigned.",
+        attr="group_streams_initial_rebalance_delay_ms",
     ),
     Property(
         "group.share.session.timeout.ms",

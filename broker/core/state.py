@@ -13,6 +13,7 @@ from broker.cluster.state import OFFSETS_TOPIC, TRANSACTION_TOPIC, Cluster
 from broker.config import topic_configs
 from broker.config.topic_configs import TopicSettings
 from broker.coordinator.share.coordinator import ShareCoordinator, ShareSettings
+from broker.coordinator.streams.coordinator import StreamsCoordinator, StreamsSettings
 from broker.core.metrics import BrokerMetrics
 from broker.fetch.purgatory import FetchPurgatory
 from broker.fetch.sessions import FetchSessionCache
@@ -63,8 +64,8 @@ class NodeSwitch(Protocol):
 
     def start_node(self, node: int) -> bool: ...
 
-
     def isolate_node(self, node: int) -> bool: ...
+
 
 class ApiTable(Protocol):
     """The APIs served and their versions (broker.core.dispatch.Dispatcher), for ApiVersions."""
@@ -76,6 +77,8 @@ class ApiTable(Protocol):
 
 # The feature flag of the share-group APIs (Kafka's share.version; the dispatcher's gate).
 SHARE_VERSION_FEATURE = "share.version"
+# The feature flag of the streams-group APIs (Kafka's streams.version; KIP-1071).
+STREAMS_VERSION_FEATURE = "streams.version"
 
 
 class BrokerState:
@@ -196,6 +199,17 @@ class BrokerState:
             log.warning("share groups file ignored: %s", self.shares.saved_groups.problem)
         if config.share_version >= 1:
             dispatcher.enable(SHARE_VERSION_FEATURE)
+        # KIP-1071 streams groups, served and advertised with minikafka.streams.version >= 1.
+        self.streams = StreamsCoordinator(
+            StreamsSettings(
+                session_timeout_ms=config.group_streams_session_timeout_ms,
+                heartbeat_interval_ms=config.group_streams_heartbeat_interval_ms,
+                initial_rebalance_delay_ms=config.group_streams_initial_rebalance_delay_ms,
+            ),
+            self._partition_count,
+        )
+        if config.streams_version >= 1:
+            dispatcher.enable(STREAMS_VERSION_FEATURE)
         # ACLs, when authorizer.class.name names StandardAuthorizer; None = no authorizer
         # (every request allowed, the ACL APIs answer SECURITY_DISABLED, as in Kafka).
         self.authorizer: StandardAuthorizer | None = None
@@ -216,6 +230,10 @@ class BrokerState:
             if info is not None:
                 self.fetch_purgatory.check_and_complete((info.name, index))
         self.shares.persist()
+
+    def _partition_count(self, topic: str) -> int | None:
+        info = self.store.topic(topic)
+        return None if info is None else len(info.partitions)
 
     def classic_or_consumer(self, group_id: str) -> bool:
         groups = getattr(self, "groups", None)

@@ -93,6 +93,9 @@ HANDLERS: tuple[HandlerEntry, ...] = (
     HandlerEntry("describe_share_group_offsets", 90, 0, 1, None, "share.version"),
     HandlerEntry("alter_share_group_offsets", 91, 0, 0, None, "share.version"),
     HandlerEntry("delete_share_group_offsets", 92, 0, 0, None, "share.version"),
+    # KIP-1071 streams groups (broker.coordinator.streams), behind the streams.version feature.
+    HandlerEntry("streams_group_heartbeat", 88, 0, 1, None, "streams.version"),
+    HandlerEntry("streams_group_describe", 89, 0, 1, None, "streams.version"),
 )
 
 

@@ -7,7 +7,9 @@ omits it. Old librdkafka fails to parse a v3 response whose tagged section diffe
 metadata.version, group.version (level 1: KIP-848 consumer groups, served by
 ConsumerGroupHeartbeat/ConsumerGroupDescribe) and transaction.version (2: Produce v12, EndTxn
 v5 and TxnOffsetCommit v5 work, so Java 4.x uses transactions v2) are finalized, as on a fresh
-Kafka 4.0 cluster. Below v4, supported features whose minimum is 0 are left out
+Kafka 4.0 cluster. share.version and streams.version are listed only when
+minikafka.share.version / minikafka.streams.version switch them on (Kafka 4.4.0's levels).
+Below v4, supported features whose minimum is 0 are left out
 (ApiVersionsResponse.maybeFilterSupportedFeatureKeys, KAFKA-17492: older clients fail to
 parse them), as Kafka does.
 An unknown version is answered by broker.net.connection with a v0 body and UNSUPPORTED_VERSION.
@@ -43,6 +45,10 @@ TRANSACTION_VERSION_MAX = 2
 # minikafka.share.version, listed only when that is 1 (a Kafka 4.0 cluster has no share
 # groups, and our default answer stays Kafka 4.0's).
 SHARE_VERSION_MAX = 1
+# streams.version (KIP-1071 streams groups): supported 0-1 and finalized at
+# minikafka.streams.version, listed only when that is 1, after share.version as Kafka 4.4.0
+# lists it.
+STREAMS_VERSION_MAX = 1
 # ApiVersionsResponse.maybeFilterSupportedFeatureKeys: below v4 no feature with minimum 0.
 FEATURE_LEVEL_0_SINCE = 4
 
@@ -57,7 +63,7 @@ def _valid_software(request: Message) -> bool:
     )
 
 
-def _supported_features(version: int, share_version: int) -> list[Message]:
+def _supported_features(version: int, share_version: int, streams_version: int) -> list[Message]:
     """Kafka lists a supported feature whose range starts at 0 only to v4+ requests (older
     clients reject a minimum of 0), so group.version 0-1 and transaction.version 0-2 appear
     at v4 only, as recorded from Kafka 4.0.0."""
@@ -79,19 +85,24 @@ def _supported_features(version: int, share_version: int) -> list[Message]:
             features.append(
                 Message(name="share.version", min_version=0, max_version=SHARE_VERSION_MAX)
             )
+        if streams_version:
+            features.append(
+                Message(name="streams.version", min_version=0, max_version=STREAMS_VERSION_MAX)
+            )
         features.append(
             Message(name="transaction.version", min_version=0, max_version=TRANSACTION_VERSION_MAX)
         )
     return features
 
 
-def _finalized_features(share_version: int) -> list[Message]:
+def _finalized_features(share_version: int, streams_version: int) -> list[Message]:
     # Kafka 4.4.0's order (its feature map's): share.version before metadata.version here,
     # after it in the supported features.
     levels = [
         ("group.version", GROUP_VERSION_MAX),
         ("share.version", share_version),
         ("metadata.version", METADATA_VERSION_MAX),
+        ("streams.version", streams_version),
         ("transaction.version", TRANSACTION_VERSION_MAX),
     ]
     return [
@@ -112,6 +123,7 @@ def handle(ctx: RequestContext, request: Message) -> Message:
         return Message(error_code=ErrorCode.INVALID_REQUEST, api_keys=[], throttle_time_ms=0)
     dispatcher = ctx.state.dispatcher
     share_version = ctx.state.config.share_version
+    streams_version = ctx.state.config.streams_version
     if ctx.version >= 3:
         ctx.state.client_software[ctx.peer] = (
             ctx.client_id or "",
@@ -122,7 +134,7 @@ def handle(ctx: RequestContext, request: Message) -> Message:
         error_code=ErrorCode.NONE,
         api_keys=api_version_entries(dispatcher),
         throttle_time_ms=0,
-        supported_features=_supported_features(ctx.version, share_version),
+        supported_features=_supported_features(ctx.version, share_version, streams_version),
         finalized_features_epoch=FINALIZED_FEATURES_EPOCH,
-        finalized_features=_finalized_features(share_version),
+        finalized_features=_finalized_features(share_version, streams_version),
     )
