@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from broker.cluster.placement import replicas_for, seed_of
 from broker.cluster.routing import VIEWING_NODE
 from broker.config.model import Config, Listener
+from protocol.errors import ErrorCode
 from storage.partition_log import PartitionLog
 from storage.replica_assignment_store import ReplicaAssignmentStore, TopicAssignment
 
@@ -263,6 +264,55 @@ class Cluster:
             if part.log is None:
                 # Nothing appended since the process started: its log is everyone's.
                 part.isr = [n for n in part.replicas if n in self.alive]
+
+    def elect(self, key: bytes | str, index: int, *, unclean: bool) -> ErrorCode:
+        """ElectLeaders for one partition (ReplicationControlManager.electLeader). Preferred:
+        the first replica leads if it is alive and in the ISR (ELECTION_NOT_NEEDED when it
+        leads already, else PREFERRED_LEADER_NOT_AVAILABLE). Unclean: only for a partition
+        with no leader, the first live replica leads alone in the ISR, its log as it is
+        (what the last ISR had beyond it is gone); ELIGIBLE_LEADERS_NOT_AVAILABLE when no
+        replica is alive. Either bumps the leader epoch."""
+        part = self.partition(key, index)
+        old = part.leader
+        if unclean:
+            if old != NO_LEADER:
+                return ErrorCode.ELECTION_NOT_NEEDED
+            live = [n for n in part.replicas if n in self.alive]
+            if not live:
+                return ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
+            part.leader = live[0]
+            part.isr = [live[0]]
+        else:
+            preferred = part.replicas[0]
+            if old == preferred:
+                return ErrorCode.ELECTION_NOT_NEEDED
+            if preferred not in self.alive or preferred not in part.isr:
+                return ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
+            part.leader = preferred
+        part.leader_epoch += 1
+        if part.log is not None:
+            _leader_moved(part, old)
+        log.info(
+            "partition %r-%d: %s election, leader %d -> %d at epoch %d",
+            key,
+            index,
+            "unclean" if unclean else "preferred",
+            old,
+            part.leader,
+            part.leader_epoch,
+        )
+        return ErrorCode.NONE
+
+    def imbalanced(self) -> list[tuple[bytes | str, int]]:
+        """The partitions whose leader is not their preferred replica while it could be
+        (alive and in the ISR): what automatic rebalancing elects."""
+        return [
+            key
+            for key, part in self._partitions.items()
+            if part.leader != part.replicas[0]
+            and part.replicas[0] in self.alive
+            and part.replicas[0] in part.isr
+        ]
 
     def offline_replicas(self, part: PartitionState) -> list[int]:
         view = self._view()

@@ -9,12 +9,20 @@ out the partitions whose election is not needed); an empty list = an empty answe
 (QuorumController.electLeaders). An election type other than 0/1 (v1+) is an
 InvalidRequestException: INVALID_REQUEST at the top (v1+) and for every named partition
 (ElectLeadersRequest.getErrorResponse). Nothing is written.
+In a simulated cluster (broker.cluster.state.Cluster.elect, as ReplicationControlManager
+.electLeader): PREFERRED makes the first replica the leader when it is alive and in the ISR
+(ELECTION_NOT_NEEDED when it leads, PREFERRED_LEADER_NOT_AVAILABLE otherwise); UNCLEAN elects
+the first live replica of a partition with no leader (ELECTION_NOT_NEEDED when it has one,
+ELIGIBLE_LEADERS_NOT_AVAILABLE when no replica runs), whatever unclean.leader.election.enable
+says; an elected partition answers NONE with a null message. Any node answers (Kafka forwards
+the request to the controller).
 Deviations: none known.
 Authorization (with an authorizer): ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
 
+from broker.cluster.state import leadership_key
 from broker.core.request_context import RequestContext
 from broker.handlers._acl_requests import cluster_allowed
 from broker.security.acl import ALTER
@@ -28,13 +36,19 @@ MAX_VERSION = 2
 
 PREFERRED, UNCLEAN = 0, 1
 NOT_NEEDED_MESSAGE = "Leader election not needed for topic partition."
+# Kafka's Errors' default messages, which ApiError.message() answers.
+_MESSAGES = {
+    ErrorCode.ELECTION_NOT_NEEDED: NOT_NEEDED_MESSAGE,
+    ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE: "The preferred leader was not available.",
+    ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE: "Eligible topic partition leaders are not available.",
+}
 
 
 def _result(partition: int, code: int, message: str | None) -> Message:
     return Message(partition_id=partition, error_code=code, error_message=message)
 
 
-def _elect(ctx: RequestContext, topic: str, partition: int) -> Message:
+def _elect(ctx: RequestContext, topic: str, partition: int, election_type: int) -> Message:
     info = ctx.state.store.topic(topic)
     if info is None:
         return _result(partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"No such topic as {topic}")
@@ -44,9 +58,14 @@ def _elect(ctx: RequestContext, topic: str, partition: int) -> Message:
             ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
             f"No such partition as {topic}-{partition}",
         )
-    # The only replica leads, so it is the preferred leader and a leader exists: neither a
-    # preferred nor an unclean election is needed.
-    return _result(partition, ErrorCode.ELECTION_NOT_NEEDED, NOT_NEEDED_MESSAGE)
+    cluster = ctx.state.cluster
+    if cluster is None:
+        # The only replica leads, so it is the preferred leader and a leader exists: neither
+        # a preferred nor an unclean election is needed.
+        return _result(partition, ErrorCode.ELECTION_NOT_NEEDED, NOT_NEEDED_MESSAGE)
+    key = leadership_key(info.name, info.topic_id)
+    error = cluster.elect(key, partition, unclean=election_type == UNCLEAN)
+    return _result(partition, error, _MESSAGES.get(error))
 
 
 def handle(ctx: RequestContext, request: Message) -> Message:
@@ -83,14 +102,30 @@ def handle(ctx: RequestContext, request: Message) -> Message:
                 for t in wanted or []
             ],
         )
+    kind = request.election_type
     if wanted is None:
-        results = [
-            Message(topic=info.name, partition_result=[])
-            for info in sorted(ctx.state.store.topics(), key=lambda t: t.name)
-        ]
+        # Every partition; those whose election is not needed are left out.
+        results = []
+        for info in sorted(ctx.state.store.topics(), key=lambda t: t.name):
+            elected = [_elect(ctx, info.name, p, kind) for p in range(len(info.partitions))]
+            results.append(
+                Message(
+                    topic=info.name,
+                    partition_result=[
+                        r for r in elected if r.error_code != ErrorCode.ELECTION_NOT_NEEDED
+                    ],
+                )
+            )
     else:
         results = [
-            Message(topic=t.topic, partition_result=[_elect(ctx, t.topic, p) for p in t.partitions])
+            Message(
+                topic=t.topic,
+                partition_result=[_elect(ctx, t.topic, p, kind) for p in t.partitions],
+            )
             for t in wanted
         ]
+    if ctx.state.replication is not None:
+        # New leaders: high watermarks, waiting appends and parked fetches see them now.
+        ctx.state.replication.refresh()
+        ctx.state.complete_parked_fetches()
     return Message(throttle_time_ms=0, error_code=ErrorCode.NONE, replica_election_results=results)
