@@ -103,28 +103,38 @@ def _ack_errors(answer: Message) -> tuple[int, list[int]]:
     return answer.error_code, [p.error_code for t in answer.responses for p in t.partitions]
 
 
+def _join_group(
+    client: RawClient, group: str, topic: str, keys: range
+) -> tuple[list[tuple[int, int, int]], str, Message, float]:
+    """ApiVersions' entries for ``keys``, then the group's coordinator found, ``topic``
+    created and MEMBER joined (asked again while the coordinator loads): the versions, the
+    topic's id, the join's answer and the conversation's deadline."""
+    versions = client.request(
+        API_VERSIONS, 4, Message(client_software_name="raw", client_software_version="1")
+    )
+    entries = [
+        (k.api_key, k.min_version, k.max_version) for k in versions.api_keys if k.api_key in keys
+    ]
+    deadline = time.monotonic() + 60
+    while True:
+        found = client.request(FIND_COORDINATOR, 6, Message(key_type=0, coordinator_keys=[group]))
+        if all(c.error_code == 0 for c in found.coordinators):
+            break
+        assert time.monotonic() < deadline, found
+        time.sleep(0.3)
+    topic_id = create_partitioned_topic(client, topic, 1)
+    while (joined := heartbeat(client, group, MEMBER, 0, [topic])).error_code in LOADING:
+        assert time.monotonic() < deadline, joined
+        time.sleep(0.3)
+    return entries, topic_id, joined, deadline
+
+
 def conversation(port: int) -> dict[str, Any]:
     seen: dict[str, Any] = {}
     with RawClient(port) as a, RawClient(port) as b:
-        versions = a.request(
-            API_VERSIONS, 4, Message(client_software_name="raw", client_software_version="1")
+        seen["versions"], topic_id, joined, deadline = _join_group(
+            a, "sq", "share-ref", range(76, 80)
         )
-        seen["versions"] = [
-            (k.api_key, k.min_version, k.max_version)
-            for k in versions.api_keys
-            if 76 <= k.api_key <= 79
-        ]
-        deadline = time.monotonic() + 60
-        while True:
-            found = a.request(FIND_COORDINATOR, 6, Message(key_type=0, coordinator_keys=["sq"]))
-            if all(c.error_code == 0 for c in found.coordinators):
-                break
-            assert time.monotonic() < deadline, found
-            time.sleep(0.3)
-        topic_id = create_partitioned_topic(a, "share-ref", 1)
-        while (joined := heartbeat(a, "sq", MEMBER, 0, ["share-ref"])).error_code in LOADING:
-            assert time.monotonic() < deadline, joined
-            time.sleep(0.3)
         seen["join"] = (joined.error_code, joined.heartbeat_interval_ms, joined.assignment)
         for label, answer in (
             ("empty member id", heartbeat(a, "sq", "", 0, ["share-ref"])),
@@ -329,25 +339,9 @@ def admin_conversation(port: int) -> dict[str, Any]:
     """The share-group offset admin APIs, DeleteGroups and the one-kind-per-id refusals."""
     seen: dict[str, Any] = {}
     with RawClient(port) as a:
-        versions = a.request(
-            API_VERSIONS, 4, Message(client_software_name="raw", client_software_version="1")
+        seen["versions"], topic_id, joined, deadline = _join_group(
+            a, "sa", "share-admin", range(90, 93)
         )
-        seen["versions"] = [
-            (k.api_key, k.min_version, k.max_version)
-            for k in versions.api_keys
-            if 90 <= k.api_key <= 92
-        ]
-        deadline = time.monotonic() + 60
-        while True:
-            found = a.request(FIND_COORDINATOR, 6, Message(key_type=0, coordinator_keys=["sa"]))
-            if all(c.error_code == 0 for c in found.coordinators):
-                break
-            assert time.monotonic() < deadline, found
-            time.sleep(0.3)
-        topic_id = create_partitioned_topic(a, "share-admin", 1)
-        while (joined := heartbeat(a, "sa", MEMBER, 0, ["share-admin"])).error_code in LOADING:
-            assert time.monotonic() < deadline, joined
-            time.sleep(0.3)
         assert joined.error_code == 0, joined
         configured = a.request(
             INCREMENTAL_ALTER_CONFIGS,
