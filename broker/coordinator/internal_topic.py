@@ -12,7 +12,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 
-from broker.coordinator.transactions import java_string_hash
+from broker.coordinator.transactions import partition_for
 from protocol.records import build_batch, parse_header
 from storage.partition_log import PartitionLog
 from storage.store import Store, TopicInfo
@@ -20,12 +20,6 @@ from storage.store import Store, TopicInfo
 log = logging.getLogger(__name__)
 
 KafkaRecord = tuple[bytes, bytes | None]
-
-
-def partition_for(key: str, partitions: int) -> int:
-    """partitionFor of both coordinators: Utils.abs(key.hashCode) % partitions."""
-    h = java_string_hash(key)
-    return (0 if h == -(1 << 31) else abs(h)) % partitions
 
 
 class InternalTopic:

@@ -63,10 +63,10 @@ log = logging.getLogger(__name__)
 # The coordinator's epoch written into markers (Kafka: the leader epoch of the transaction
 # log partition; one node never moves it).
 COORDINATOR_EPOCH = 0
-# Kafka's groupMetadataTopicPartitionCount default: AddOffsetsToTxn adds
-# __consumer_offsets-<partitionFor(group)> to the transaction.
+# AddOffsetsToTxn adds __consumer_offsets-<partitionFor(group)> to the transaction.
 GROUP_OFFSETS_TOPIC = "__consumer_offsets"
-OFFSETS_TOPIC_PARTITIONS = 50
+# offsets.topic.num.partitions' default (Kafka's groupMetadataTopicPartitionCount).
+DEFAULT_OFFSETS_PARTITIONS = 50
 # ProducerIdAndEpoch / TransactionMetadata.isEpochExhausted: Short.MaxValue - 1.
 EPOCH_EXHAUSTED = 32766
 NO_PRODUCER_ID = -1
@@ -97,10 +97,11 @@ def java_string_hash(value: str) -> int:
     return h - (1 << 32) if h & 0x80000000 else h
 
 
-def offsets_partition(group_id: str) -> int:
-    """GroupCoordinator.partitionFor: Utils.abs(groupId.hashCode) % partitions."""
-    h = java_string_hash(group_id)
-    return (0 if h == -(1 << 31) else abs(h)) % OFFSETS_TOPIC_PARTITIONS
+def partition_for(key: str, partitions: int) -> int:
+    """partitionFor of both coordinators: Utils.abs(key.hashCode) % partitions
+    (offsets.topic.num.partitions or transaction.state.log.num.partitions)."""
+    h = java_string_hash(key)
+    return (0 if h == -(1 << 31) else abs(h)) % partitions
 
 
 @dataclass(frozen=True, slots=True)
@@ -354,8 +355,12 @@ class TransactionCoordinator:
         producer_epoch: int,
         group_id: str,
         client_tv: int = TV1,
+        *,
+        offsets_partitions: int,
     ) -> ErrorCode:
-        partition = (GROUP_OFFSETS_TOPIC, offsets_partition(group_id))
+        """``offsets_partitions``: offsets.topic.num.partitions, which the group's partition
+        is counted from."""
+        partition = (GROUP_OFFSETS_TOPIC, partition_for(group_id, offsets_partitions))
         return await self.add_partitions(
             txn_id, producer_id, producer_epoch, [partition], (group_id,), client_tv
         )
@@ -431,8 +436,11 @@ class TransactionCoordinator:
             if o.group_id == group_id
         }
 
-    async def offsets_marker(self, producer_id: int, partition: int, commit: bool) -> ErrorCode:
-        """A WriteTxnMarkers marker for __consumer_offsets-<partition> (an admin tool's, e.g.
+    async def offsets_marker(
+        self, producer_id: int, partition: int, commit: bool, offsets_partitions: int
+    ) -> ErrorCode:
+        """A WriteTxnMarkers marker for __consumer_offsets-<partition> (of
+        ``offsets_partitions``; an admin tool's, e.g.
         `kafka-transactions.sh abort`): the producer's pending offsets of the groups that
         partition holds are committed or dropped (GroupCoordinator.onTransactionCompleted),
         the transaction's state is otherwise left alone, as Kafka's coordinator never hears
@@ -440,7 +448,11 @@ class TransactionCoordinator:
         for txn_id, meta in list(self.txns.items()):
             if meta.producer_id != producer_id:
                 continue
-            mine = [o for o in meta.pending_offsets if offsets_partition(o.group_id) == partition]
+            mine = [
+                o
+                for o in meta.pending_offsets
+                if partition_for(o.group_id, offsets_partitions) == partition
+            ]
             if not mine:
                 continue
             if txn_id in self.pending:

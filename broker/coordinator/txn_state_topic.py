@@ -19,7 +19,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 
-from broker.coordinator.internal_topic import InternalTopic, partition_for
+from broker.coordinator.internal_topic import InternalTopic
+from broker.coordinator.transactions import DEFAULT_OFFSETS_PARTITIONS, partition_for
 from protocol import transaction_log_records as tl
 from protocol.records import CorruptBatchError, decode_records
 from storage.partition_log import PartitionLog
@@ -47,7 +48,7 @@ class TxnStateTopic:
         partitions: int,
         set_configs: Callable[[TopicInfo, dict[str, str]], None],
         notify_appended: Callable[[Iterable[PartitionLog]], None],
-        offsets_partitions: int = 50,
+        offsets_partitions: int = DEFAULT_OFFSETS_PARTITIONS,
     ) -> None:
         self._offsets_partitions = offsets_partitions
         # Per live transactional id, what its last record said (update time aside).

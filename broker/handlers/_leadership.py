@@ -8,13 +8,14 @@ from collections.abc import Callable
 
 from broker.cluster.routing import REQUEST_NODE
 from broker.cluster.state import (
+    INTERNAL_PARTITIONS,
     NO_LEADER,
     OFFSETS_TOPIC,
     TRANSACTION_TOPIC,
     Cluster,
     leadership_key,
 )
-from broker.coordinator.transactions import offsets_partition
+from broker.coordinator.transactions import partition_for
 from broker.core.request_context import RequestContext
 from protocol.errors import ErrorCode
 from protocol.schema import Message
@@ -122,7 +123,7 @@ def coordinator_node(cluster: Cluster, key_type: int, key: str) -> int:
     """The leader of the key's partition of __consumer_offsets or __transaction_state
     (partitionFor: abs(hashCode) % 50); the coordinators move with those leaders."""
     topic = OFFSETS_TOPIC if key_type == GROUP_KEY else TRANSACTION_TOPIC
-    return cluster.leader(topic, offsets_partition(key))
+    return cluster.leader(topic, partition_for(key, INTERNAL_PARTITIONS))
 
 
 def not_coordinator(ctx: RequestContext, cluster: Cluster, key_type: int, key: str) -> bool:

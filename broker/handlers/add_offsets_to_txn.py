@@ -1,9 +1,9 @@
 """AddOffsetsToTxn, versions 0-4.
 
 TransactionCoordinator.handleAddPartitionsToTransaction with the group's offsets partition
-(``__consumer_offsets``-``abs(groupId.hashCode) % 50``): the same checks and errors as
-AddPartitionsToTxn v0-3 (PRODUCER_FENCED as INVALID_PRODUCER_EPOCH below v2); "" ->
-INVALID_REQUEST. The group's TxnOffsetCommit offsets then wait for the transaction's end.
+(``__consumer_offsets``-``abs(groupId.hashCode) % offsets.topic.num.partitions``): the same
+checks and errors as AddPartitionsToTxn v0-3 (PRODUCER_FENCED as INVALID_PRODUCER_EPOCH below
+v2); "" -> INVALID_REQUEST. The group's TxnOffsetCommit offsets then wait for the transaction's end.
 Authorization (with an authorizer): WRITE on the transactional id, else
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED; READ on the group, else GROUP_AUTHORIZATION_FAILED.
 """
@@ -38,6 +38,7 @@ async def handle(ctx: RequestContext, request: Message) -> Message:
             request.producer_id,
             request.producer_epoch,
             request.group_id,
+            offsets_partitions=ctx.state.config.offsets_topic_num_partitions,
         )
     return Message(
         throttle_time_ms=0, error_code=for_version(error, ctx.version, PRODUCER_FENCED_SINCE)

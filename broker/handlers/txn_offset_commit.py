@@ -25,7 +25,7 @@ Authorization (with an authorizer): WRITE on the transactional id, then READ on 
 from __future__ import annotations
 
 from broker.coordinator.groups.coordinator import OFFSET_METADATA_MAX_BYTES
-from broker.coordinator.transactions import GROUP_OFFSETS_TOPIC, offsets_partition
+from broker.coordinator.transactions import GROUP_OFFSETS_TOPIC, partition_for
 from broker.core.request_context import RequestContext
 from broker.handlers._groups import offset_commit_answer
 from broker.handlers._txn import coordinator, group_elsewhere
@@ -107,7 +107,8 @@ async def _check(ctx: RequestContext, request: Message) -> int:
     )
     if group_error:
         return group_error
-    partition = (GROUP_OFFSETS_TOPIC, offsets_partition(request.group_id))
+    count = ctx.state.config.offsets_topic_num_partitions
+    partition = (GROUP_OFFSETS_TOPIC, partition_for(request.group_id, count))
     if ctx.version >= IMPLICIT_ADD_VERSION:
         error = await coordinator(ctx).add_implicitly(
             request.transactional_id,

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 
-from broker.coordinator.transactions import GROUP_OFFSETS_TOPIC, OFFSETS_TOPIC_PARTITIONS, wall_ms
+from broker.coordinator.transactions import GROUP_OFFSETS_TOPIC, wall_ms
 from broker.core.request_context import RequestContext
 from broker.handlers._txn import coordinator
 from broker.security.acl import ALTER, CLUSTER, CLUSTER_ACTION, CLUSTER_NAME
@@ -45,9 +45,10 @@ async def _write(
 ) -> ErrorCode:
     commit = bool(marker.transaction_result)
     if topic == GROUP_OFFSETS_TOPIC:
-        if not 0 <= index < OFFSETS_TOPIC_PARTITIONS:
+        count = ctx.state.config.offsets_topic_num_partitions
+        if not 0 <= index < count:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        return await coordinator(ctx).offsets_marker(marker.producer_id, index, commit)
+        return await coordinator(ctx).offsets_marker(marker.producer_id, index, commit, count)
     plog = ctx.state.store.partition(topic, index)
     if plog is None or plog.offline is not None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
