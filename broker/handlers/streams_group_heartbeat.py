@@ -116,6 +116,11 @@ def handle(ctx: RequestContext, request: Message) -> Message:
     beat = streams.heartbeat(request, ctx.client_id or "", client_host(ctx))
     if beat.error != ErrorCode.NONE or beat.member is None:
         return _refused(beat.error, beat.message)
+    if beat.member.epoch < 0:
+        # A member that left: Kafka answers its id and epoch only (recorded from 4.4.0).
+        left = _refused(ErrorCode.NONE).to_dict()
+        left.update(member_id=beat.member.member_id, member_epoch=beat.member.epoch)
+        return Message(**left)
     _create_internal(ctx, beat)
     settings = streams.settings
     sent = beat.tasks is not None

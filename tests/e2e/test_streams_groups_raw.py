@@ -304,7 +304,8 @@ def test_internal_topics_created_then_tasks_spread_and_sticky(broker: BrokerProc
         assert v0.assignor_name is None
 
         left = beat(client, group_id="wc", member_id="m2", member_epoch=-1)
-        assert (left.error_code, left.member_epoch) == (0, -1)
+        assert (left.error_code, left.member_id, left.member_epoch) == (0, "m2", -1)
+        assert (left.heartbeat_interval_ms, left.acceptable_recovery_lag) == (0, -1)
         back = owned(client, "wc", "m1", done.member_epoch, kept)
         assert partitions(back) == {0, 1, 2, 3}
 
