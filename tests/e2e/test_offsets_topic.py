@@ -16,6 +16,7 @@ import pytest
 from protocol import coordinator_records as cr
 from tests.support.broker_process import BrokerProcess, running
 from tests.support.compaction import StoredRecord, read_partition
+from tests.support.internal_topics import java_partition
 from tests.support.polling import until_sync
 
 kafka = pytest.importorskip("kafka")
@@ -23,16 +24,6 @@ confluent_kafka = pytest.importorskip("confluent_kafka")
 confluent_admin = pytest.importorskip("confluent_kafka.admin")
 
 OFFSETS = "__consumer_offsets"
-
-
-def java_partition(group: str, partitions: int) -> int:
-    """abs(String.hashCode) % partitions, written out as Java computes it (ASCII ids)."""
-    h = 0
-    for ch in group:
-        h = (h * 31 + ord(ch)) & 0xFFFFFFFF
-    if h >= 1 << 31:
-        h -= 1 << 32
-    return (0 if h == -(1 << 31) else abs(h)) % partitions
 
 
 @pytest.fixture
@@ -56,6 +47,35 @@ def commit(broker: BrokerProcess, group: str, topic: str, offset: int, metadata:
         tp = kafka.TopicPartition(topic, 0)
         consumer.assign([tp])
         consumer.commit({tp: kafka.structs.OffsetAndMetadata(offset, metadata, -1)})
+    finally:
+        consumer.close()
+
+
+def consume_and_commit(
+    broker: BrokerProcess, group: str, topic: str, count: int, **conf: str
+) -> None:
+    """A subscribed confluent-kafka consumer of ``group`` reads ``count`` records of
+    ``topic``, commits them and leaves."""
+    consumer = confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            **conf,
+        }
+    )
+    try:
+        consumer.subscribe([topic])
+        seen = 0
+        for _ in range(300):
+            msg = consumer.poll(0.1)
+            if msg is not None and msg.error() is None:
+                seen += 1
+            if seen == count:
+                break
+        assert seen == count
+        consumer.commit(asynchronous=False)
     finally:
         consumer.close()
 
@@ -158,28 +178,7 @@ def test_a_classic_group_writes_group_metadata_and_its_deletion_tombstones(
 ) -> None:
     produce(broker, "events", 4)
     group = "classic-g"
-    consumer = confluent_kafka.Consumer(
-        {
-            "bootstrap.servers": broker.bootstrap,
-            "group.id": group,
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-            "client.id": "classic-client",
-        }
-    )
-    try:
-        consumer.subscribe(["events"])
-        seen = 0
-        for _ in range(200):
-            msg = consumer.poll(0.1)
-            if msg is not None and msg.error() is None:
-                seen += 1
-            if seen == 4:
-                break
-        assert seen == 4
-        consumer.commit(asynchronous=False)
-    finally:
-        consumer.close()
+    consume_and_commit(broker, group, "events", 4, **{"client.id": "classic-client"})
 
     records = stored(broker, group)
     groups = [(k, v) for kind, k, v in records if kind == cr.GROUP_METADATA]
@@ -208,28 +207,7 @@ def test_a_consumer_protocol_group_writes_the_consumer_group_records(
 ) -> None:
     produce(broker, "payments", 2)
     group = "kip848-g"
-    consumer = confluent_kafka.Consumer(
-        {
-            "bootstrap.servers": broker.bootstrap,
-            "group.id": group,
-            "group.protocol": "consumer",
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-        }
-    )
-    try:
-        consumer.subscribe(["payments"])
-        got = 0
-        for _ in range(300):
-            msg = consumer.poll(0.1)
-            if msg is not None and msg.error() is None:
-                got += 1
-            if got == 2:
-                break
-        assert got == 2
-        consumer.commit(asynchronous=False)
-    finally:
-        consumer.close()
+    consume_and_commit(broker, group, "payments", 2, **{"group.protocol": "consumer"})
 
     def kinds() -> set[int]:
         return {kind for kind, _, _ in stored(broker, group)}

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from protocol import transaction_log_records as tl
-from tests.e2e.test_offsets_topic import java_partition
 from tests.support.broker_process import BrokerProcess, running
 from tests.support.compaction import read_partition
+from tests.support.internal_topics import java_partition
 from tests.support.polling import until_sync
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
@@ -98,12 +98,18 @@ def test_an_expired_transactional_id_leaves_a_tombstone(tmp_path: Path) -> None:
         assert until_sync(lambda: states(proc.data_dir, "short-lived")[-1][0] == -1, 20)
 
 
+def transacted(tmp_path: Path, txn_id: str) -> Path:
+    """A data directory where ``txn_id`` committed one transaction (the broker stopped)."""
+    data = tmp_path / "data"
+    with running(data, SETTINGS) as first:
+        transact(first, txn_id)
+    return data
+
+
 def test_a_data_directory_from_before_the_topic_is_written_into_it_at_start(
     tmp_path: Path,
 ) -> None:
-    data = tmp_path / "data"
-    with running(data, SETTINGS) as first:
-        transact(first, "legacy-tx")
+    data = transacted(tmp_path, "legacy-tx")
     # As a data directory of the version before __transaction_state: the private log only.
     for path in data.glob(f"{TOPIC}-*"):
         shutil.rmtree(path)
@@ -114,10 +120,8 @@ def test_a_data_directory_from_before_the_topic_is_written_into_it_at_start(
 def test_without_the_transaction_log_the_ids_are_read_back_from_the_topic(
     tmp_path: Path,
 ) -> None:
-    data = tmp_path / "data"
-    with running(data, SETTINGS) as first:
-        transact(first, "remembered-tx")
-        before = states(data, "remembered-tx")[-1][1]
+    data = transacted(tmp_path, "remembered-tx")
+    before = states(data, "remembered-tx")[-1][1]
     # The coordinator's own log gone: the next version loads from the topic alone.
     (data / "transaction-state.log").unlink()
     with running(data, SETTINGS) as second:

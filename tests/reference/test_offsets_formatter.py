@@ -7,7 +7,6 @@ The group is at the partition Kafka picks for it (abs(hashCode) % 50) on both si
 
 from __future__ import annotations
 
-import json
 import uuid
 
 import pytest
@@ -15,7 +14,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.reference.conftest import REFERENCE_VERSION
-from tests.support.kafka_reference import run_tool
+from tests.support.internal_topics import formatted_records, java_partition
 
 kafka_python = pytest.importorskip("kafka")
 
@@ -23,15 +22,6 @@ pytestmark = pytest.mark.timeout(600)
 
 FORMATTER = "org.apache.kafka.tools.consumer.OffsetsMessageFormatter"
 PARTITIONS = 50
-
-
-def java_partition(group: str) -> int:
-    h = 0
-    for ch in group:
-        h = (h * 31 + ord(ch)) & 0xFFFFFFFF
-    if h >= 1 << 31:
-        h -= 1 << 32
-    return (0 if h == -(1 << 31) else abs(h)) % PARTITIONS
 
 
 def flow(bootstrap: str, topic: str, group: str) -> None:
@@ -59,33 +49,11 @@ def flow(bootstrap: str, topic: str, group: str) -> None:
 
 def formatted(bootstrap: str, group: str) -> list[dict[str, object]]:
     """The records the formatter prints for ``group``, read from its partition."""
-    result = run_tool(
-        "kafka-console-consumer",
-        [
-            "--bootstrap-server",
-            bootstrap,
-            "--topic",
-            "__consumer_offsets",
-            "--partition",
-            str(java_partition(group)),
-            "--offset",
-            "earliest",
-            "--formatter",
-            FORMATTER,
-            "--timeout-ms",
-            "8000",
-        ],
-        version=REFERENCE_VERSION,
-    )
-    assert "Processed a total of" in result.stderr, result.stderr
+    partition = java_partition(group, PARTITIONS)
     lines = []
-    # Kafka 4.0's coordinator-record formatters print no line separator between records.
-    decoder = json.JSONDecoder()
-    text, pos = result.stdout.strip(), 0
-    while pos < len(text):
-        record, pos = decoder.raw_decode(text, pos)
-        while pos < len(text) and text[pos].isspace():
-            pos += 1
+    for record in formatted_records(
+        bootstrap, "__consumer_offsets", partition, FORMATTER, REFERENCE_VERSION
+    ):
         if record["key"]["data"].get("group") == group:
             value = record.get("value")
             if isinstance(value, dict):

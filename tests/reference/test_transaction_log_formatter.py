@@ -9,7 +9,6 @@ order).
 
 from __future__ import annotations
 
-import json
 import uuid
 
 import pytest
@@ -17,12 +16,13 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.reference.conftest import REFERENCE_VERSION
-from tests.reference.test_offsets_formatter import java_partition
-from tests.support.kafka_reference import run_tool
+from tests.support.internal_topics import formatted_records, java_partition
 
 pytestmark = pytest.mark.timeout(600)
 
 FORMATTER = "org.apache.kafka.tools.consumer.TransactionLogMessageFormatter"
+# Kafka's transaction.state.log.num.partitions default, on both sides.
+PARTITIONS = 50
 
 
 def flow(bootstrap: str, topic: str, txn_id: str) -> None:
@@ -63,33 +63,11 @@ def offsets_flow(bootstrap: str, topic: str, txn_id: str, group: str) -> None:
 
 def formatted(bootstrap: str, txn_id: str) -> list[dict[str, object]]:
     """The records the formatter prints for ``txn_id``, ids and times masked."""
-    result = run_tool(
-        "kafka-console-consumer",
-        [
-            "--bootstrap-server",
-            bootstrap,
-            "--topic",
-            "__transaction_state",
-            "--partition",
-            str(java_partition(txn_id)),
-            "--offset",
-            "earliest",
-            "--formatter",
-            FORMATTER,
-            "--timeout-ms",
-            "8000",
-        ],
-        version=REFERENCE_VERSION,
-    )
-    assert "Processed a total of" in result.stderr, result.stderr
+    partition = java_partition(txn_id, PARTITIONS)
     records = []
-    # Kafka 4.0's coordinator-record formatters print no line separator between records.
-    decoder = json.JSONDecoder()
-    text, pos = result.stdout.strip(), 0
-    while pos < len(text):
-        record, pos = decoder.raw_decode(text, pos)
-        while pos < len(text) and text[pos].isspace():
-            pos += 1
+    for record in formatted_records(
+        bootstrap, "__transaction_state", partition, FORMATTER, REFERENCE_VERSION
+    ):
         if record["key"]["data"].get("transactionalId") != txn_id:
             continue
         data = record["value"]["data"] if record.get("value") else None
