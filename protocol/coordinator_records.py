@@ -39,6 +39,7 @@ CONSUMER_GROUP_MEMBER_METADATA = 5
 CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA = 6
 CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER = 7
 CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT = 8
+CONSUMER_GROUP_REGULAR_EXPRESSION = 16
 
 OFFSET_COMMIT_VALUE_VERSION = 3
 OFFSET_COMMIT_VALUE_WITH_EXPIRY = 1
@@ -58,6 +59,7 @@ KEYS: dict[int, tuple[Field, ...]] = {
     CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA: _GROUP_ID_KEY,
     CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER: _MEMBER_KEY,
     CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT: _MEMBER_KEY,
+    CONSUMER_GROUP_REGULAR_EXPRESSION: (f("group_id", STRING), f("regular_expression", STRING)),
 }
 
 OFFSET_COMMIT_VALUE = (
@@ -90,6 +92,14 @@ GROUP_METADATA_VALUE = (
 
 _TOPIC_PARTITIONS = Struct(f("topic_id", UUID), f("partitions", Array(INT32)))
 
+# Kafka 4.0's TopicMetadata keeps no racks: PartitionMetadata is written empty.
+_TOPIC_METADATA = Struct(
+    f("topic_id", UUID),
+    f("topic_name", STRING),
+    f("num_partitions", INT32),
+    f("partition_metadata", Array(Struct(f("partition", INT32), f("racks", Array(STRING))))),
+)
+
 _CLASSIC_MEMBER = Struct(
     f("session_timeout_ms", INT32),
     f("supported_protocols", Array(Struct(f("name", STRING), f("metadata", BYTES)))),
@@ -98,6 +108,7 @@ _CLASSIC_MEMBER = Struct(
 # The ConsumerGroup* values: version 0 only, flexible.
 FLEXIBLE_VALUES: dict[int, tuple[Field, ...]] = {
     CONSUMER_GROUP_METADATA: (f("epoch", INT32),),
+    CONSUMER_GROUP_PARTITION_METADATA: (f("topics", Array(_TOPIC_METADATA)),),
     CONSUMER_GROUP_MEMBER_METADATA: (
         f("instance_id", STRING, nullable="0+"),
         f("rack_id", STRING, nullable="0+"),
@@ -117,6 +128,11 @@ FLEXIBLE_VALUES: dict[int, tuple[Field, ...]] = {
         f("state", INT8),
         f("assigned_partitions", Array(_TOPIC_PARTITIONS)),
         f("partitions_pending_revocation", Array(_TOPIC_PARTITIONS)),
+    ),
+    CONSUMER_GROUP_REGULAR_EXPRESSION: (
+        f("topics", Array(STRING)),
+        f("version", INT64),
+        f("timestamp", INT64),
     ),
 }
 

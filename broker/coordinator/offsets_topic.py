@@ -15,15 +15,22 @@ directory written before this topic existed gets the whole current state written
 once, when the broker starts; one with the topic but no committed-offsets log gets that log
 rebuilt from the topic (broker.coordinator.offsets_topic_load).
 
-Deviations: the ConsumerGroupPartitionMetadata and ConsumerGroupRegularExpression records
-are not written; the records are appended without a producer id, in one batch per change
-(broker.coordinator.internal_topic), also the offsets a transaction committed (Kafka writes
-them as transactional records, resolved by the transaction's marker).
+ConsumerGroupPartitionMetadata (the subscribed topics' ids and partition counts, Kafka 4.0's
+subscription metadata, without racks as 4.0 writes it) when it changes, before the group
+epoch; ConsumerGroupRegularExpression per resolved regex when its topics change, a tombstone
+when no member subscribes to it any more.
+
+Deviations: a regex record's ``version`` (Kafka: the metadata image's offset at resolution)
+is 0, its ``timestamp`` when it is written; the subscription metadata's topics are sorted by
+name (Kafka: a hash map's order); the records are appended without a producer id, in one
+batch per change (broker.coordinator.internal_topic), also the offsets a transaction
+committed (Kafka writes them as transactional records, resolved by the transaction's marker).
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterable
 
 from broker.coordinator.internal_topic import InternalTopic, KafkaRecord
@@ -64,6 +71,9 @@ class OffsetsTopic:
         set_configs: Callable[[TopicInfo, dict[str, str]], None],
         notify_appended: Callable[[Iterable[PartitionLog]], None],
     ) -> None:
+        self._store = store
+        # Per consumer group, the subscription metadata last written (topic, id, partitions).
+        self._metadata: dict[str, SubscriptionMetadata] = {}
         self.topic = InternalTopic(
             store, OFFSETS_TOPIC, partitions, TOPIC_CONFIGS, set_configs, notify_appended
         )
@@ -101,9 +111,8 @@ class OffsetsTopic:
             self.topic.append(group, out)
         for group, consumer in consumers.items():
             items = [(t, p, v) for (t, p), v in offsets.offsets(group).items()]
-            self.topic.append(
-                group, _offset_records(group, items) + _consumer_diff(group, None, consumer)
-            )
+            diff = _consumer_diff(group, None, consumer, self._new_metadata(group, consumer))
+            self.topic.append(group, _offset_records(group, items) + diff)
         log.info(
             "wrote %d group(s) from the committed-offsets log into %s",
             len(groups) + len(consumers),
@@ -124,7 +133,8 @@ class OffsetsTopic:
     def consumer_group_written(
         self, group: str, record: ConsumerGroupRecord, previous: ConsumerGroupRecord | None
     ) -> None:
-        self.topic.append(group, _consumer_diff(group, previous, record))
+        metadata = self._new_metadata(group, record)
+        self.topic.append(group, _consumer_diff(group, previous, record, metadata))
 
     def group_deleted(
         self,
@@ -135,11 +145,39 @@ class OffsetsTopic:
     ) -> None:
         # GroupMetadataManager deletes the offsets first, then the group's own records.
         out = [_offset_tombstone(group, t, p) for t, p in offsets]
+        self._metadata.pop(group, None)
         if consumer is not None:
             out += _consumer_tombstones(group, consumer)
         elif classic or offsets:
             out.append((cr.encode_key(cr.GROUP_METADATA, {"group": group}), None))
         self.topic.append(group, out)
+
+    def _new_metadata(self, group: str, record: ConsumerGroupRecord) -> KafkaRecord | None:
+        """The group's ConsumerGroupPartitionMetadata record when its subscription metadata
+        changed (ModernGroup.computeSubscriptionMetadata: every topic a member subscribes to
+        by name or through a resolved regex, that exists), else None."""
+        names = {n for m in record.members for n in m.subscribed_topic_names}
+        for _, topics in record.resolved_regexes:
+            names.update(topics)
+        metadata: SubscriptionMetadata = []
+        for name in sorted(names):
+            info = self._store.topic(name)
+            if info is not None:
+                metadata.append((name, info.topic_id, len(info.partitions)))
+        if self._metadata.get(group) == metadata:
+            return None
+        self._metadata[group] = metadata
+        value = {
+            "topics": [
+                {"topic_id": i, "topic_name": n, "num_partitions": c, "partition_metadata": []}
+                for n, i, c in metadata
+            ]
+        }
+        key = cr.encode_key(cr.CONSUMER_GROUP_PARTITION_METADATA, {"group_id": group})
+        return key, cr.encode_consumer_group_value(cr.CONSUMER_GROUP_PARTITION_METADATA, value)
+
+
+SubscriptionMetadata = list[tuple[str, bytes, int]]
 
 
 def _offset_records(group: str, items: list[tuple[str, int, CommittedOffset]]) -> list[KafkaRecord]:
@@ -233,12 +271,45 @@ def _current_assignment(m: ConsumerMemberRecord) -> dict[str, object]:
     }
 
 
-def _consumer_diff(
+def _regex_records(
     group: str, previous: ConsumerGroupRecord | None, record: ConsumerGroupRecord
 ) -> list[KafkaRecord]:
+    """ConsumerGroupRegularExpression records of the regexes resolved anew or to other
+    topics, tombstones of those no longer subscribed to."""
+    old = {} if previous is None else dict(previous.resolved_regexes)
+    new = dict(record.resolved_regexes)
+    out: list[KafkaRecord] = []
+    now_ms = int(time.time() * 1000)
+    for regex in sorted(old.keys() - new.keys()):
+        out.append((_regex_key(group, regex), None))
+    for regex, topics in sorted(new.items()):
+        if old.get(regex) != topics:
+            value = {"topics": sorted(topics), "version": 0, "timestamp": now_ms}
+            out.append(
+                (
+                    _regex_key(group, regex),
+                    cr.encode_consumer_group_value(cr.CONSUMER_GROUP_REGULAR_EXPRESSION, value),
+                )
+            )
+    return out
+
+
+def _regex_key(group: str, regex: str) -> bytes:
+    return cr.encode_key(
+        cr.CONSUMER_GROUP_REGULAR_EXPRESSION, {"group_id": group, "regular_expression": regex}
+    )
+
+
+def _consumer_diff(
+    group: str,
+    previous: ConsumerGroupRecord | None,
+    record: ConsumerGroupRecord,
+    subscription_metadata: KafkaRecord | None,
+) -> list[KafkaRecord]:
     """The records that take Kafka's view of the group from ``previous`` to ``record``, in
-    the order its GroupMetadataManager writes them: subscriptions, group epoch, target
-    assignment, current assignments."""
+    the order its GroupMetadataManager writes them: subscriptions, regexes, subscription
+    metadata (``subscription_metadata``, when it changed), group epoch, target assignment, current
+    assignments."""
     old = {} if previous is None else {m.member_id: m for m in previous.members}
     new = {m.member_id: m for m in record.members}
     subscriptions: list[KafkaRecord] = []
@@ -268,7 +339,9 @@ def _consumer_diff(
             currents.append((key, value))
     for member_id in old.keys() - new.keys():
         removed += _member_tombstones(group, member_id)
-    out = removed + subscriptions
+    out = removed + subscriptions + _regex_records(group, previous, record)
+    if subscription_metadata is not None:
+        out.append(subscription_metadata)
     if previous is None or previous.group_epoch != record.group_epoch:
         key = cr.encode_key(cr.CONSUMER_GROUP_METADATA, {"group_id": group})
         value = cr.encode_consumer_group_value(
@@ -300,6 +373,7 @@ def _consumer_tombstones(group: str, record: ConsumerGroupRecord) -> list[KafkaR
     out: list[KafkaRecord] = []
     for m in record.members:
         out += _member_tombstones(group, m.member_id)
+    out += [(_regex_key(group, regex), None) for regex, _ in record.resolved_regexes]
     for record_type in (
         cr.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA,
         cr.CONSUMER_GROUP_PARTITION_METADATA,

@@ -4,8 +4,9 @@ As Kafka's GroupMetadataManager/GroupCoordinatorShard replay a partition at load
 offset order, the latest value of each key wins, a tombstone deletes it; aborted and
 control batches are skipped. The broker uses it when a data directory has the topic but no
 committed-offsets log (the store the coordinator still loads from), so that log is rebuilt
-from the topic; the ConsumerGroup* records give the consumer groups back without their
-resolved regexes (resolved again on the next heartbeat).
+from the topic; the ConsumerGroup* records give the consumer groups back, with their resolved
+regexes (ConsumerGroupRegularExpression). ConsumerGroupPartitionMetadata is computed again
+from the topics at the next change, as Kafka 4.0 does at the next heartbeat.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ class _Group:
     members: dict[str, Message] = field(default_factory=dict)
     targets: dict[str, Message] = field(default_factory=dict)
     currents: dict[str, Message] = field(default_factory=dict)
+    regexes: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def restore(info: TopicInfo, offsets: CommittedOffsets) -> int:
@@ -128,6 +130,11 @@ def _apply(
             table.pop(key.member_id, None)
         else:
             table[key.member_id] = body
+    elif kind == cr.CONSUMER_GROUP_REGULAR_EXPRESSION:
+        if body is None:
+            g.regexes.pop(key.regular_expression, None)
+        else:
+            g.regexes[key.regular_expression] = tuple(sorted(body.topics))
 
 
 def _classic(body: Message) -> GroupRecord:
@@ -194,4 +201,5 @@ def _consumer_group(g: _Group) -> ConsumerGroupRecord | None:
                 else tuple((p.name, bytes(p.metadata)) for p in classic.supported_protocols),
             )
         )
-    return ConsumerGroupRecord(g.epoch, g.assignment_epoch, tuple(members))
+    regexes = tuple(sorted(g.regexes.items()))
+    return ConsumerGroupRecord(g.epoch, g.assignment_epoch, tuple(members), regexes)

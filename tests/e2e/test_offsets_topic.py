@@ -14,10 +14,14 @@ from pathlib import Path
 import pytest
 
 from protocol import coordinator_records as cr
+from storage.committed_offsets import CommittedOffsets
+from tests.e2e.test_consumer_groups_raw import assigned, heartbeat_until, join
 from tests.support.broker_process import BrokerProcess, running
 from tests.support.compaction import StoredRecord, read_partition
 from tests.support.internal_topics import java_partition
 from tests.support.polling import until_sync
+from tests.support.produce import create_partitioned_topic
+from tests.support.raw_client import RawClient
 
 kafka = pytest.importorskip("kafka")
 confluent_kafka = pytest.importorskip("confluent_kafka")
@@ -480,3 +484,48 @@ def test_in_a_simulated_cluster_a_consumer_reads_it_from_its_leader(tmp_path: Pa
             assert got is not None and (got.offset, got.metadata) == (2, "here")
         finally:
             reader.close()
+
+
+def test_a_regex_group_writes_its_regex_and_subscription_metadata_records(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "data"
+    overrides = {"offsets.topic.num.partitions": "7"}
+    regex, group = r"orders\..*", "regex-g"
+    with running(data, overrides) as proc, RawClient(proc.port) as client:
+        v1 = create_partitioned_topic(client, "orders.v1", 2)
+        create_partitioned_topic(client, "payments", 1)
+        answer = join(client, group, "m", [], regex=regex)
+        assert answer.error_code == 0, answer
+        heartbeat_until(
+            client,
+            group,
+            "m",
+            answer.member_epoch,
+            assigned(answer),
+            lambda o: o == {v1: {0, 1}},
+            10,
+        )
+        records = stored(proc, group)
+    # ConsumerGroupRegularExpression: the regex's topics once resolved.
+    regexes = [(k, v) for kind, k, v in records if kind == cr.CONSUMER_GROUP_REGULAR_EXPRESSION]
+    assert regexes, records
+    key, value = regexes[-1]
+    assert (key.group_id, key.regular_expression) == (group, regex)
+    assert value is not None and value[0] == 0 and value[1].topics == ["orders.v1"]
+    assert value[1].timestamp > 0
+    # ConsumerGroupPartitionMetadata: the subscribed topics' ids and partition counts (no
+    # racks in 4.0), written before the group epoch it bumps.
+    kinds = [kind for kind, _, _ in records]
+    at = max(i for i, kind in enumerate(kinds) if kind == cr.CONSUMER_GROUP_PARTITION_METADATA)
+    assert cr.CONSUMER_GROUP_METADATA in kinds[at + 1 :]
+    [topic] = records[at][2][1].topics  # type: ignore[index]
+    assert (topic.topic_name, bytes(topic.topic_id), topic.num_partitions) == ("orders.v1", v1, 2)
+    assert topic.partition_metadata == []
+
+    # Read back from the topic alone: the group keeps its resolved regex.
+    (data / "committed-offsets.log").unlink()
+    with running(data, overrides):
+        pass
+    kept = CommittedOffsets.open(data).consumer_groups()[group]
+    assert kept.resolved_regexes == ((regex, ("orders.v1",)),)
