@@ -125,6 +125,9 @@ class Config:
     # simulated cluster's replication (broker.cluster.replication).
     min_insync_replicas: int = 1
     replica_lag_time_max_ms: int = 30000
+    # The controller's automatic preferred-leader elections in a simulated cluster.
+    auto_leader_rebalance_enable: bool = True
+    leader_imbalance_check_interval_seconds: int = 300
     # KIP-932 share groups (broker.coordinator.share): the finalized share.version (0 = off)
     # and the group.share.* settings.
     share_version: int = 0

@@ -737,6 +737,24 @@ PROPERTIES: tuple[Property, ...] = (
         validator=at_least(1),
     ),
     Property(
+        "auto.leader.rebalance.enable",
+        BOOLEAN,
+        "true",
+        "A simulated cluster's controller moves each partition's leadership back to its "
+        "preferred replica (the first) once that is alive and in the ISR, every "
+        "leader.imbalance.check.interval.seconds (KRaft's maybeBalancePartitionLeaders).",
+        attr="auto_leader_rebalance_enable",
+    ),
+    Property(
+        "leader.imbalance.check.interval.seconds",
+        LONG,
+        "300",
+        "How often a simulated cluster's controller looks for leaders to move back to their "
+        "preferred replica (auto.leader.rebalance.enable).",
+        attr="leader_imbalance_check_interval_seconds",
+        validator=at_least(1),
+    ),
+    Property(
         "minikafka.cluster.racks",
         LIST,
         "",

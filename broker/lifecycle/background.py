@@ -36,6 +36,7 @@ from typing import Any
 from broker.core.state import BrokerState
 from broker.lifecycle.log_cleaner_threads import LogCleanerThreads
 from broker.runtime import offload
+from protocol.errors import ErrorCode
 from storage.partition_log import PartitionLog, PendingSnapshot
 
 log = logging.getLogger(__name__)
@@ -83,12 +84,34 @@ class Background:
                 "isr-expiration",
                 replication.shrink_lagging,
             )
+            if config.auto_leader_rebalance_enable:
+                self._every(
+                    config.leader_imbalance_check_interval_seconds * 1000,
+                    "leader-rebalance",
+                    self._rebalance_leaders,
+                )
         loop = asyncio.get_running_loop()
         self.tasks.append(loop.create_task(self._delete_files(), name="delete-files"))
         self.cleaner = LogCleanerThreads(self.state, self.retain)
         self.cleaner.start()
         # A roll's producer-state snapshot is written on a worker thread too.
         self.state.store.set_snapshot_writer(self._write_roll_snapshot)
+
+    def _rebalance_leaders(self) -> None:
+        """KRaft's maybeBalancePartitionLeaders: each partition whose preferred replica is
+        alive and in the ISR but does not lead gets a preferred election (an epoch bump)."""
+        cluster, replication = self.state.cluster, self.state.replication
+        if cluster is None or replication is None:
+            return
+        moved = [
+            key
+            for key in cluster.imbalanced()
+            if cluster.elect(*key, unclean=False) == ErrorCode.NONE
+        ]
+        if moved:
+            log.info("leader rebalance: %d partition(s) back to their preferred leader", len(moved))
+            replication.refresh()
+            self.state.complete_parked_fetches()
 
     def _every(
         self, interval_ms: int, name: str, job: Callable[[], Coroutine[Any, Any, None] | None]

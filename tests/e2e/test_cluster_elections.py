@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import ElectionType, KafkaError, TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from minikafka import ThreadedBroker
 from protocol.errors import ErrorCode
@@ -140,3 +140,35 @@ def test_unclean_election_with_no_replica_alive_finds_no_eligible_leader(
         ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE,
         "Eligible topic partition leaders are not available.",
     )
+
+
+@pytest.mark.minikafka(leader_imbalance_check_interval_seconds=1)
+def test_automatic_rebalancing_moves_leaders_back_once_the_stopped_node_returns(
+    kafka_cluster: ThreadedBroker,
+) -> None:
+    admin = AdminClient({"bootstrap.servers": kafka_cluster.bootstrap})
+    admin.create_topics([NewTopic("rebalanced", 3, 3)])["rebalanced"].result(10)
+    ports = ports_of(kafka_cluster)
+    start = partitions(ports[1], "rebalanced")
+    assert all(p.leader_id == p.replica_nodes[0] for p in start.values())
+    led = next(p for p in start.values())
+    node = led.leader_id
+    assert deliver(kafka_cluster, "rebalanced", "all", count=2) == []
+    assert kafka_cluster.stop_node(node)
+    other = next(n for n in ports if n != node)
+    assert partitions(ports[other], "rebalanced")[led.partition_index].leader_id != node
+    assert kafka_cluster.start_node(node)
+
+    def balanced() -> bool:
+        now = partitions(ports[other], "rebalanced")
+        return all(p.leader_id == p.replica_nodes[0] for p in now.values())
+
+    wait_until(balanced, timeout=15)
+    back = partitions(ports[node], "rebalanced")[led.partition_index]
+    assert (back.leader_id, back.leader_epoch) == (node, led.leader_epoch + 2)
+    assert deliver(kafka_cluster, "rebalanced", "all", count=1) == []
+    assert stored_values(Path(str(kafka_cluster.data_dir)), "rebalanced") == [
+        b"m-0",
+        b"m-1",
+        b"m-0",
+    ]
