@@ -22,7 +22,7 @@ import asyncio
 import copy
 import logging
 import random
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from broker.cluster.placement import replicas_for, seed_of
@@ -48,11 +48,6 @@ INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TRANSACTION_TOPIC})
 def leadership_key(name: str, topic_id: bytes) -> bytes | str:
     """The key of a topic's partitions in Cluster.partition: an internal topic's name."""
     return name if name in INTERNAL_TOPICS else topic_id
-
-
-# offsets.topic.num.partitions and transaction.state.log.num.partitions (Kafka's defaults,
-# which the coordinators' partitionFor uses here).
-INTERNAL_PARTITIONS = 50
 
 
 @dataclass(slots=True)
@@ -103,6 +98,12 @@ class Cluster:
         }
         self.alive: set[int] = set(self.node_ids)
         self.default_replication_factor = min(config.default_replication_factor, self.size)
+        # Each internal topic's partition count (offsets.topic.num.partitions,
+        # transaction.state.log.num.partitions): the coordinators' partitionFor divides by it.
+        self.internal_partitions: dict[str, int] = {
+            OFFSETS_TOPIC: config.offsets_topic_num_partitions,
+            TRANSACTION_TOPIC: config.transaction_state_log_num_partitions,
+        }
         # Replication factors given by CreateTopics, per topic id; other topics get the default.
         self.replication_factors: dict[bytes, int] = {}
         # Manual assignments (CreateTopics, CreatePartitions), per (topic id, partition).
@@ -114,6 +115,9 @@ class Cluster:
         self.listeners: dict[str, list[Listener]] = {}
         # Isolated nodes (ports open, fenced by the controller) and the view each answers from.
         self.isolated: dict[int, StaleView] = {}
+        # Whether a partition's topic allows unclean election (unclean.leader.election.enable,
+        # the topic's or the broker's); set by the broker.
+        self.unclean_allowed: Callable[[bytes | str], bool] = lambda key: False
 
     def _view(self) -> StaleView | None:
         """The stale view of the isolated node serving the current request, if any."""
@@ -234,13 +238,17 @@ class Cluster:
         self.alive.discard(node)
         for key, index in partitions:
             self.partition(key, index)
-        for part in self._partitions.values():
+        for (key, _), part in self._partitions.items():
             if node not in part.isr:
                 continue
             if len(part.isr) > 1:
                 part.isr.remove(node)
             if part.leader == node:
                 live = [n for n in part.isr if n in self.alive]
+                if not live and self.unclean_allowed(key):
+                    # KRaft's partition change with Election.UNCLEAN: any live replica.
+                    live = [n for n in part.replicas if n in self.alive][:1]
+                    part.isr = live or part.isr
                 part.leader = live[0] if live else NO_LEADER
                 part.leader_epoch += 1
                 if part.log is not None:
@@ -250,13 +258,16 @@ class Cluster:
         """``node`` runs again: it rejoins the ISRs and leads where no one does."""
         self.check_node(node)
         self.alive.add(node)
-        for part in self._partitions.values():
+        for (key, _), part in self._partitions.items():
             if node not in part.replicas:
                 continue
             if part.leader == NO_LEADER:
-                # Only a member of the last ISR may lead again (no unclean election).
+                # Only a member of the last ISR may lead again, unless the topic allows
+                # unclean election (then the ISR is the new leader alone).
                 if node not in part.isr:
-                    continue
+                    if not self.unclean_allowed(key):
+                        continue
+                    part.isr = [node]
                 part.leader = node
                 part.leader_epoch += 1
                 if part.log is not None:

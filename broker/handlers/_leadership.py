@@ -8,7 +8,6 @@ from collections.abc import Callable
 
 from broker.cluster.routing import REQUEST_NODE
 from broker.cluster.state import (
-    INTERNAL_PARTITIONS,
     NO_LEADER,
     OFFSETS_TOPIC,
     TRANSACTION_TOPIC,
@@ -121,9 +120,10 @@ GROUP_KEY, TRANSACTION_KEY = 0, 1
 
 def coordinator_node(cluster: Cluster, key_type: int, key: str) -> int:
     """The leader of the key's partition of __consumer_offsets or __transaction_state
-    (partitionFor: abs(hashCode) % 50); the coordinators move with those leaders."""
+    (partitionFor: abs(hashCode) % the topic's partition count); the coordinators move with
+    those leaders."""
     topic = OFFSETS_TOPIC if key_type == GROUP_KEY else TRANSACTION_TOPIC
-    return cluster.leader(topic, partition_for(key, INTERNAL_PARTITIONS))
+    return cluster.leader(topic, partition_for(key, cluster.internal_partitions[topic]))
 
 
 def not_coordinator(ctx: RequestContext, cluster: Cluster, key_type: int, key: str) -> bool:

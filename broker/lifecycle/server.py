@@ -16,9 +16,6 @@ from typing import Protocol
 from broker import __version__
 from broker.cluster.routing import VIEWING_NODE
 from broker.cluster.state import (
-    INTERNAL_PARTITIONS,
-    OFFSETS_TOPIC,
-    TRANSACTION_TOPIC,
     Cluster,
     UnknownNode,
 )
@@ -162,6 +159,7 @@ class Broker:
         if state.cluster is not None:
             state.groups.elsewhere = group_elsewhere(state.cluster)
             dispatcher.interceptors.append(_viewing(state.cluster))
+            state.cluster.unclean_allowed = _unclean_allowed(state)
         self.state = state
         state.nodes = self
         faults = self.faults
@@ -440,6 +438,24 @@ def _viewing(cluster: Cluster) -> Callable[[RequestContext, Message], None]:
     return viewing
 
 
+def _unclean_allowed(state: BrokerState) -> Callable[[bytes | str], bool]:
+    """unclean.leader.election.enable of a partition's topic: its override, else the
+    broker's (an internal topic's is the broker's)."""
+
+    def allowed(key: bytes | str) -> bool:
+        info = state.store.topic_by_id(key) if isinstance(key, bytes) else None
+        override = (
+            None
+            if info is None
+            else state.topic_overrides(info).get("unclean.leader.election.enable")
+        )
+        if override is None:
+            return state.config.unclean_leader_election_enable
+        return override.strip().lower() == "true"
+
+    return allowed
+
+
 def _cluster_of(state: BrokerState | None) -> tuple[BrokerState, Cluster]:
     if state is None or state.cluster is None:
         raise UnknownNode("not a cluster: minikafka.cluster.size is 1")
@@ -451,8 +467,9 @@ def _all_partitions(state: BrokerState) -> list[tuple[bytes | str, int]]:
     keys: list[tuple[bytes | str, int]] = [
         (t.topic_id, p) for t in state.store.topics() for p in range(len(t.partitions))
     ]
-    for name in (OFFSETS_TOPIC, TRANSACTION_TOPIC):
-        keys.extend((name, p) for p in range(INTERNAL_PARTITIONS))
+    internal = state.cluster.internal_partitions if state.cluster is not None else {}
+    for name, count in internal.items():
+        keys.extend((name, p) for p in range(count))
     return keys
 
 

@@ -3,7 +3,8 @@ transaction with send_offsets_to_transaction (confluent-kafka) puts the group's
 __consumer_offsets-<abs(hashCode) % 7> in the transaction (DescribeTransactions, the
 __transaction_state records), writes its offsets there and its state at
 __transaction_state-<abs(hashCode) % 3>, checked on the segment files; WriteTxnMarkers knows
-7 offsets partitions."""
+7 offsets partitions; in a simulated cluster FindCoordinator names the leader of the key's
+partition of the configured count."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from protocol import coordinator_records as cr
 from protocol import transaction_log_records as tl
 from protocol.errors import ErrorCode
 from protocol.messages.describe_transactions import DESCRIBE_TRANSACTIONS
+from protocol.messages.find_coordinator import FIND_COORDINATOR
 from protocol.messages.write_txn_markers import WRITE_TXN_MARKERS
 from protocol.schema import Message
 from tests.support.broker_process import BrokerProcess, running
@@ -118,3 +120,24 @@ def test_a_transaction_with_offsets_uses_the_configured_partition_counts(
     assert ongoing, "no Ongoing record"
     listed = {e.topic: sorted(e.partition_ids) for e in ongoing[-1].transaction_partitions}
     assert listed == {"inputs": [0], OFFSETS: [offsets_partition]}
+
+
+@pytest.mark.parametrize(("key_type", "topic", "count"), [(0, OFFSETS, 7), (1, TXN_STATE, 3)])
+def test_in_a_simulated_cluster_the_coordinator_leads_the_keys_partition(
+    tmp_path: Path, key_type: int, topic: str, count: int
+) -> None:
+    keys = [f"key-{i}" for i in range(12)]
+    with running(tmp_path / "data", {**SETTINGS, "minikafka.cluster.size": "3"}) as broker:
+        with RawClient(broker.port) as client:
+            found = client.request(
+                FIND_COORDINATOR, 4, Message(key_type=key_type, coordinator_keys=keys)
+            ).coordinators
+        admin = confluent_admin.AdminClient({"bootstrap.servers": broker.bootstrap})
+        listed = admin.list_topics(topic, timeout=10).topics[topic]
+    assert len(listed.partitions) == count
+    assert all(c.error_code == ErrorCode.NONE for c in found)
+    nodes = {c.key: c.node_id for c in found}
+    leaders = {k: listed.partitions[java_partition(k, count)].leader for k in keys}
+    assert nodes == leaders
+    # With 50 partitions some of these keys would be coordinated elsewhere.
+    assert len(set(nodes.values())) > 1
