@@ -64,10 +64,19 @@ async def handle(ctx: RequestContext, request: Message) -> Message:
                 )
             )
     if valid:
+        streams_error = ctx.state.streams.validate_commit(
+            request.group_id,
+            request.member_id,
+            request.generation_id_or_member_epoch,
+            ctx.version,
+            txn=False,
+        )
         group_error = (
             # ShareGroup.validateOffsetCommit: a share group takes no offset commits.
             ErrorCode.GROUP_ID_NOT_FOUND
             if request.group_id in ctx.state.shares.groups
+            else streams_error
+            if streams_error is not None
             else groups.validate_commit(
                 request.group_id,
                 request.member_id,

@@ -97,11 +97,15 @@ def task_ids(tasks: list[Task]) -> list[Message]:
 
 
 def _create_internal(ctx: RequestContext, beat: Beat) -> None:
-    for name, partitions in beat.to_create:
+    for name, partitions, configs in beat.to_create:
         if ctx.state.store.topic(name) is not None:
             continue
         try:
-            ctx.state.store.create_topic(name, partitions)
+            info = ctx.state.store.create_topic(name, partitions)
+            if configs:
+                # The topology's configs (a changelog's cleanup.policy=compact, ...), as
+                # Kafka creates the topic with them.
+                ctx.state.set_topic_configs(info, configs)
         except Exception as exc:  # reported; retried at the next heartbeat
             log.warning("streams internal topic %s not created: %s", name, exc)
 

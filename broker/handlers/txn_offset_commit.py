@@ -102,8 +102,15 @@ async def handle(ctx: RequestContext, request: Message) -> Message:
 
 
 async def _check(ctx: RequestContext, request: Message) -> int:
-    group_error = ctx.state.groups.validate_txn_commit(
-        request.group_id, request.member_id, request.group_instance_id, request.generation_id
+    streams_error = ctx.state.streams.validate_commit(
+        request.group_id, request.member_id, request.generation_id, ctx.version, txn=True
+    )
+    group_error = (
+        ctx.state.groups.validate_txn_commit(
+            request.group_id, request.member_id, request.group_instance_id, request.generation_id
+        )
+        if streams_error is None
+        else streams_error
     )
     if group_error:
         return group_error

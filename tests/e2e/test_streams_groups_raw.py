@@ -13,7 +13,9 @@ from collections.abc import Iterator
 import pytest
 
 from protocol.messages.api_versions import API_VERSIONS
+from protocol.messages.describe_configs import DESCRIBE_CONFIGS
 from protocol.messages.metadata import METADATA
+from protocol.messages.offset_commit import OFFSET_COMMIT
 from protocol.messages.streams_group import STREAMS_GROUP_DESCRIBE, STREAMS_GROUP_HEARTBEAT
 from protocol.schema import Message
 from tests.support.broker_process import BrokerProcess, running
@@ -21,6 +23,7 @@ from tests.support.produce import create_partitioned_topic
 from tests.support.raw_client import ConnectionClosed, RawClient
 
 INVALID_REQUEST, UNKNOWN_MEMBER_ID, GROUP_ID_NOT_FOUND, FENCED_MEMBER_EPOCH = 42, 25, 69, 110
+STALE_MEMBER_EPOCH, UNSUPPORTED_VERSION = 113, 35
 MISSING_SOURCE_TOPICS, MISSING_INTERNAL_TOPICS, ASSIGNMENT_DELAYED = 1, 3, 5
 SESSION_MS = 1500
 
@@ -351,3 +354,66 @@ def test_silent_member_removed_after_session_timeout(broker: BrokerProcess) -> N
             members = {m.member_id for m in describe(client, "quiet")[0].members}
         gone = beat(client, group_id="quiet", member_id="gone", member_epoch=1)
         assert gone.error_code == UNKNOWN_MEMBER_ID
+
+
+def commit(client: RawClient, group: str, member: str, epoch: int, version: int = 9) -> int:
+    answer = client.request(
+        OFFSET_COMMIT,
+        version,
+        Message(
+            group_id=group,
+            generation_id_or_member_epoch=epoch,
+            member_id=member,
+            group_instance_id=None,
+            retention_time_ms=-1,
+            topics=[
+                Message(
+                    name="commit-in",
+                    partitions=[
+                        Message(
+                            partition_index=0,
+                            committed_offset=0,
+                            committed_leader_epoch=-1,
+                            committed_metadata="",
+                        )
+                    ],
+                )
+            ],
+        ),
+    )
+    code: int = answer.topics[0].partitions[0].error_code
+    return code
+
+
+def cleanup_policy(client: RawClient, topic: str) -> str | None:
+    answer = client.request(
+        DESCRIBE_CONFIGS,
+        4,
+        Message(
+            resources=[
+                Message(resource_type=2, resource_name=topic, configuration_keys=["cleanup.policy"])
+            ],
+            include_synonyms=False,
+            include_documentation=False,
+        ),
+    )
+    value: str | None = answer.results[0].configs[0].value
+    return value
+
+
+def test_offset_commits_checked_against_the_streams_member(broker: BrokerProcess) -> None:
+    with RawClient(broker.port) as client:
+        create_partitioned_topic(client, "commit-in", 1)
+        top = topology(["commit-in"], ["commits-store-changelog"])
+        top.subtopologies[0].state_changelog_topics[0].topic_configs = [
+            Message(key="cleanup.policy", value="compact")
+        ]
+        joined = join(client, "commits", "m1", top)
+        # The changelog is created with the configs the topology gives it.
+        assert partition_count(client, "commits-store-changelog") == 1
+        assert cleanup_policy(client, "commits-store-changelog") == "compact"
+        epoch = owned(client, "commits", "m1", joined.member_epoch, set()).member_epoch
+        assert commit(client, "commits", "zz", epoch) == UNKNOWN_MEMBER_ID
+        assert commit(client, "commits", "m1", epoch + 1) == STALE_MEMBER_EPOCH
+        assert commit(client, "commits", "m1", epoch, version=8) == UNSUPPORTED_VERSION
+        assert commit(client, "commits", "m1", epoch) == 0

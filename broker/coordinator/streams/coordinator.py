@@ -85,7 +85,7 @@ class Beat:
     member: Member | None = None
     tasks: list[Task] | None = None
     statuses: list[tuple[int, str]] = field(default_factory=list)
-    to_create: list[tuple[str, int]] = field(default_factory=list)
+    to_create: list[tuple[str, int, dict[str, str]]] = field(default_factory=list)
 
 
 def _tasks(owned: list[Message] | None) -> set[Task]:
@@ -228,8 +228,29 @@ class StreamsCoordinator:
         if member.epoch == 0 or member.owned <= target:
             member.epoch = group.assignment_epoch
 
-    def leave_all(self) -> None:
-        self.groups.clear()
+    def validate_commit(
+        self, group_id: str, member_id: str, member_epoch: int, version: int, txn: bool
+    ) -> ErrorCode | None:
+        """StreamsGroup.validateOffsetCommit for an OffsetCommit or TxnOffsetCommit to a
+        streams group's id; None when ``group_id`` is no streams group. An admin commit
+        (negative epoch) is taken while the group is empty; a member commits at its current
+        epoch only (Kafka checks each task's assignment epoch; a member here holds one)."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return None
+        self._expire(group)
+        if member_epoch < 0 and not group.members:
+            return ErrorCode.NONE
+        member = group.members.get(member_id)
+        if member is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if not txn and version < 9:
+            # "OffsetCommit version 9 or above must be used by members using the streams
+            # group protocol".
+            return ErrorCode.UNSUPPORTED_VERSION
+        if member_epoch != member.epoch:
+            return ErrorCode.STALE_MEMBER_EPOCH
+        return ErrorCode.NONE
 
     def describe(self, group_id: str) -> StreamsGroup | None:
         group = self.groups.get(group_id)

@@ -28,15 +28,20 @@ ASSIGNMENT_DELAYED = 5
 @dataclass
 class Configured:
     """The outcome of checking a topology against the topics: tasks per subtopology (empty
-    unless ready), statuses, and the internal topics to create (name, partitions)."""
+    unless ready), statuses, and the internal topics to create (name, partitions, the
+    configs the topology gives them)."""
 
     tasks: dict[str, int] = field(default_factory=dict)
     statuses: list[tuple[int, str]] = field(default_factory=list)
-    to_create: list[tuple[str, int]] = field(default_factory=list)
+    to_create: list[tuple[str, int, dict[str, str]]] = field(default_factory=list)
 
     @property
     def ready(self) -> bool:
         return not self.statuses
+
+
+def _configs(info: Message) -> dict[str, str]:
+    return {c.key: c.value for c in info.topic_configs}
 
 
 def configure(topology: Message, partitions_of: Callable[[str], int | None]) -> Configured:
@@ -62,13 +67,17 @@ def configure(topology: Message, partitions_of: Callable[[str], int | None]) -> 
         counts = [partitions_of(t) or 0 for t in s.source_topics]
         counts += [repartition[i.name] for i in s.repartition_source_topics]
         tasks[s.subtopology_id] = max(counts, default=0)
-    wanted = dict(repartition)
+    wanted = {
+        info.name: (repartition[info.name], _configs(info))
+        for s in subtopologies
+        for info in s.repartition_source_topics
+    }
     for s in subtopologies:
         for info in s.state_changelog_topics:
-            wanted[info.name] = info.partitions or tasks[s.subtopology_id]
-    absent = [(name, n) for name, n in wanted.items() if partitions_of(name) is None]
+            wanted[info.name] = (info.partitions or tasks[s.subtopology_id], _configs(info))
+    absent = [(name, n, c) for name, (n, c) in wanted.items() if partitions_of(name) is None]
     if absent:
-        names = ", ".join(sorted(name for name, _ in absent))
+        names = ", ".join(sorted(name for name, _, _ in absent))
         out.statuses.append((MISSING_INTERNAL_TOPICS, f"Internal topics are missing: {names}"))
         out.to_create = absent
         return out
