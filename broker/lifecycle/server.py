@@ -440,7 +440,8 @@ def _viewing(cluster: Cluster) -> Callable[[RequestContext, Message], None]:
 
 def _unclean_allowed(state: BrokerState) -> Callable[[bytes | str], bool]:
     """unclean.leader.election.enable of a partition's topic: its override, else the
-    broker's (an internal topic's is the broker's)."""
+    broker's (an internal topic's is the broker's; Kafka's check of the value stands)."""
+    broker_wide = dict(state.config.explicit).get("unclean.leader.election.enable", "false")
 
     def allowed(key: bytes | str) -> bool:
         info = state.store.topic_by_id(key) if isinstance(key, bytes) else None
@@ -449,9 +450,7 @@ def _unclean_allowed(state: BrokerState) -> Callable[[bytes | str], bool]:
             if info is None
             else state.topic_overrides(info).get("unclean.leader.election.enable")
         )
-        if override is None:
-            return state.config.unclean_leader_election_enable
-        return override.strip().lower() == "true"
+        return (broker_wide if override is None else override).strip().lower() == "true"
 
     return allowed
 

@@ -172,3 +172,44 @@ def test_automatic_rebalancing_moves_leaders_back_once_the_stopped_node_returns(
         b"m-1",
         b"m-0",
     ]
+
+
+def _lose_the_isr(cluster: ThreadedBroker, topic: str) -> tuple[int, dict[int, int], int]:
+    """Two records, the laggard stops, two more, then the rest of the ISR stops: the laggard
+    (offsets 0-1) starts again. Its node id, the ports and the epoch before it started."""
+    ports = ports_of(cluster)
+    assert deliver(cluster, topic, "all", count=2) == []
+    part = partitions(ports[1], topic)[0]
+    leader = part.leader_id
+    laggard = next(n for n in part.replica_nodes if n != leader)
+    third = next(n for n in part.replica_nodes if n not in (leader, laggard))
+    assert cluster.stop_node(laggard)
+    assert deliver(cluster, topic, "all", count=2) == []
+    assert cluster.stop_node(third)
+    epoch = partitions(ports[leader], topic)[0].leader_epoch
+    assert cluster.stop_node(leader)
+    assert cluster.start_node(laggard)
+    return laggard, ports, epoch
+
+
+def test_a_topic_allowing_unclean_election_elects_the_returning_laggard_at_once(
+    kafka_cluster: ThreadedBroker,
+) -> None:
+    create(kafka_cluster, "loose", {"unclean.leader.election.enable": "true"})
+    laggard, ports, epoch = _lose_the_isr(kafka_cluster, "loose")
+    now = partitions(ports[laggard], "loose")[0]
+    assert (now.leader_id, now.isr_nodes, now.leader_epoch) == (laggard, [laggard], epoch + 2)
+    data_dir = Path(str(kafka_cluster.data_dir))
+    assert stored_values(data_dir, "loose") == [b"m-0", b"m-1"]
+    # Without it (test_unclean_election_loses_...) the partition waits with no leader.
+
+
+@pytest.mark.minikafka(unclean_leader_election_enable=True)
+def test_the_broker_default_allows_unclean_election_for_every_topic(
+    kafka_cluster: ThreadedBroker,
+) -> None:
+    create(kafka_cluster, "loose")
+    laggard, ports, epoch = _lose_the_isr(kafka_cluster, "loose")
+    now = partitions(ports[laggard], "loose")[0]
+    assert (now.leader_id, now.isr_nodes, now.leader_epoch) == (laggard, [laggard], epoch + 2)
+    assert stored_values(Path(str(kafka_cluster.data_dir)), "loose") == [b"m-0", b"m-1"]
