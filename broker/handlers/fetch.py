@@ -4,7 +4,9 @@ In a simulated cluster (broker.cluster) a consumer's Fetch is served by the part
 leader and, from v11 (KIP-392: FetchParams.fetchOnlyLeader once the client sends its
 metadata), by a follower in the ISR; elsewhere NOT_LEADER_OR_FOLLOWER, with CurrentLeader
 (v12+) and the leader's NodeEndpoints (v16+, KIP-951). Epochs below are the partition's
-current leader epoch there (an older current_leader_epoch is FENCED_LEADER_EPOCH).
+current leader epoch there (an older current_leader_epoch is FENCED_LEADER_EPOCH). With
+replica.selector.class=RackAwareReplicaSelector the leader answers a consumer whose rack_id
+names another replica's rack with that replica as preferred_read_replica and no records.
 
 Serves stored batches exactly as they sit in the segment files, sent from the file with
 sendfile when large (broker.fetch.zero_copy). Behaviour as Kafka (KafkaApis.handleFetchRequest,
@@ -54,6 +56,7 @@ import logging
 import time
 from collections.abc import Callable
 
+from broker.cluster.state import Cluster
 from broker.core.request_context import RequestContext
 from broker.fetch.purgatory import Watch
 from broker.fetch.sessions import ZERO_UUID, Answered, PartitionKey, PartitionRef, PartitionRequest
@@ -226,15 +229,21 @@ def _read_all(
     answers: Answered = []
     readable = 0
     at_once = False
+    # KIP-392: a consumer's rack (Fetch v11+), for the replica selector.
+    rack = request.get("rack_id") or ""
     for ref, part in wanted:
-        answer = _read(ctx, ref, part, limit, min_one_message, read_committed)
+        answer = _read(ctx, ref, part, limit, min_one_message, read_committed, rack)
         size = len(answer.records)
         if size > 0:
             # Once a partition returned data, the limits hold for the partitions after it.
             min_one_message = False
         limit = max(0, limit - size)
         readable += size
-        if answer.error_code != ErrorCode.NONE or answer.get("diverging_epoch") is not None:
+        if (
+            answer.error_code != ErrorCode.NONE
+            or answer.get("diverging_epoch") is not None
+            or answer.preferred_read_replica >= 0
+        ):
             at_once = True
         answers.append((ref, answer))
     return answers, readable, at_once
@@ -247,6 +256,7 @@ def _read(
     limit: int,
     min_one_message: bool,
     read_committed: bool,
+    rack: str = "",
 ) -> Message:
     plog, error = _log_for(ctx.state.store, ref)
     if plog is None:
@@ -276,6 +286,15 @@ def _read(
             return _failed(ref.index, ErrorCode.FENCED_LEADER_EPOCH)
     if part.current_leader_epoch > epoch:
         return _failed(ref.index, ErrorCode.UNKNOWN_LEADER_EPOCH)
+    if cluster is not None and rack:
+        closer = preferred_read_replica(ctx, cluster, plog, ref.index, part.fetch_offset, rack)
+        if closer is not None:
+            # ReplicaManager.readFromLog: no records, the replica to fetch from instead.
+            return with_field(
+                _answer(ref.index, plog, b"", None, high_watermark),
+                "preferred_read_replica",
+                closer,
+            )
     if part.last_fetched_epoch >= 0:
         if part.last_fetched_epoch > epoch or part.fetch_offset < plog.log_start_offset:
             return _failed(ref.index, ErrorCode.OFFSET_OUT_OF_RANGE)
@@ -355,6 +374,36 @@ def _log_for(store: Store, ref: PartitionRef) -> tuple[PartitionLog | None, Erro
         # Recreated under the same name since the session cached its id.
         return None, ErrorCode.INCONSISTENT_TOPIC_ID
     return info.partitions[ref.index], ErrorCode.NONE
+
+
+# replica.selector.class that turns KIP-392 on (Kafka's default selects the leader always).
+RACK_AWARE_SELECTOR = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
+
+
+def preferred_read_replica(
+    ctx: RequestContext, cluster: Cluster, plog: PartitionLog, index: int, offset: int, rack: str
+) -> int | None:
+    """KIP-392 on the leader, with replica.selector.class=RackAwareReplicaSelector: a live
+    replica in the consumer's rack that has ``offset`` (ReplicaManager
+    .findPreferredReadReplica), the leader itself when it is one of them, else the most
+    caught up (ReplicaView.comparator); None: read here."""
+    selector = dict(ctx.state.config.explicit).get("replica.selector.class", "")
+    if selector.strip() != RACK_AWARE_SELECTOR:
+        return None
+    node = cluster.node_of(ctx.listener)
+    part = cluster.partition(topic_id_of(ctx, plog.topic), index)
+    if node != part.leader or part.log is not plog:
+        return None
+    same_rack = [
+        n
+        for n in part.replicas
+        if cluster.racks.get(n) == rack
+        and n in cluster.alive
+        and (n == node or plog.log_start_offset <= offset <= part.ends.get(n, -1))
+    ]
+    if not same_rack or node in same_rack:
+        return None
+    return max(same_rack, key=lambda n: (part.ends.get(n, -1), part.caught_up_ms.get(n, 0.0)))
 
 
 def _answer(
