@@ -28,11 +28,12 @@ confluent_kafka = pytest.importorskip("confluent_kafka")
 confluent_admin = pytest.importorskip("confluent_kafka.admin")
 
 OFFSETS = "__consumer_offsets"
+SETTINGS = {"offsets.topic.num.partitions": "7"}
 
 
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[BrokerProcess]:
-    with running(tmp_path / "data", {"offsets.topic.num.partitions": "7"}) as proc:
+    with running(tmp_path / "data", SETTINGS) as proc:
         yield proc
 
 
@@ -247,14 +248,13 @@ def test_a_data_directory_from_before_the_topic_is_written_into_it_at_start(
     tmp_path: Path,
 ) -> None:
     data = tmp_path / "data"
-    overrides = {"offsets.topic.num.partitions": "7"}
-    with running(data, overrides) as first:
+    with running(data, SETTINGS) as first:
         produce(first, "legacy", 3)
         commit(first, "old-group", "legacy", 3, "kept")
     # As a data directory of the version before __consumer_offsets: the private log only.
     for path in data.glob(f"{OFFSETS}-*"):
         shutil.rmtree(path)
-    with running(data, overrides) as second:
+    with running(data, SETTINGS) as second:
         records = decoded(read_partition(data, OFFSETS, java_partition("old-group", 7)))
         assert [(kind, v[1].offset, v[1].metadata) for kind, _, v in records if v] == [
             (cr.OFFSET_COMMIT, 3, "kept")
@@ -300,8 +300,7 @@ def test_without_the_committed_offsets_log_the_state_is_read_back_from_the_topic
     tmp_path: Path,
 ) -> None:
     data = tmp_path / "data"
-    overrides = {"offsets.topic.num.partitions": "7"}
-    with running(data, overrides) as first:
+    with running(data, SETTINGS) as first:
         produce(first, "history", 4)
         commit(first, "standalone", "history", 3, "kept")
         commit(first, "standalone", "history", 4, "newer")
@@ -311,7 +310,7 @@ def test_without_the_committed_offsets_log_the_state_is_read_back_from_the_topic
         deleted.result(10)
     # The coordinator's own log gone: the next version loads from the topic alone.
     (data / "committed-offsets.log").unlink()
-    with running(data, overrides) as second:
+    with running(data, SETTINGS) as second:
         assert "loaded 1 group(s) from __consumer_offsets" in second.log_text()
         consumer = kafka.KafkaConsumer(bootstrap_servers=second.bootstrap, group_id="standalone")
         try:
@@ -346,7 +345,7 @@ def _described(bootstrap: str, groups: list[str]) -> dict[str, object]:
 
 def test_groups_with_members_are_read_back_from_the_topic_as_they_were(tmp_path: Path) -> None:
     data = tmp_path / "data"
-    overrides = {"offsets.topic.num.partitions": "7", "group.initial.rebalance.delay.ms": "0"}
+    overrides = {**SETTINGS, "group.initial.rebalance.delay.ms": "0"}
     names = {"classic": "back-classic", "consumer": "back-consumer"}
     with running(data, overrides) as first:
         produce(first, "roster", 2)
@@ -490,9 +489,8 @@ def test_a_regex_group_writes_its_regex_and_subscription_metadata_records(
     tmp_path: Path,
 ) -> None:
     data = tmp_path / "data"
-    overrides = {"offsets.topic.num.partitions": "7"}
     regex, group = r"orders\..*", "regex-g"
-    with running(data, overrides) as proc, RawClient(proc.port) as client:
+    with running(data, SETTINGS) as proc, RawClient(proc.port) as client:
         v1 = create_partitioned_topic(client, "orders.v1", 2)
         create_partitioned_topic(client, "payments", 1)
         answer = join(client, group, "m", [], regex=regex)
@@ -525,7 +523,7 @@ def test_a_regex_group_writes_its_regex_and_subscription_metadata_records(
 
     # Read back from the topic alone: the group keeps its resolved regex.
     (data / "committed-offsets.log").unlink()
-    with running(data, overrides):
+    with running(data, SETTINGS):
         pass
     kept = CommittedOffsets.open(data).consumer_groups()[group]
     assert kept.resolved_regexes == ((regex, ("orders.v1",)),)
