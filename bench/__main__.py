@@ -66,11 +66,18 @@ def main() -> int:
 
         return side_by_side.main(sys.argv[1:])
     if "--growth" in sys.argv[1:]:
-        # How the cost grows with partitions, connections and groups, Tansu beside.
-        from bench import growth, growth_connections, growth_groups
+        # How the cost grows with partitions, connections, groups, readers and transactions.
+        from bench import (
+            growth,
+            growth_connections,
+            growth_fanout,
+            growth_groups,
+            growth_transactions,
+        )
 
         rest = [arg for arg in sys.argv[1:] if arg == "--no-tansu"]
-        for curve in (growth, growth_connections, growth_groups):
+        curves = (growth, growth_connections, growth_groups, growth_fanout, growth_transactions)
+        for curve in curves:
             curve.main(rest)
         return 0
     parser = argparse.ArgumentParser(prog="make bench")
