@@ -7,6 +7,8 @@ transactions (worked out from the segment files and their COMMIT/ABORT markers) 
 word, counts that only grow and end at the expected count, the same a read_committed
 consumer reads; the group committed the end of the input; the counts' changelog topic was
 created compacted and the restarted application restored the counts from it.
+The same runs with group.protocol=streams (KIP-1071) against minikafka with
+minikafka.streams.version=1 and against Kafka 4.4.0.
 """
 
 from __future__ import annotations
@@ -14,9 +16,14 @@ from __future__ import annotations
 import json
 import struct
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from protocol.messages.streams_group import STREAMS_GROUP_DESCRIBE
+from protocol.schema import Message
 from tests.compat.test_java_client import committed_offsets
 from tests.ecosystem.conftest import (
     ABORT,
@@ -29,6 +36,8 @@ from tests.ecosystem.conftest import (
     jvm_command,
     partition_view,
 )
+from tests.support.broker_process import BrokerProcess
+from tests.support.kafka_reference import KafkaReference
 from tests.support.polling import until_sync
 from tests.support.produce import create_partitioned_topic, stored
 from tests.support.raw_client import RawClient
@@ -75,9 +84,9 @@ def produce_labels(bootstrap: str) -> None:
     assert labels.flush(60) == 0
 
 
-def start_app(bootstrap: str, state_dir: Path) -> Jvm:
+def start_app(bootstrap: str, state_dir: Path, protocol: str = "classic") -> Jvm:
     cp = classpath("streams", STREAMS_VERSION)
-    return Jvm(jvm_command(cp, "WordCount", bootstrap, APP, str(state_dir), heap="512m"))
+    return Jvm(jvm_command(cp, "WordCount", bootstrap, APP, str(state_dir), protocol, heap="512m"))
 
 
 def events(app: Jvm) -> list[dict[str, Any]]:
@@ -149,6 +158,37 @@ def read_committed(bootstrap: str, topic: str, expected: dict[int, int]) -> list
 
 
 def test_word_count_exactly_once_across_a_kill(target: Target, tmp_path: Path) -> None:
+    word_count_across_a_kill(target, tmp_path, "classic")
+
+
+@pytest.fixture(params=("minikafka", "kafka-4.4.0"))
+def streams_target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Target]:
+    """minikafka with streams groups on (minikafka.streams.version=1), or Kafka 4.4.0."""
+    if request.param == "minikafka":
+        proc = BrokerProcess(tmp_path / "data", {"minikafka.streams.version": "1"}).start()
+        try:
+            yield Target("minikafka", proc.bootstrap, proc.port, proc.data_dir)
+        finally:
+            proc.kill() if not proc.is_running() else proc.stop()
+        return
+    kafka = KafkaReference("4.4.0", data_dir=tmp_path / "kafka")
+    try:
+        kafka.start()
+        yield Target(request.param, kafka.bootstrap, kafka.port, kafka.data_dir / "logs")
+    finally:
+        kafka.stop()
+
+
+def test_word_count_exactly_once_with_the_streams_protocol(
+    streams_target: Target, tmp_path: Path
+) -> None:
+    """The same with group.protocol=streams (KIP-1071): the broker's streams group assigns
+    the tasks and creates the internal topics; the killed member's tasks come to the
+    restarted one after group.streams.session.timeout.ms (45 s)."""
+    word_count_across_a_kill(streams_target, tmp_path, "streams")
+
+
+def word_count_across_a_kill(target: Target, tmp_path: Path, protocol: str) -> None:
     bootstrap, data_dir = target.bootstrap, target.log_dir
     with RawClient(target.port) as client:
         for topic in ("lines", "labels", "counts", "labelled"):
@@ -157,7 +197,7 @@ def test_word_count_exactly_once_across_a_kill(target: Target, tmp_path: Path) -
     produce_lines(bootstrap, 0, LINES_BEFORE)
     state_dir = tmp_path / "state"
 
-    app = start_app(bootstrap, state_dir)
+    app = start_app(bootstrap, state_dir, protocol)
     try:
         # Killed as soon as a transaction committed counts to the changelog: mid-run, with
         # state to restore.
@@ -175,7 +215,7 @@ def test_word_count_exactly_once_across_a_kill(target: Target, tmp_path: Path) -
     ends = {p: log_end(data_dir, "lines", p) for p in range(PARTITIONS)}
     assert sum(ends.values()) == total
     expected = Counter(word for n in range(total) for word in line(n).split())
-    app = start_app(bootstrap, state_dir)
+    app = start_app(bootstrap, state_dir, protocol)
     try:
         # Done when the counts' committed transactions end at the expected counts and no
         # transaction is left open in the output.
@@ -225,6 +265,17 @@ def test_word_count_exactly_once_across_a_kill(target: Target, tmp_path: Path) -
     assert committed_offsets(target.port, APP, repartition) == {
         p: log_end(data_dir, repartition, p) for p in range(PARTITIONS)
     }
+
+    if protocol == "streams":
+        # The broker ran the group as a streams group (its tasks assigned by the broker).
+        with RawClient(target.port) as client:
+            (group,) = client.request(
+                STREAMS_GROUP_DESCRIBE,
+                0,
+                Message(group_ids=[APP], include_authorized_operations=False),
+            ).groups
+        assert group.error_code == 0, group
+        assert {s.subtopology_id for s in group.topology.subtopologies} == {"0", "1"}
 
     # The state: a compacted changelog, restored by the second run.
     assert cleanup_policy(target, f"{APP}-counts-changelog") == "compact"

@@ -18,7 +18,7 @@ import org.apache.kafka.streams.processor.StateRestoreListener;
 /**
  * A word count under exactly_once_v2, for tests/ecosystem/test_streams.py.
  *
- * <p>Usage: WordCount BOOTSTRAP APPLICATION_ID STATE_DIR
+ * <p>Usage: WordCount BOOTSTRAP APPLICATION_ID STATE_DIR [GROUP_PROTOCOL]
  *
  * <p>Lines from "lines" (values) are split into words, re-keyed by word (groupBy: a repartition
  * topic), counted into the "counts" store (its changelog topic holds the state), and the counts
@@ -40,6 +40,8 @@ public final class WordCount {
     props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.EXACTLY_ONCE_V2);
     props.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 1);
     props.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, 1);
+    // "classic" (the default) or "streams" (KIP-1071: the broker assigns the tasks).
+    props.put(StreamsConfig.GROUP_PROTOCOL_CONFIG, args.length > 3 ? args[3] : "classic");
     // Commit (end a transaction) often so a kill lands between and inside transactions.
     props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 200);
     props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
