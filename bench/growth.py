@@ -193,18 +193,46 @@ def markdown(
     return "\n".join(lines) + "\n"
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.growth")
-    parser.add_argument("--sizes", default="10,100,500,1000,2000", help="total partitions")
+def command(
+    argv: list[str] | None,
+    name: str,
+    one_size: OneSize,
+    figures: dict[str, tuple[str, str, int]],
+    *,
+    sizes: str,
+    dimension: str,
+    how: str,
+    out: str,
+    minikafka: Spawner = spawn_minikafka,
+    check: Callable[[list[int]], str | None] = lambda sizes: None,
+) -> int:
+    """A curve's command line: ``python -m bench.<name> [--sizes ...] [--no-tansu] [--out]``;
+    ``check`` names what the sizes need and this machine lacks, if anything."""
+    parser = argparse.ArgumentParser(prog=f"python -m bench.{name}")
+    parser.add_argument("--sizes", default=sizes, help=dimension)
     parser.add_argument("--no-tansu", action="store_true")
-    parser.add_argument("--out", default="growth-partitions")
+    parser.add_argument("--out", default=out)
     args = parser.parse_args(argv)
-    sizes = [int(s) for s in args.sizes.split(",")]
-    result = curves(sizes, one_size, FIGURES, tansu=not args.no_tansu)
-    result["partitions_per_topic"] = PARTITIONS_PER_TOPIC
-    how = f"a fresh broker per size, topics of {PARTITIONS_PER_TOPIC} partitions"
-    write(args.out, result, how, "partitions", FIGURES)
+    chosen = [int(s) for s in args.sizes.split(",")]
+    problem = check(chosen)
+    if problem:
+        parser.error(problem)
+    result = curves(chosen, one_size, figures, not args.no_tansu, minikafka=minikafka)
+    write(args.out, result, how, dimension, figures)
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return command(
+        argv,
+        "growth",
+        one_size,
+        FIGURES,
+        sizes="10,100,500,1000,2000",
+        dimension="partitions",
+        how=f"a fresh broker per size, topics of {PARTITIONS_PER_TOPIC} partitions",
+        out="growth-partitions",
+    )
 
 
 if __name__ == "__main__":

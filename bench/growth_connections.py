@@ -19,7 +19,6 @@ the broker's): the size is capped by ``ulimit -n``.
 
 from __future__ import annotations
 
-import argparse
 import resource
 import selectors
 import socket
@@ -27,7 +26,7 @@ import statistics
 import struct
 import time
 
-from bench.growth import curves, write
+from bench.growth import command
 from bench.startup import FramedClient, Spawned, Spawner, spawn_minikafka, tree_rss_mb
 from protocol.messages.api_versions import API_VERSIONS
 from protocol.messages.metadata import METADATA
@@ -127,25 +126,27 @@ def one_size(spawn: Spawner, connections: int) -> dict[str, float]:
         broker.close()
 
 
+def descriptors_for(sizes: list[int]) -> str | None:
+    """Two file descriptors a connection (this end and the broker's), and some to spare."""
+    need = max(sizes) * 2 + 64
+    if need > resource.getrlimit(resource.RLIMIT_NOFILE)[0]:
+        return f"{max(sizes)} connections need `ulimit -n` of {need}"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.growth_connections")
-    parser.add_argument("--sizes", default="10,100,1000,5000", help="client connections")
-    parser.add_argument("--no-tansu", action="store_true")
-    parser.add_argument("--out", default="growth-connections")
-    args = parser.parse_args(argv)
-    sizes = [int(s) for s in args.sizes.split(",")]
-    limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-    if max(sizes) * 2 + 64 > limit:
-        parser.error(f"{max(sizes)} connections need `ulimit -n` of {max(sizes) * 2 + 64}")
-    result = curves(sizes, one_size, FIGURES, not args.no_tansu, minikafka=spawn_minikafka)
-    write(
-        args.out,
-        result,
-        "a fresh broker per size, each connection first asking ApiVersions",
-        "connections",
+    return command(
+        argv,
+        "growth_connections",
+        one_size,
         FIGURES,
+        sizes="10,100,1000,5000",
+        dimension="connections",
+        how="a fresh broker per size, each connection first asking ApiVersions",
+        out="growth-connections",
+        minikafka=spawn_minikafka,
+        check=descriptors_for,
     )
-    return 0
 
 
 if __name__ == "__main__":

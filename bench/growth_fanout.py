@@ -17,14 +17,13 @@ bench/results/growth-fanout.json and .md and prints the table.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import statistics
 import struct
 import threading
 import time
 
-from bench.growth import curves, write
+from bench.growth import command
 from bench.startup import FramedClient, Spawner, spawn_minikafka
 from protocol.messages.create_topics import CREATE_TOPICS
 from protocol.messages.fetch import FETCH
@@ -181,16 +180,17 @@ def one_size(spawn: Spawner, readers: int) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.growth_fanout")
-    parser.add_argument("--sizes", default="1,10,100,500", help="readers of one partition")
-    parser.add_argument("--no-tansu", action="store_true")
-    parser.add_argument("--out", default="growth-fanout")
-    args = parser.parse_args(argv)
-    sizes = [int(s) for s in args.sizes.split(",")]
-    result = curves(sizes, one_size, FIGURES, not args.no_tansu, minikafka=spawn_minikafka)
-    how = f"a fresh broker per size, one partition of {PARTITION_MB} MB read whole by each reader"
-    write(args.out, result, how, "readers", FIGURES)
-    return 0
+    return command(
+        argv,
+        "growth_fanout",
+        one_size,
+        FIGURES,
+        sizes="1,10,100,500",
+        dimension="readers",
+        how=f"a fresh broker per size, one {PARTITION_MB} MB partition read whole by each reader",
+        out="growth-fanout",
+        minikafka=spawn_minikafka,
+    )
 
 
 if __name__ == "__main__":

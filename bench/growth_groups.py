@@ -22,13 +22,12 @@ bench/results/growth-groups.json and .md and prints the table.
 
 from __future__ import annotations
 
-import argparse
 import subprocess
 import threading
 import time
 from collections.abc import Callable
 
-from bench.growth import curves, write
+from bench.growth import command
 from bench.process import BenchBroker
 from bench.startup import FramedClient, Spawned, Spawner, broker_env, tree_rss_mb
 from protocol.messages.create_topics import CREATE_TOPICS
@@ -230,21 +229,17 @@ def one_size(spawn: Spawner, groups: int) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.growth_groups")
-    parser.add_argument("--sizes", default="1,10,100,1000", help="consumer groups")
-    parser.add_argument("--no-tansu", action="store_true")
-    parser.add_argument("--out", default="growth-groups")
-    args = parser.parse_args(argv)
-    sizes = [int(s) for s in args.sizes.split(",")]
-    result = curves(sizes, one_size, FIGURES, not args.no_tansu, minikafka=spawn_minikafka)
-    write(
-        args.out,
-        result,
-        f"a fresh broker per size, one member a group, {WORKERS} connections",
-        "groups",
+    return command(
+        argv,
+        "growth_groups",
+        one_size,
         FIGURES,
+        sizes="1,10,100,1000",
+        dimension="groups",
+        how=f"a fresh broker per size, one member a group, {WORKERS} connections",
+        out="growth-groups",
+        minikafka=spawn_minikafka,
     )
-    return 0
 
 
 if __name__ == "__main__":

@@ -19,13 +19,12 @@ and prints the table.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import statistics
 import threading
 import time
 
-from bench.growth import curves, write
+from bench.growth import command
 from bench.startup import FramedClient, Spawner, spawn_minikafka
 from protocol.messages.add_partitions_to_txn import ADD_PARTITIONS_TO_TXN
 from protocol.messages.create_topics import CREATE_TOPICS
@@ -187,16 +186,17 @@ def one_size(spawn: Spawner, producers: int) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.growth_transactions")
-    parser.add_argument("--sizes", default="1,10,100,1000", help="transactional producers")
-    parser.add_argument("--no-tansu", action="store_true")
-    parser.add_argument("--out", default="growth-transactions")
-    args = parser.parse_args(argv)
-    sizes = [int(s) for s in args.sizes.split(",")]
-    result = curves(sizes, one_size, FIGURES, not args.no_tansu, minikafka=spawn_minikafka)
-    how = f"a fresh broker per size, {ROUNDS} transactions of one record per producer"
-    write(args.out, result, how, "producers", FIGURES)
-    return 0
+    return command(
+        argv,
+        "growth_transactions",
+        one_size,
+        FIGURES,
+        sizes="1,10,100,1000",
+        dimension="producers",
+        how=f"a fresh broker per size, {ROUNDS} transactions of one record per producer",
+        out="growth-transactions",
+        minikafka=spawn_minikafka,
+    )
 
 
 if __name__ == "__main__":
