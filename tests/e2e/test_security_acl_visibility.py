@@ -74,7 +74,10 @@ def test_consumer_group_describe_refuses_groups_naming_topics_the_caller_may_not
     with login(acl_broker, "admin") as admin:
         topic_id = create_partitioned_topic(admin, "hidden-orders", 2)
         join_until_assigned(admin, "by-name", topics=["hidden-orders"])
-        join_until_assigned(admin, "by-regex", regex=".*")
+        # Not ".*": that also matches __consumer_offsets once a group has made it, and Kafka's
+        # regex resolution keeps internal topics too (GroupMetadataManager
+        # .refreshRegularExpressions), so alice could then never describe this group.
+        join_until_assigned(admin, "by-regex", regex="hidden-.*")
         assert (
             create(
                 admin,
