@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from protocol.errors import ErrorCode
 from protocol.records import build_batch
 from tests.compat.conftest import require_tool
 from tests.support.broker_process import BrokerProcess, running
@@ -84,7 +86,15 @@ def produce_records(port: int, topic: str) -> None:
         create_partitioned_topic(client, topic, 1)
         for start in range(0, RECORDS, 10):
             data = build_batch([(None, f"v{i}".encode()) for i in range(start, start + 10)])
-            assert produce(client, topic, data).error_code == 0
+            # A live Kafka may answer NOT_LEADER_OR_FOLLOWER until the new partition's leader
+            # has the metadata (a race on its side under load): retried, with a deadline.
+            deadline = time.monotonic() + 30
+            answer = produce(client, topic, data)
+            while answer.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+                assert time.monotonic() < deadline, "no leader for the new topic after 30 s"
+                time.sleep(0.1)
+                answer = produce(client, topic, data)
+            assert answer.error_code == 0
 
 
 def check_deliveries(lines: list[dict[str, Any]], limit: int = DELIVERY_LIMIT) -> None:
