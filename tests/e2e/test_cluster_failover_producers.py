@@ -1,0 +1,65 @@
+"""The Python clients' idempotent acks=all producers write while a simulated 3-node cluster's
+partition leaders stop and start in turn: every acknowledged record is stored exactly once,
+at the offset acknowledged, in send order (Kafka's guarantee, CLUSTER_NOTES' observation).
+
+100,000 records and six failovers (each partition's leader twice) per client; the Java
+client's run is tests/compat/test_cluster_failover_java.py (make compat).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from minikafka import ThreadedBroker
+from tests.support.cluster_producers import (
+    PARTITIONS,
+    ProducerRun,
+    assert_stored_once,
+    consumed_by_partition,
+    cycle_leaders,
+    start_producing,
+)
+
+pytestmark = [
+    pytest.mark.minikafka(default_replication_factor=3),
+    # kafka-python 3.0 loads its protocol schemas with importlib.resources.read_text,
+    # deprecated since Python 3.11; pytest runs with warnings as errors.
+    pytest.mark.filterwarnings("ignore:read_text is deprecated:DeprecationWarning"),
+    pytest.mark.filterwarnings("ignore:open_text is deprecated:DeprecationWarning"),
+]
+
+TOTAL = 30_000
+ROUNDS = 6
+DELAY_MS = 20
+
+
+def run_through_failovers(cluster: ThreadedBroker, client: str, total: int, rounds: int) -> None:
+    topic = f"failover-{client}"
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.create_topics([NewTopic(topic, PARTITIONS, 3)])[topic].result(10)
+    # Followers trail by a little: acks=all answers wait on them, so a stop catches appends
+    # acknowledged by no one yet, which the producer sends again to the new leader.
+    cluster.faults.replication_delay(DELAY_MS)
+    run = ProducerRun(client, client)
+    thread = start_producing(cluster.bootstrap, topic, total, run)
+    failovers = cycle_leaders(cluster, topic, run.progress, run.done.is_set, total, rounds)
+    assert run.done.wait(180), f"{client} did not finish"
+    thread.join(10)
+    assert len(failovers) == rounds, f"{client} finished after {len(failovers)} failovers"
+    cut = sum(f.truncated for f in failovers)
+    print(
+        f"{client}: {total} records in {run.seconds:.1f} s through {len(failovers)} failovers,"
+        f" {cut} unacknowledged appends truncated"
+    )
+    stored = assert_stored_once(Path(str(cluster.data_dir)), topic, client, total, run)
+    assert consumed_by_partition(cluster.bootstrap, topic) == stored
+
+
+@pytest.mark.parametrize("client", ["confluent-kafka", "kafka-python", "aiokafka"])
+def test_idempotent_producer_stores_each_acknowledged_record_once_through_leader_restarts(
+    kafka_cluster: ThreadedBroker, client: str
+) -> None:
+    run_through_failovers(kafka_cluster, client, TOTAL, ROUNDS)
