@@ -36,8 +36,12 @@ kind replaces a group of the other kind (an upgrade or downgrade), keeping its o
   writes them on a worker thread while appends go on, and ``finish_compaction`` (owner)
   copies the records appended meanwhile behind them, fsyncs and renames.
 
-- ``listener`` (set by the broker) is told of each change after it is written here; the
-  broker mirrors them into the real ``__consumer_offsets`` topic in Kafka's formats.
+- ``listener`` is told of each change after it is written here and before the maps change
+  (so a listener that fails leaves them as they were).
+- ``OffsetsInTopic`` is the broker's store: the same maps and writes without a file, the
+  listener (broker.coordinator.offsets_topic) writing each change into
+  ``__consumer_offsets`` and ``flush`` fsyncing that topic's partitions. The file is read
+  only once, to move a data directory written before into the topic.
 
 Synchronous; stdlib + crc32c only. ``flush`` may run in a worker thread while the event loop
 appends: appends and fsync on one descriptor are safe together, and a lock keeps compaction
@@ -51,7 +55,7 @@ import os
 import struct
 import threading
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -64,6 +68,8 @@ from storage.consumer_group_records import ConsumerGroupRecord
 log = logging.getLogger(__name__)
 
 FILE_NAME = "committed-offsets.log"
+# What an older data directory's file is renamed to once its state is in the topic.
+MIGRATED_SUFFIX = ".migrated"
 MAGIC = b"MKCO"
 VERSION = 3
 _HEADER = MAGIC + struct.pack(">HH", VERSION, 0)
@@ -269,11 +275,11 @@ class CommittedOffsets:
         for topic, partition, value in items:
             out += _frame(_offset_payload(group, topic, partition, value))
         self._append(out, len(items))
+        if self.listener is not None and items:
+            self.listener.offsets_committed(group, items)
         target = self._offsets.setdefault(group, {})
         for topic, partition, value in items:
             target[(topic, partition)] = value
-        if self.listener is not None and items:
-            self.listener.offsets_committed(group, items)
 
     def delete_offsets(self, group: str, partitions: Iterable[TopicPartition]) -> None:
         items = [tp for tp in partitions if tp in self._offsets.get(group, {})]
@@ -283,13 +289,13 @@ class CommittedOffsets:
         for topic, partition in items:
             out += _frame(_tombstone_payload(group, topic, partition))
         self._append(out, len(items))
+        if self.listener is not None:
+            self.listener.offsets_deleted(group, items)
         current = self._offsets[group]
         for tp in items:
             del current[tp]
         if not current:
             del self._offsets[group]
-        if self.listener is not None:
-            self.listener.offsets_deleted(group, items)
 
     def put_group(self, group: str, record: GroupRecord) -> None:
         """Append the group's metadata record (no fsync: see ``flush``).
@@ -301,10 +307,10 @@ class CommittedOffsets:
         if len(payload) > MAX_RECORD:
             raise RecordTooLarge(f"group {group}: metadata record of {len(payload)} bytes")
         self._append(_frame(payload), 1)
-        self._groups[group] = record
-        self._consumer_groups.pop(group, None)
         if self.listener is not None:
             self.listener.group_written(group, record)
+        self._groups[group] = record
+        self._consumer_groups.pop(group, None)
 
     def put_consumer_group(self, group: str, record: ConsumerGroupRecord) -> None:
         """Append the consumer group's record (no fsync: see ``flush``); it replaces a
@@ -316,11 +322,10 @@ class CommittedOffsets:
         if len(payload) > MAX_RECORD:
             raise RecordTooLarge(f"group {group}: consumer group record of {len(payload)} bytes")
         self._append(_frame(payload), 1)
-        previous = self._consumer_groups.get(group)
+        if self.listener is not None:
+            self.listener.consumer_group_written(group, record, self._consumer_groups.get(group))
         self._consumer_groups[group] = record
         self._groups.pop(group, None)
-        if self.listener is not None:
-            self.listener.consumer_group_written(group, record, previous)
 
     def delete_group(self, group: str) -> None:
         """Forget the group and all its offsets (Kafka writes tombstones for both)."""
@@ -328,11 +333,16 @@ class CommittedOffsets:
         if not any(group in kind for kind in known):
             return
         self._append(_frame(_str(GROUP_TOMBSTONE, group)), 1)
-        classic = self._groups.pop(group, None) is not None
-        consumer = self._consumer_groups.pop(group, None)
-        offsets = list(self._offsets.pop(group, {}))
         if self.listener is not None:
-            self.listener.group_deleted(group, offsets, classic, consumer)
+            self.listener.group_deleted(
+                group,
+                list(self._offsets.get(group, {})),
+                group in self._groups,
+                self._consumer_groups.get(group),
+            )
+        self._groups.pop(group, None)
+        self._consumer_groups.pop(group, None)
+        self._offsets.pop(group, None)
 
     def flush(self) -> None:
         with self._lock:
@@ -730,3 +740,35 @@ class PendingCompaction:
             self.tmp.unlink(missing_ok=True)
         except OSError:
             log.exception("cannot remove %s", self.tmp)
+
+
+class OffsetsInTopic(CommittedOffsets):
+    """The committed offsets and groups kept in ``__consumer_offsets`` only: no file; each
+    change goes to the listener (which appends it to the topic, raising when it cannot),
+    and ``flush`` fsyncs what was appended (``flush_topic``), as Kafka answers an
+    OffsetCommit once its records are written to the log."""
+
+    def __init__(self, flush_topic: Callable[[], None]) -> None:
+        super().__init__(Path(FILE_NAME), -1, 0)
+        self._flush_topic = flush_topic
+
+    def _append(self, data: bytes | bytearray, records: int) -> None:
+        pass  # the listener writes the change into the topic
+
+    def flush(self) -> None:
+        self._flush_topic()
+
+    def prepare_compaction(self) -> PendingCompaction | None:
+        return None  # the topic's log cleaner keeps the latest record per key
+
+    def maybe_compact(self) -> bool:
+        return False
+
+    def compact(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass  # the store closes (and flushes) the topic's partitions
+
+    def close_unclean(self) -> None:
+        pass

@@ -1,19 +1,26 @@
-"""``__consumer_offsets`` as a real, compacted topic, in Kafka 4.0's record formats.
+"""``__consumer_offsets`` as a real, compacted topic, in Kafka 4.0's record formats: the
+group coordinator's only store.
 
 Kafka's group coordinator keeps its state in this topic; clients, kafka-console-consumer's
-OffsetsMessageFormatter and lag monitors read it. Here the coordinator's store is still
-``storage.committed_offsets`` (replayed at start); every change written there is also
-appended, as Kafka's records (protocol.coordinator_records), to the partition Kafka picks
-for the group (``abs(groupId.hashCode) % offsets.topic.num.partitions``):
-OffsetCommitKey/Value per committed partition, GroupMetadataKey/Value for classic groups,
-the ConsumerGroup* records for consumer-protocol groups (only those whose content changed),
-and tombstones when offsets or groups are deleted. The topic is created as Kafka creates it,
-at the first FindCoordinator for a group (or the first change), compacted
+OffsetsMessageFormatter and lag monitors read it. Here too: the coordinator's maps
+(``storage.committed_offsets.OffsetsInTopic``) tell this listener of each change before
+they take it, and it appends the change, as Kafka's records (protocol.coordinator_records),
+to the partition Kafka picks for the group (``abs(groupId.hashCode) %
+offsets.topic.num.partitions``): OffsetCommitKey/Value per committed partition,
+GroupMetadataKey/Value for classic groups, the ConsumerGroup* records for consumer-protocol
+groups (only those whose content changed), and tombstones when offsets or groups are
+deleted. ``flush`` fsyncs the partitions written since the last one; an OffsetCommit is
+answered after it, as Kafka answers once its records are in the log. At start the state is
+loaded from the topic (broker.coordinator.offsets_topic_load), as Kafka's
+GroupMetadataManager loads a partition. The topic is created as Kafka creates it, at the
+first FindCoordinator for a group (or the first change), compacted
 (``cleanup.policy=compact``, ``compression.type=producer``, ``segment.bytes`` 100 MiB, as
-Kafka's offsets topic configs), so the log cleaner keeps the latest record per key. A data
-directory written before this topic existed gets the whole current state written into it
-once, when the broker starts; one with the topic but no committed-offsets log gets that log
-rebuilt from the topic (broker.coordinator.offsets_topic_load).
+Kafka's offsets topic configs), so the log cleaner keeps the latest record per key.
+
+A data directory written by an older minikafka, whose state is in ``committed-offsets.log``,
+is moved once (``migrate``): what that log holds and the topic lacks is written into the
+topic, the topic fsynced, and the file renamed ``committed-offsets.log.migrated`` so it is
+never read again.
 
 ConsumerGroupPartitionMetadata (the subscribed topics' ids and partition counts, Kafka 4.0's
 subscription metadata, without racks as 4.0 writes it) when it changes, before the group
@@ -30,13 +37,18 @@ committed (Kafka writes them as transactional records, resolved by the transacti
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable, Iterable
+from pathlib import Path
 
 from broker.coordinator.internal_topic import InternalTopic, KafkaRecord
 from broker.coordinator.offsets_topic_load import restore
 from protocol import coordinator_records as cr
+from storage.atomic_file import fsync_dir
 from storage.committed_offsets import (
+    FILE_NAME,
+    MIGRATED_SUFFIX,
     CommittedOffset,
     CommittedOffsets,
     GroupRecord,
@@ -62,7 +74,7 @@ TOPIC_CONFIGS = {
 
 
 class OffsetsTopic:
-    """The ChangeListener of the committed-offsets store that writes ``__consumer_offsets``."""
+    """The ChangeListener of the group coordinator's store that writes ``__consumer_offsets``."""
 
     def __init__(
         self,
@@ -75,49 +87,82 @@ class OffsetsTopic:
         # Per consumer group, the subscription metadata last written (topic, id, partitions).
         self._metadata: dict[str, SubscriptionMetadata] = {}
         self.topic = InternalTopic(
-            store, OFFSETS_TOPIC, partitions, TOPIC_CONFIGS, set_configs, notify_appended
+            store,
+            OFFSETS_TOPIC,
+            partitions,
+            TOPIC_CONFIGS,
+            set_configs,
+            notify_appended,
+            is_store=True,
         )
 
     def ensure(self) -> None:
         """The topic, created (compacted, ``offsets.topic.num.partitions``) when missing."""
         self.topic.ensure()
 
-    def start(self, offsets: CommittedOffsets, *, fresh_log: bool) -> None:
-        """At start-up: a committed-offsets log that did not exist yet is rebuilt from the
-        topic when there is one; else the log's state is written into a missing topic."""
+    def load(self, offsets: CommittedOffsets) -> int:
+        """At start-up: the state the topic holds, written into ``offsets`` (empty, without
+        a listener); the number of groups loaded."""
         info = self.topic.info()
-        if fresh_log and info is not None:
-            count = restore(info, offsets)
-            log.info(
-                "loaded %d group(s) from %s into the committed-offsets log", count, OFFSETS_TOPIC
-            )
-            return
-        self.migrate(offsets)
+        if info is None:
+            return 0
+        count = restore(info, offsets)
+        log.info("loaded %d group(s) from %s", count, OFFSETS_TOPIC)
+        return count
 
-    def migrate(self, offsets: CommittedOffsets) -> None:
-        """Write the whole state of a data directory that predates the topic into it."""
-        if self.topic.exists():
+    def flush(self) -> None:
+        self.topic.flush()
+
+    def migrate_log(self, data_dir: Path, offsets: CommittedOffsets) -> None:
+        """A data directory of an older minikafka keeps its groups in
+        ``committed-offsets.log``: what the topic lacks of it is written there and fsynced,
+        then the file is renamed, so it is read this once (a crash before the rename
+        repeats the move at the next start, which then writes nothing)."""
+        path = data_dir / FILE_NAME
+        if not path.exists():
             return
-        groups = offsets.groups()
-        consumers = offsets.consumer_groups()
-        if not groups and not consumers:
-            return
-        self.topic.ensure()
-        for group, record in groups.items():
-            items = [(t, p, v) for (t, p), v in offsets.offsets(group).items()]
-            out = _offset_records(group, items)
-            if record is not None:
-                out.append(_group_record(group, record))
-            self.topic.append(group, out)
-        for group, consumer in consumers.items():
-            items = [(t, p, v) for (t, p), v in offsets.offsets(group).items()]
-            diff = _consumer_diff(group, None, consumer, self._new_metadata(group, consumer))
-            self.topic.append(group, _offset_records(group, items) + diff)
+        legacy = CommittedOffsets.open(data_dir)
+        try:
+            written = self.migrate(legacy, offsets)
+            groups = len(legacy.groups()) + len(legacy.consumer_groups())
+        finally:
+            legacy.close_unclean()
+        self.flush()
+        os.replace(path, path.with_name(path.name + MIGRATED_SUFFIX))
+        fsync_dir(data_dir)
         log.info(
-            "wrote %d group(s) from the committed-offsets log into %s",
-            len(groups) + len(consumers),
+            "moved %d group(s) from %s into %s (%d written); the file is now %s%s",
+            groups,
+            FILE_NAME,
             OFFSETS_TOPIC,
+            written,
+            FILE_NAME,
+            MIGRATED_SUFFIX,
         )
+
+    def migrate(self, legacy: CommittedOffsets, offsets: CommittedOffsets) -> int:
+        """Write into the topic (through ``offsets``, loaded from it, with this listener)
+        the groups and offsets of an older data directory's committed-offsets log
+        ``legacy`` that it lacks or holds otherwise; the number of groups written."""
+        classic = legacy.groups()
+        consumers = legacy.consumer_groups()
+        changed = 0
+        # Only added or replaced: a group or offset the topic has and the file lacks was
+        # written by a newer start, never deleted from the file alone.
+        for group in sorted({*classic, *consumers}):
+            before = _snapshot(offsets, group)
+            old = legacy.offsets(group)
+            current = offsets.offsets(group)
+            fresh = [(t, p, v) for (t, p), v in old.items() if current.get((t, p)) != v]
+            if fresh:
+                offsets.commit(group, fresh)
+            record = classic.get(group)
+            if group in consumers:
+                offsets.put_consumer_group(group, consumers[group])
+            elif record is not None:
+                offsets.put_group(group, record)
+            changed += _snapshot(offsets, group) != before
+        return changed
 
     # --- ChangeListener ----------------------------------------------------------------
 
@@ -178,6 +223,14 @@ class OffsetsTopic:
 
 
 SubscriptionMetadata = list[tuple[str, bytes, int]]
+
+
+def _snapshot(offsets: CommittedOffsets, group: str) -> tuple[object, ...]:
+    return (
+        offsets.groups().get(group),
+        offsets.consumer_groups().get(group),
+        dict(offsets.offsets(group)),
+    )
 
 
 def _offset_records(group: str, items: list[tuple[str, int, CommittedOffset]]) -> list[KafkaRecord]:

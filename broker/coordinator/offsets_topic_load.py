@@ -2,11 +2,11 @@
 
 As Kafka's GroupMetadataManager/GroupCoordinatorShard replay a partition at load: records in
 offset order, the latest value of each key wins, a tombstone deletes it; aborted and
-control batches are skipped. The broker uses it when a data directory has the topic but no
-committed-offsets log (the store the coordinator still loads from), so that log is rebuilt
-from the topic; the ConsumerGroup* records give the consumer groups back, with their resolved
-regexes (ConsumerGroupRegularExpression). ConsumerGroupPartitionMetadata is computed again
-from the topics at the next change, as Kafka 4.0 does at the next heartbeat.
+control batches are skipped. The broker loads the group coordinator's state this way at
+every start (the topic is its only store); the ConsumerGroup* records give the consumer
+groups back, with their resolved regexes (ConsumerGroupRegularExpression).
+ConsumerGroupPartitionMetadata is computed again from the topics at the next change, as
+Kafka 4.0 does at the next heartbeat.
 """
 
 from __future__ import annotations
@@ -42,9 +42,19 @@ class _Group:
 def restore(info: TopicInfo, offsets: CommittedOffsets) -> int:
     """Write the state the topic holds into ``offsets`` (empty, without a listener); the
     number of groups restored."""
+    return restore_batches(
+        ((plog.name, plog.batches(plog.log_start_offset)) for plog in info.partitions), offsets
+    )
+
+
+def restore_batches(
+    partitions: Iterable[tuple[str, Iterable[tuple[BatchHeader, bytes]]]],
+    offsets: CommittedOffsets,
+) -> int:
+    """``restore`` from each partition's (name, batches in offset order)."""
     groups: dict[str, _Group] = {}
-    for plog in info.partitions:
-        _replay(plog.name, plog.batches(plog.log_start_offset), groups)
+    for name, batches in partitions:
+        _replay(name, batches, groups)
     restored = 0
     for group_id, g in groups.items():
         if g.offsets:

@@ -40,8 +40,7 @@ from broker.runtime.flusher import Flusher
 from broker.runtime.startup_errors import data_dir_failure, listeners_fix
 from broker.security.tls import TlsConfigError, server_context
 from protocol.schema import Message
-from storage.committed_offsets import FILE_NAME as COMMITTED_OFFSETS_FILE
-from storage.committed_offsets import CommittedOffsets
+from storage.committed_offsets import OffsetsInTopic
 from storage.dir_lock import DataDirLock, DataDirLockedError
 from storage.log_config import LogConfig
 from storage.producer_ids import ProducerIdAllocator
@@ -538,20 +537,18 @@ def _tls_contexts(config: Config) -> dict[str, ssl.SSLContext]:
 
 
 def _open_groups(config: Config, state: BrokerState) -> GroupCoordinator:
-    fresh_log = not (Path(config.log_dir) / COMMITTED_OFFSETS_FILE).exists()
-    offsets = CommittedOffsets.open(config.log_dir)
-    if offsets.recovery.dropped_bytes:
-        log.warning(
-            "committed offsets: dropped a torn tail of %d byte(s)", offsets.recovery.dropped_bytes
-        )
     topic = OffsetsTopic(
         state.store,
         config.offsets_topic_num_partitions,
         state.set_topic_configs,
         state.notify_appended,
     )
-    topic.start(offsets, fresh_log=fresh_log)
+    # The topic is the coordinator's only store: loaded as Kafka's GroupMetadataManager
+    # loads its partitions, each change written there (and fsynced before it is answered).
+    offsets = OffsetsInTopic(topic.flush)
+    topic.load(offsets)
     offsets.listener = topic
+    topic.migrate_log(Path(config.log_dir), offsets)
     state.offsets_topic = topic
     settings = GroupSettings(
         initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,

@@ -21,11 +21,11 @@ import pytest
 from protocol.messages.list_groups import LIST_GROUPS
 from protocol.records import build_batch
 from protocol.schema import Message
-from storage.committed_offsets import CommittedOffsets
 from tests.compat.test_java_client import NEWEST, built, committed_offsets
 from tests.support.broker_process import BrokerProcess, running
 from tests.support.produce import create_partitioned_topic, produce
 from tests.support.raw_client import RawClient
+from tests.support.stored_groups import stored_groups
 
 TOPIC, GROUP, PARTITIONS = "java-members", "java-members-group", 6
 
@@ -157,7 +157,7 @@ def test_java_members_hand_partitions_over_after_a_kill_without_rereading(
     assert len(read) == len(set(read)), "a record was consumed twice"
     assert set(read) == {(p, o) for p in range(PARTITIONS) for o in range(100)}
     broker.stop()
-    store = CommittedOffsets.open(broker.data_dir)
+    store = stored_groups(broker.data_dir)
     try:
         assert {p: v.offset for (_, p), v in store.offsets(GROUP).items()} == ends
         # Every member left: the consumer group stays, Empty, with its epoch history.
@@ -214,7 +214,7 @@ def test_java_classic_group_upgraded_member_by_member_reads_every_record_once(
     assert len(read) == len(set(read)), "a record was consumed twice"
     assert set(read) == {(p, o) for p in range(PARTITIONS) for o in range(total)}
     broker.stop()
-    store = CommittedOffsets.open(broker.data_dir)
+    store = stored_groups(broker.data_dir)
     try:
         assert GROUP in store.consumer_groups() and GROUP not in store.groups()
         assert {p: v.offset for (_, p), v in store.offsets(GROUP).items()} == ends

@@ -4,7 +4,7 @@ tests/compat/js/admin.js runs a plan of kafkajs calls (admin methods, producer s
 consumers) and prints one JSON result per step. What kafkajs reports is only half of each
 check: the other half is what the broker then does or stores, seen without kafkajs — the
 segment files, the data directory (partition directories, topic-configs/, meta.properties,
-committed-offsets.log) and raw Produce/Fetch requests sent straight to the broker.
+__consumer_offsets) and raw Produce/Fetch requests sent straight to the broker.
 """
 
 from __future__ import annotations
@@ -20,13 +20,13 @@ from protocol.errors import ErrorCode
 from protocol.records import build_batch, decode_records
 from protocol.schema import Message
 from storage.broker_config_store import BrokerConfigStore
-from storage.committed_offsets import CommittedOffsets
 from storage.topic_config_store import DIR_NAME, decode
 from tests.compat.conftest import JS_DIR, PARTITIONS, record_versions, require_tool
 from tests.support.broker_process import BrokerProcess
 from tests.support.capture_proxy import CaptureProxy
 from tests.support.produce import fetch_partition, produce, stored
 from tests.support.raw_client import RawClient
+from tests.support.stored_groups import stored_groups
 
 # admin.js gives itself 60 s; this only catches a node process that ignores its deadline.
 NODE_TIMEOUT_S = 90
@@ -517,10 +517,10 @@ def test_kafkajs_lists_describes_and_deletes_a_group(
     assert {int(p["offset"]) for p in offsets_after["partitions"]} == {-1}
     assert error_type(delete_again) == "GROUP_ID_NOT_FOUND"
 
-    # What the broker stored: after a clean stop the committed-offsets log replays without
+    # What the broker stored: after a clean stop the __consumer_offsets topic replays without
     # the group or any of its offsets.
     broker.stop()
-    log = CommittedOffsets.open(broker.data_dir)
+    log = stored_groups(broker.data_dir)
     try:
         assert group not in log.groups() and log.offsets(group) == {}
     finally:

@@ -11,7 +11,6 @@ from pathlib import Path
 
 from protocol.messages.api_versions import API_VERSIONS
 from protocol.schema import Message
-from storage.committed_offsets import CommittedOffsets
 from tests.e2e.test_consumer_groups_raw import (
     INVALID_REGULAR_EXPRESSION,
     Owned,
@@ -25,6 +24,7 @@ from tests.support.broker_process import BrokerProcess
 from tests.support.polling import until_sync
 from tests.support.produce import create_partitioned_topic
 from tests.support.raw_client import RawClient
+from tests.support.stored_groups import stored_groups
 
 # Python's re backtracks for ever on it against a name it does not match, like "orders.v1".
 EVIL = "((.*)*(.*)*)*y"
@@ -89,7 +89,7 @@ def test_backtracking_regex_neither_stalls_the_broker_nor_its_restart(tmp_path: 
             assert list(member.assignment.topic_partitions) == []
         broker.stop()
         # Stored with the group, resolved: the restart matches nothing while loading.
-        stored = CommittedOffsets.open(data).consumer_groups()["evil"]
+        stored = stored_groups(data).consumer_groups()["evil"]
         assert [m.subscribed_topic_regex for m in stored.members] == [EVIL]
         assert stored.resolved_regexes == ((EVIL, ()),)
         started = time.monotonic()
@@ -142,5 +142,5 @@ def test_regex_assigns_matching_topics_then_a_topic_created_later(broker: Broker
         names = {t.topic_name: sorted(t.partitions) for t in member.assignment.topic_partitions}
         assert names == {"orders.v1": [0, 1], "orders.v2": [0]}
     broker.stop()
-    stored = CommittedOffsets.open(broker.data_dir).consumer_groups()["by-regex"]
+    stored = stored_groups(broker.data_dir).consumer_groups()["by-regex"]
     assert stored.resolved_regexes == ((r"orders\..*", ("orders.v1", "orders.v2")),)

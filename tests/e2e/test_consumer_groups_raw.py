@@ -15,11 +15,11 @@ from protocol.messages.list_groups import LIST_GROUPS
 from protocol.messages.offset_commit import OFFSET_COMMIT
 from protocol.messages.offset_fetch import OFFSET_FETCH
 from protocol.schema import Message
-from storage.committed_offsets import CommittedOffsets
 from tests.support.broker_process import BrokerProcess
 from tests.support.group_offsets import committed_topic
 from tests.support.produce import create_partitioned_topic
 from tests.support.raw_client import RawClient
+from tests.support.stored_groups import stored_groups
 
 INVALID_REQUEST, UNKNOWN_MEMBER_ID, GROUP_ID_NOT_FOUND = 42, 25, 69
 FENCED_MEMBER_EPOCH, UNRELEASED_INSTANCE_ID, UNSUPPORTED_ASSIGNOR = 110, 111, 112
@@ -425,7 +425,7 @@ def test_a_consumer_group_survives_a_restart_with_its_epochs_and_assignments(
     finally:
         broker.stop()
     # What the broker stored: the group record with both members at the assignment epoch.
-    stored = CommittedOffsets.open(data).consumer_groups()["cg-restart"]
+    stored = stored_groups(data).consumer_groups()["cg-restart"]
     assert (stored.group_epoch, stored.assignment_epoch) == (2, 2)
     owned = {m.member_id: {p for _, ps in m.assigned for p in ps} for m in stored.members}
     assert owned == {m.member_id: m.partitions() for m in members}

@@ -2,7 +2,7 @@
 bidirectional): a classic group of three confluent-kafka consumers switched one by one to
 group.protocol=consumer keeps consuming with no lost or repeated record when offsets are
 committed on revocation, and the same the other way round. What the broker stored (the
-committed offsets, the group's record and kind in the committed-offsets log) is checked
+committed offsets, the group's record and kind in the __consumer_offsets topic) is checked
 after each run."""
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ confluent_kafka = pytest.importorskip("confluent_kafka")
 
 from protocol.messages.list_groups import LIST_GROUPS  # noqa: E402
 from protocol.schema import Message  # noqa: E402
-from storage.committed_offsets import CommittedOffsets  # noqa: E402
 from tests.e2e.test_consumer_groups_raw import create  # noqa: E402
 from tests.support.broker_process import BrokerProcess, running  # noqa: E402
 from tests.support.confluent_group import (  # noqa: E402
@@ -27,6 +26,7 @@ from tests.support.confluent_group import (  # noqa: E402
 )
 from tests.support.group_offsets import committed_offsets  # noqa: E402
 from tests.support.raw_client import RawClient  # noqa: E402
+from tests.support.stored_groups import stored_groups  # noqa: E402
 
 TOPIC, GROUP, PARTITIONS = "migrate", "migrate-group", 6
 # Commits racing a rebalance: the member retries with its next epoch/generation.
@@ -170,7 +170,7 @@ def test_rolling_upgrade_from_classic_to_consumer_protocol(broker: BrokerProcess
     broker.wait_for_log("Converted the classic group to a consumer group")
     # What the broker stored: the group is a consumer group (Empty now) with its offsets.
     broker.stop()
-    store = CommittedOffsets.open(broker.data_dir)
+    store = stored_groups(broker.data_dir)
     try:
         assert GROUP in store.consumer_groups()
         assert GROUP not in store.groups()
@@ -186,7 +186,7 @@ def test_rolling_downgrade_from_consumer_to_classic_protocol(broker: BrokerProce
     check_exactly_once(broker, everyone, 480)
     broker.wait_for_log("Converted the consumer group to a classic group")
     broker.stop()
-    store = CommittedOffsets.open(broker.data_dir)
+    store = stored_groups(broker.data_dir)
     try:
         assert GROUP not in store.consumer_groups()
         assert GROUP in store.groups()

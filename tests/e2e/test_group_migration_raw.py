@@ -2,7 +2,7 @@
 a classic member and a consumer-protocol member in one group (epochs, JoinGroup/SyncGroup/
 Heartbeat answers, offsets), a restart in the middle, the downgrade when the consumer-protocol
 member leaves, and the refusal when group.consumer.migration.policy forbids it. What the
-broker stored (the group's kind and record in the committed-offsets log) is checked too."""
+broker stored (the group's kind and record in the __consumer_offsets topic) is checked too."""
 
 from __future__ import annotations
 
@@ -18,11 +18,11 @@ from protocol.messages.list_groups import LIST_GROUPS
 from protocol.messages.offset_commit import OFFSET_COMMIT
 from protocol.messages.sync_group import SYNC_GROUP
 from protocol.schema import Message
-from storage.committed_offsets import CommittedOffsets
 from tests.e2e.test_consumer_groups_raw import assigned, create, describe, heartbeat, join
 from tests.support.broker_process import BrokerProcess, running
 from tests.support.group_offsets import committed_topic
 from tests.support.raw_client import RawClient
+from tests.support.stored_groups import stored_groups
 
 MEMBER_ID_REQUIRED, REBALANCE_IN_PROGRESS, GROUP_ID_NOT_FOUND = 79, 27, 69
 GROUP_MAX_SIZE_REACHED = 81
@@ -217,7 +217,7 @@ def test_classic_group_upgrades_serves_its_classic_member_and_downgrades(tmp_pat
             assert back.error_code == 0 and back.generation_id == generation + 2
             assert back.leader == classic_id
         broker.stop()
-        store = CommittedOffsets.open(broker.data_dir)
+        store = stored_groups(broker.data_dir)
         try:
             assert GROUP not in store.consumer_groups()
             record = store.groups()[GROUP]

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -35,12 +34,13 @@ from protocol.messages.describe_groups import DESCRIBE_GROUPS
 from protocol.messages.heartbeat import HEARTBEAT
 from protocol.messages.offset_commit import OFFSET_COMMIT
 from protocol.schema import Message
-from storage.committed_offsets import FILE_NAME, CommittedOffsets, GroupRecord
+from storage.committed_offsets import GroupRecord
 from tests.support.broker_process import BrokerProcess, running
 from tests.support.group_offsets import committed_offsets, committed_topic
 from tests.support.produce import create_topic
 from tests.support.raw_client import RawClient
 from tests.support.real_clients import KAFKA_PYTHON_SCHEMA_READS
+from tests.support.stored_groups import stored_groups
 
 pytestmark = KAFKA_PYTHON_SCHEMA_READS
 
@@ -378,16 +378,9 @@ def test_restarted_static_member_takes_its_place_without_rebalance(
 
 
 def stored_group(data_dir: Path, tmp_path: Path, group: str) -> GroupRecord | None:
-    """The group's record in the broker's committed-offsets log (read from a copy: the
-    broker keeps the original open)."""
-    copy = tmp_path / "copy"
-    copy.mkdir(exist_ok=True)
-    shutil.copy(data_dir / FILE_NAME, copy / FILE_NAME)
-    store = CommittedOffsets.open(copy)
-    try:
-        return store.groups().get(group)
-    finally:
-        store.close()
+    """The group's record as the broker stored it in ``__consumer_offsets``."""
+    del tmp_path  # read in place: the segment files are only read
+    return stored_groups(data_dir).groups().get(group)
 
 
 @pytest.mark.timeout(90)

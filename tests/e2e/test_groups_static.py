@@ -6,7 +6,6 @@ other member's heartbeats and on the group record the broker stored."""
 
 from __future__ import annotations
 
-import shutil
 import struct
 import time
 from collections.abc import Callable, Iterator
@@ -19,9 +18,10 @@ from protocol.messages.heartbeat import HEARTBEAT
 from protocol.messages.join_group import JOIN_GROUP
 from protocol.messages.sync_group import SYNC_GROUP
 from protocol.schema import Message
-from storage.committed_offsets import FILE_NAME, CommittedOffsets, GroupRecord
+from storage.committed_offsets import GroupRecord
 from tests.support.broker_process import BrokerProcess, running
 from tests.support.raw_client import RawClient
+from tests.support.stored_groups import stored_groups
 
 GROUP = "static-g"
 INSTANCE = "inst-b"
@@ -84,16 +84,9 @@ def heartbeat(
 
 
 def stored_group(data_dir: Path, tmp_path: Path) -> GroupRecord | None:
-    """The group's record as the broker wrote it to its committed-offsets log (read from a
-    copy: the broker keeps the original open)."""
-    copy = tmp_path / "copy"
-    copy.mkdir(exist_ok=True)
-    shutil.copy(data_dir / FILE_NAME, copy / FILE_NAME)
-    store = CommittedOffsets.open(copy)
-    try:
-        return store.groups().get(GROUP)
-    finally:
-        store.close()
+    """The group's record as the broker stored it in ``__consumer_offsets``."""
+    del tmp_path  # read in place: the segment files are only read
+    return stored_groups(data_dir).groups().get(GROUP)
 
 
 def wait_until(predicate: Callable[[], bool], what: str, timeout: float = 10.0) -> None:

@@ -5,7 +5,6 @@ checked through real clients and on the partition's segment files."""
 
 from __future__ import annotations
 
-import shutil
 import struct
 import time
 from collections.abc import Iterator
@@ -14,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from protocol import coordinator_records as cr
-from storage.committed_offsets import CommittedOffsets
+from storage.committed_offsets import CommittedOffset, CommittedOffsets, GroupRecord
 from tests.e2e.test_consumer_groups_raw import assigned, heartbeat_until, join
 from tests.support.broker_process import BrokerProcess, running
 from tests.support.compaction import StoredRecord, read_partition
@@ -22,6 +21,7 @@ from tests.support.internal_topics import java_partition
 from tests.support.polling import until_sync
 from tests.support.produce import create_partitioned_topic
 from tests.support.raw_client import RawClient
+from tests.support.stored_groups import stored_groups
 
 kafka = pytest.importorskip("kafka")
 confluent_kafka = pytest.importorskip("confluent_kafka")
@@ -250,26 +250,92 @@ def test_a_data_directory_from_before_the_topic_is_written_into_it_at_start(
     data = tmp_path / "data"
     with running(data, SETTINGS) as first:
         produce(first, "legacy", 3)
-        commit(first, "old-group", "legacy", 3, "kept")
-    # As a data directory of the version before __consumer_offsets: the private log only.
-    for path in data.glob(f"{OFFSETS}-*"):
-        shutil.rmtree(path)
+    # As a data directory of an older version: the groups in the private log only, written
+    # by that version's writer.
+    old = CommittedOffsets.open(data)
+    old.commit("old-group", [("legacy", 0, CommittedOffset(3, -1, "kept", 1_000))])
+    old.commit("old-group", [("legacy", 1, CommittedOffset(7, 2, None, 1_001))])
+    old.put_group("old-group", GroupRecord("consumer", 5, state_timestamp_ms=1_002))
+    old.commit("other", [("legacy", 0, CommittedOffset(1, -1, "", 1_003))])
+    old.close()
     with running(data, SETTINGS) as second:
+        log_text = second.log_text()
         records = decoded(read_partition(data, OFFSETS, java_partition("old-group", 7)))
-        assert [(kind, v[1].offset, v[1].metadata) for kind, _, v in records if v] == [
-            (cr.OFFSET_COMMIT, 3, "kept")
-        ]
+        assert [
+            (kind, k.partition, v[1].offset, v[1].leader_epoch, v[1].metadata)
+            for kind, k, v in records
+            if v and kind == cr.OFFSET_COMMIT
+        ] == [(cr.OFFSET_COMMIT, 0, 3, -1, "kept"), (cr.OFFSET_COMMIT, 1, 7, 2, "")]
+        [(_, _, group_value)] = [r for r in records if r[0] == cr.GROUP_METADATA]
+        assert group_value is not None
+        assert (group_value[1].protocol_type, group_value[1].generation) == ("consumer", 5)
         # ... and the group's offset is what it was, through the normal API.
         consumer = kafka.KafkaConsumer(bootstrap_servers=second.bootstrap, group_id="old-group")
         try:
             assert consumer.committed(kafka.TopicPartition("legacy", 0)) == 3
         finally:
             consumer.close()
+    assert "moved 2 group(s) from committed-offsets.log into __consumer_offsets" in log_text
+    # The private file is renamed, never read again.
+    assert not (data / "committed-offsets.log").exists()
+    assert (data / "committed-offsets.log.migrated").exists()
     # The key bytes are Kafka's: int16 type 1, then group, topic, partition (int16 lengths).
     raw = read_partition(data, OFFSETS, java_partition("old-group", 7))[0].key
     assert raw == struct.pack(">hh", 1, 9) + b"old-group" + struct.pack(">h", 6) + b"legacy" + (
         b"\x00\x00\x00\x00"
     )
+    # A second start moves nothing and keeps the state (from the topic alone).
+    with running(data, SETTINGS) as third:
+        assert "moved" not in third.log_text()
+    state = stored_groups(data)
+    assert state.offsets("old-group")[("legacy", 1)].offset == 7
+    assert state.offsets("other")[("legacy", 0)].offset == 1
+
+
+def test_a_migration_writes_only_what_the_topic_lacks(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    with running(data, SETTINGS) as first:
+        produce(first, "mixed", 1)
+        commit(first, "in-topic", "mixed", 1, "topic")
+    before = len(read_partition(data, OFFSETS, java_partition("in-topic", 7)))
+    # An older version mirrored its log into the topic: the same offset in both, and one
+    # group only in the log (a mirror write it dropped).
+    topic_value = stored_groups(data).offsets("in-topic")[("mixed", 0)]
+    old = CommittedOffsets.open(data)
+    old.commit("in-topic", [("mixed", 0, topic_value)])
+    old.commit("log-only", [("mixed", 0, CommittedOffset(1, -1, "log", 2_000))])
+    old.close()
+    with running(data, SETTINGS) as second:
+        assert (
+            "moved 2 group(s) from committed-offsets.log into __consumer_offsets (1 written)"
+            in (second.log_text())
+        )
+    assert len(read_partition(data, OFFSETS, java_partition("in-topic", 7))) == before
+    assert stored_groups(data).offsets("log-only")[("mixed", 0)].metadata == "log"
+    assert not (data / "committed-offsets.log").exists()
+
+
+def test_acknowledged_commits_survive_sigkill_without_a_private_log(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    with running(data, SETTINGS) as proc:
+        produce(proc, "killed", 1)
+        for i in range(1, 21):
+            commit(proc, f"kill-{i % 3}", "killed", i, f"m{i}")
+        proc.kill()
+        proc.start()
+        consumer = kafka.KafkaConsumer(bootstrap_servers=proc.bootstrap, group_id="kill-2")
+        try:
+            got = consumer.committed(kafka.TopicPartition("killed", 0), metadata=True)
+            assert got == kafka.structs.OffsetAndMetadata(20, "m20", -1)
+        finally:
+            consumer.close()
+    assert not list(data.glob("committed-offsets*"))
+    state = stored_groups(data)
+    assert {g: state.offsets(g)[("killed", 0)].offset for g in ("kill-0", "kill-1", "kill-2")} == {
+        "kill-0": 18,
+        "kill-1": 19,
+        "kill-2": 20,
+    }
 
 
 def test_a_client_may_not_produce_to_the_internal_topic(broker: BrokerProcess) -> None:
@@ -296,7 +362,7 @@ def test_a_client_may_not_produce_to_the_internal_topic(broker: BrokerProcess) -
     assert "refused a produce to internal topic __consumer_offsets" in broker.log_text()
 
 
-def test_without_the_committed_offsets_log_the_state_is_read_back_from_the_topic(
+def test_a_restart_loads_the_groups_from_the_topic_alone(
     tmp_path: Path,
 ) -> None:
     data = tmp_path / "data"
@@ -308,8 +374,9 @@ def test_without_the_committed_offsets_log_the_state_is_read_back_from_the_topic
         admin = confluent_admin.AdminClient({"bootstrap.servers": first.bootstrap})
         [deleted] = admin.delete_consumer_groups(["doomed"], request_timeout=10).values()
         deleted.result(10)
-    # The coordinator's own log gone: the next version loads from the topic alone.
-    (data / "committed-offsets.log").unlink()
+    # The topic is the coordinator's only store: no file of its own in the data directory.
+    assert not (data / "committed-offsets.log").exists()
+    assert not list(data.glob("committed-offsets*"))
     with running(data, SETTINGS) as second:
         assert "loaded 1 group(s) from __consumer_offsets" in second.log_text()
         consumer = kafka.KafkaConsumer(bootstrap_servers=second.bootstrap, group_id="standalone")
@@ -323,8 +390,7 @@ def test_without_the_committed_offsets_log_the_state_is_read_back_from_the_topic
         admin = confluent_admin.AdminClient({"bootstrap.servers": second.bootstrap})
         listed = admin.list_consumer_groups(request_timeout=10).result(10)
         assert {g.group_id for g in listed.valid} == {"standalone"}
-    # ... and the log was written again.
-    assert (data / "committed-offsets.log").stat().st_size > 8
+    assert not list(data.glob("committed-offsets*"))
 
 
 def _described(bootstrap: str, groups: list[str]) -> dict[str, object]:
@@ -381,7 +447,7 @@ def test_groups_with_members_are_read_back_from_the_topic_as_they_were(tmp_path:
         first.stop()
         for consumer in consumers:
             consumer.close()
-    (data / "committed-offsets.log").unlink()
+    assert not (data / "committed-offsets.log").exists()
     with running(data, overrides) as second:
         assert "loaded 2 group(s) from __consumer_offsets" in second.log_text()
         after = _described(second.bootstrap, list(names.values()))
@@ -521,9 +587,9 @@ def test_a_regex_group_writes_its_regex_and_subscription_metadata_records(
     assert (topic.topic_name, bytes(topic.topic_id), topic.num_partitions) == ("orders.v1", v1, 2)
     assert topic.partition_metadata == []
 
-    # Read back from the topic alone: the group keeps its resolved regex.
-    (data / "committed-offsets.log").unlink()
+    # Read back from the topic (the only store): the group keeps its resolved regex.
     with running(data, SETTINGS):
         pass
-    kept = CommittedOffsets.open(data).consumer_groups()[group]
+    assert not (data / "committed-offsets.log").exists()
+    kept = stored_groups(data).consumer_groups()[group]
     assert kept.resolved_regexes == ((regex, ("orders.v1",)),)

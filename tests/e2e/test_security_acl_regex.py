@@ -6,12 +6,12 @@ ACLs, raw ConsumerGroupHeartbeats; the resolution checked in the group's stored 
 
 from __future__ import annotations
 
-from storage.committed_offsets import CommittedOffsets
 from tests.e2e.test_consumer_groups_raw import assigned, heartbeat_until, join
 from tests.e2e.test_security_acls import DESCRIBE, GROUP, READ, TOPIC, create, creation, login
 from tests.support.broker_process import BrokerProcess
 from tests.support.produce import create_partitioned_topic
 from tests.support.real_clients import KAFKA_PYTHON_SCHEMA_READS
+from tests.support.stored_groups import stored_groups
 
 pytestmark = KAFKA_PYTHON_SCHEMA_READS
 
@@ -42,5 +42,5 @@ def test_a_regex_resolves_only_to_topics_the_member_may_describe(
         )
         assert owned == {visible: {0, 1}, other: {0}}
     acl_broker.stop()
-    stored = CommittedOffsets.open(acl_broker.data_dir).consumer_groups()["rx-group"]
+    stored = stored_groups(acl_broker.data_dir).consumer_groups()["rx-group"]
     assert stored.resolved_regexes == ((".*", ("other", "rx-visible")),)

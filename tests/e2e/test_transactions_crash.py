@@ -24,11 +24,11 @@ import pytest
 from protocol.messages.offset_fetch import OFFSET_FETCH
 from protocol.records import decode_records
 from protocol.schema import Message
-from storage.committed_offsets import CommittedOffsets
 from storage.txn_index import read_entries
 from tests.support.broker_process import BrokerProcess
 from tests.support.produce import stored
 from tests.support.raw_client import RawClient
+from tests.support.stored_groups import stored_groups
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 
@@ -299,7 +299,7 @@ def test_copy_loop_through_three_sigkills_commits_every_input_record_exactly_onc
     assert sorted(committed_read) == list(range(TOTAL)), "read_committed sees each one once"
     assert aborted >= loop.aborts > 0, "the aborted copies are stored, marked and indexed"
 
-    offsets = CommittedOffsets.open(data)
+    offsets = stored_groups(data)
     try:
         stored_offsets = {tp: o.offset for tp, o in offsets.offsets(GROUP).items()}
     finally:

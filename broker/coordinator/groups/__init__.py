@@ -1,7 +1,7 @@
 """Consumer groups (classic protocol) and committed offsets.
 
 - ``classic``: one group's membership state machine (Kafka's ClassicGroup), readable alone;
-- ``coordinator``: the single owner of all groups and of the committed-offsets store, made
+- ``coordinator``: the single owner of all groups and of their store (``__consumer_offsets``), made
   of parts: ``classic_requests``, ``consumer_requests``, ``offsets``, ``group_records``,
   over the fields ``coordinator_base`` declares;
 - ``offset_expiration``: which committed offsets have expired (Kafka's

@@ -26,7 +26,7 @@ Follows Kafka 4.0's GroupMetadataManager.consumerGroupHeartbeat step by step:
 
 Sessions: a member not heard from within the group's session timeout is fenced, as
 is one that keeps partitions it must revoke beyond its rebalance timeout. Every change writes
-the group's record to the committed-offsets log (``storage.consumer_group_records``); the
+the group's records to ``__consumer_offsets`` (broker.coordinator.offsets_topic); the
 answer waits for its fsync round, as Kafka answers once its records are written. At start-up
 groups come back with their members, epochs and assignments, sessions restarting from the
 load, so members carry on without rejoining.

@@ -19,8 +19,8 @@ same tables and store, and the hot paths, OffsetCommit and Heartbeat, pay no ext
   resolution, the online migration between classic and consumer groups;
 - ``offsets``: OffsetCommit and TxnOffsetCommit checks and writes, OffsetFetch,
   OffsetDelete, the periodic expiry of offsets and Empty groups;
-- ``group_records``: group records in the committed-offsets log (written, flushed in shared
-  rounds, loaded at start-up) and the log's compaction;
+- ``group_records``: group records in ``__consumer_offsets`` (written, flushed in shared
+  rounds, loaded at start-up);
 - ``coordinator_base``: the fields they share and the first checks of every request.
 
 This module: construction (groups loaded from the store), the timer task, shutdown, and the

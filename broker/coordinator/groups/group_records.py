@@ -1,5 +1,6 @@
-"""Group metadata in the committed-offsets log: written, fsynced in shared rounds, read back
-at start-up; and the log's compaction.
+"""Group metadata in the coordinator's store (``__consumer_offsets``): written, fsynced in
+shared rounds, read back at start-up; and the compaction of a store kept in a file of its
+own (tests; the topic has its log cleaner instead).
 
 - Group metadata survives restarts as in Kafka: when a group becomes Stable (the leader's
   SyncGroup), becomes Empty, or a static member gets a new id in a Stable group, its record
@@ -14,8 +15,8 @@ at start-up; and the log's compaction.
   with Kafka.
 - ``_flush`` is one round of the broker's grouped flusher: one fsync serves every offset
   commit and group record waiting at that moment.
-- ``_maybe_compact`` rewrites the log without its dead entries, the writing on a worker
-  thread so no request waits for it.
+- ``_maybe_compact`` rewrites a file-kept store without its dead entries, the writing on a
+  worker thread so no request waits for it (the broker's topic store never needs it).
 """
 
 from __future__ import annotations

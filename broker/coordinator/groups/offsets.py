@@ -5,12 +5,13 @@ the write), OffsetFetch, OffsetDelete, and their periodic expiry.
   validateTransactionalOffsetCommit, then the group's own (ClassicGroup's, or
   ConsumerGroup's with member epochs). A commit without a generation for an unknown group
   (a simple consumer, no group management) creates the group, as Kafka does.
-- Committed offsets live in ``storage.committed_offsets``; an OffsetCommit is answered only
-  after its records are fsynced, through the broker's grouped flusher (one fsync serves all
-  commits waiting at that moment).
+- Committed offsets live in ``storage.committed_offsets`` (the broker's: kept in
+  ``__consumer_offsets``); an OffsetCommit is answered only after its records are
+  fsynced, through the broker's grouped flusher (one fsync serves all commits waiting at
+  that moment).
 - ``cleanup_group_metadata`` is Kafka's GroupCoordinatorShard.cleanupGroupMetadata, run by
   the broker's background task every offsets.retention.check.interval.ms: the offsets that
-  ``offset_expiration`` finds expired are tombstoned in the committed-offsets log, and a
+  ``offset_expiration`` finds expired are tombstoned in ``__consumer_offsets``, and a
   group left without offsets (or that never had any) is deleted if it is Empty (Kafka's
   GroupMetadataManager.maybeDeleteGroup), so neither grows without bound.
 """
