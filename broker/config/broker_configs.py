@@ -111,10 +111,22 @@ def _entry(name: str, layers: BrokerValues, per_broker: bool) -> ConfigEntry:
 
 
 def describe_broker(
-    config: Config, dynamic_default: Mapping[str, str], dynamic_broker: Mapping[str, str]
+    config: Config,
+    dynamic_default: Mapping[str, str],
+    dynamic_broker: Mapping[str, str],
+    node_static: Mapping[str, str] | None = None,
 ) -> list[ConfigEntry]:
-    """DescribeConfigs of this broker's own resource, sorted by name."""
+    """DescribeConfigs of this broker's own resource, sorted by name. ``node_static``: the
+    start-up settings a simulated cluster's node has of its own (its id and rack), over the
+    process's."""
     layers = values(config, dynamic_default, dynamic_broker)
+    if node_static:
+        layers = BrokerValues(
+            layers.dynamic_broker,
+            layers.dynamic_default,
+            {**layers.static, **node_static},
+            layers.defaults,
+        )
     names = set(BROKER_CONFIGS) | set(layers.static) | set(dynamic_default) | set(dynamic_broker)
     return [_entry(name, layers, True) for name in sorted(names)]
 

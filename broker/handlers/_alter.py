@@ -17,6 +17,7 @@ from broker.handlers._admin import (
     RESOURCE_TOPIC,
     topic_name_error,
 )
+from broker.handlers._leadership import request_node
 from protocol.errors import ErrorCode
 from protocol.schema import Message
 
@@ -71,7 +72,7 @@ def alter(
         return result(resource, ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
     kind, name = resource.resource_type, resource.resource_name
     if kind == RESOURCE_BROKER:
-        reason = node_id_error(name, state.node_id)
+        reason = node_id_error(name, request_node(ctx))
         if reason is not None:
             return result(resource, ErrorCode.INVALID_REQUEST, reason)
         return _alter_broker(ctx, resource, broker_change, validate_only)

@@ -139,3 +139,24 @@ def group_elsewhere(cluster: Cluster) -> Callable[[str], bool]:
         return node >= 0 and coordinator_node(cluster, GROUP_KEY, group_id) != node
 
     return elsewhere
+
+
+def request_node(ctx: RequestContext) -> int:
+    """The id of the node the request reached: a simulated cluster's node, else this
+    broker's."""
+    cluster = ctx.state.cluster
+    return ctx.state.node_id if cluster is None else cluster.node_of(ctx.listener)
+
+
+def node_static_configs(ctx: RequestContext, node: int) -> dict[str, str]:
+    """The start-up settings of a simulated cluster's node that are its own, as each Kafka
+    broker's server.properties sets them: node.id (broker.id its synonym) and broker.rack
+    (minikafka.cluster.racks). Empty for a single broker (its settings are the process's)."""
+    cluster = ctx.state.cluster
+    if cluster is None:
+        return {}
+    own = {"node.id": str(node), "broker.id": str(node)}
+    rack = cluster.racks.get(node)
+    if rack is not None:
+        own["broker.rack"] = rack
+    return own

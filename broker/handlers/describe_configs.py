@@ -9,13 +9,15 @@ name gets INVALID_TOPIC_EXCEPTION with Topic.validate's text; a missing topic
 UNKNOWN_TOPIC_OR_PARTITION with no text. Kafka sets no message on those results, so the
 field keeps its default: "" (not null), as on every successful result.
 
-A broker resource named by this broker's id lists every Kafka 4.0 broker config as Kafka
-does (broker.config.broker_configs: value, source, synonyms, read_only unless dynamic, config
-type, PASSWORD values hidden); the empty name lists the cluster-wide dynamic configs;
-another id gets INVALID_REQUEST. BROKER_LOGGER lists the root logger's level. A GROUP
-resource lists Kafka 4.0's group configs (broker.config.group_configs: GROUP_CONFIG for the group's
-stored overrides, else the broker's defaults; an empty name: INVALID_REQUEST). Other
-resource types get INVALID_REQUEST.
+A broker resource named by this broker's id (a simulated cluster's node: the id of the node
+the request reached, with its own node.id and broker.rack as static configs) lists every
+Kafka 4.0 broker config as Kafka does (broker.config.broker_configs: value, source,
+synonyms, read_only unless dynamic, config type, PASSWORD values hidden); the empty name
+lists the cluster-wide dynamic configs; another id gets INVALID_REQUEST. BROKER_LOGGER
+lists the root logger's level. A GROUP resource lists Kafka 4.0's group configs
+(broker.config.group_configs: GROUP_CONFIG for the group's stored overrides, else the
+broker's defaults; an empty name: INVALID_REQUEST). Other resource types get
+INVALID_REQUEST.
 
 Deviations: see broker.config.broker_configs (dynamic broker configs are described, not acted on;
 documentation texts are minikafka's).
@@ -41,6 +43,7 @@ from broker.handlers._admin import (
     topic_name_error,
 )
 from broker.handlers._config_access import MESSAGES, denied
+from broker.handlers._leadership import node_static_configs, request_node
 from broker.security import acl
 from protocol.errors import ErrorCode
 from protocol.messages.describe_configs import DESCRIBE_CONFIGS
@@ -77,21 +80,26 @@ def _entries(ctx: RequestContext, resource: Message) -> list[ConfigEntry]:
             raise _Failed(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "")
         return topic_configs.describe_topic(state.config, state.topic_overrides(info))
     if kind == RESOURCE_BROKER:
-        reason = broker_id_error(name, state.node_id)
+        # Each node answers for itself (a simulated cluster's node by its own id and rack).
+        node = request_node(ctx)
+        reason = broker_id_error(name, node)
         if reason is not None:
             raise _Failed(ErrorCode.INVALID_REQUEST, reason)
         cluster_default = state.dynamic_broker_configs("")
         if name == "":
             return broker_configs.describe_cluster_defaults(state.config, cluster_default)
         return broker_configs.describe_broker(
-            state.config, cluster_default, state.dynamic_broker_configs(name)
+            state.config,
+            cluster_default,
+            state.dynamic_broker_configs(name),
+            node_static_configs(ctx, node),
         )
     if kind == RESOURCE_GROUP:
         if not name:
             raise _Failed(ErrorCode.INVALID_REQUEST, "Group name must not be empty")
         return group_configs.describe(state.config, state.group_config_overrides(name))
     if kind == RESOURCE_BROKER_LOGGER:
-        reason = broker_id_error(name, state.node_id)
+        reason = broker_id_error(name, request_node(ctx))
         if reason is not None or name == "":
             raise _Failed(ErrorCode.INVALID_REQUEST, reason or "A broker id is required")
         level = logging.getLevelName(logging.getLogger().getEffectiveLevel())

@@ -38,6 +38,7 @@ from broker.core.request_context import RequestContext
 from broker.handlers._admin import RESOURCE_BROKER_LOGGER
 from broker.handlers._alter import alter, duplicate_resources, node_id_error, result
 from broker.handlers._config_access import denied
+from broker.handlers._leadership import request_node
 from broker.security.acl import ALTER_CONFIGS
 from protocol.errors import ErrorCode
 from protocol.messages.incremental_alter_configs import INCREMENTAL_ALTER_CONFIGS
@@ -59,7 +60,7 @@ _LEVELS = {
 
 
 def _loggers(ctx: RequestContext, resource: Message, validate_only: bool) -> Message:
-    reason = node_id_error(resource.resource_name, ctx.state.node_id)
+    reason = node_id_error(resource.resource_name, request_node(ctx))
     if reason is not None or resource.resource_name == "":
         return result(resource, ErrorCode.INVALID_REQUEST, reason or "A broker id is required")
     changes: list[tuple[logging.Logger, int]] = []
