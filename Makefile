@@ -163,14 +163,18 @@ peer-kafka-python: setup $(PEER_STAMP)
 # librdkafka's own suite, 2.15.1 (npm @confluentinc/kafka-javascript@1.10.1) and 2.0.2
 # (Debian's source package): tests/peer/librdkafka_suite.py installs the build deps with
 # apt-get when missing, builds each version once under build/peer/, runs the broker tests
-# in quick mode and fails on any test of tests/peer/librdkafka-<version>.must-pass.
+# in quick mode and fails on any test of tests/peer/librdkafka-<version>.must-pass; then
+# (--cluster) the tests that need 3 brokers against a simulated 3-node cluster, judged by
+# tests/peer/librdkafka-<version>-cluster.must-pass.
 PEER_LIBRDKAFKA ?= 2.15.1 2.0.2
 
-# Kafka 4.0.0's own kafka-topics.sh and kafka-acls.sh (tests/support/kafka_reference.py
-# install_scripts) serve the suite's $KAFKA_PATH.
+# Kafka 4.0.0's own kafka-topics.sh, kafka-acls.sh and kafka-run-class.sh (its clients jar
+# also compiles the suite's Java helpers; tests/support/kafka_reference.py install_scripts)
+# serve the suite's $KAFKA_PATH.
 peer-librdkafka: setup build/kafka-4.0.0/libs/.installed
 	@status=0; for version in $(PEER_LIBRDKAFKA); do \
 		$(PY) -m tests.peer.librdkafka_suite --version $$version || status=1; \
+		$(PY) -m tests.peer.librdkafka_suite --version $$version --cluster || status=1; \
 	done; exit $$status
 
 # The package as it would be published (tests/packaging/dist_check.py): a clean copy of the

@@ -45,6 +45,7 @@ APT_PACKAGES = [
 # Commands checked by name, as `make compat-tools` does: a Node.js from elsewhere bundles
 # its own npm, which Debian's npm package would conflict with.
 APT_FOR_COMMAND = {"npm": ["nodejs", "npm"]}
+JDK_PACKAGES = ["openjdk-17-jdk-headless"]
 DEBIAN_SOURCES = Path("/etc/apt/sources.list.d/debian.sources")
 
 
@@ -98,6 +99,18 @@ def ensure_apt_packages() -> None:
     for command, packages in APT_FOR_COMMAND.items():
         if shutil.which(command) is None:
             missing += packages
+    _apt_install(missing)
+
+
+def ensure_jdk() -> None:
+    """A javac: 0098_consumer_txn (the cluster run) builds librdkafka's Java helper programs
+    (tests/java, `make -s java`) against Kafka's clients jar; Debian 12's JDK 17, as
+    `make compat-tools` installs it."""
+    if shutil.which("javac") is None:
+        _apt_install(JDK_PACKAGES)
+
+
+def _apt_install(missing: list[str]) -> None:
     if not missing:
         return
     say(f"installing with apt-get: {' '.join(missing)}")

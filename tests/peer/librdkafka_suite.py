@@ -1,6 +1,6 @@
 """librdkafka's own test suite against a fresh minikafka process (`make peer-tests`).
 
-    python -m tests.peer.librdkafka_suite [--version 2.15.1] [--tests 0001,0012]
+    python -m tests.peer.librdkafka_suite [--version 2.15.1] [--tests 0001,0012] [--cluster]
 
 Builds librdkafka and its test-runner once (tests/peer/librdkafka_build.py), starts a
 broker from this tree on a free port with the settings of the suite's "default" scenario
@@ -10,6 +10,11 @@ does through trivup: `run-test.sh -K -L -Q -E` (no known-issue tests, broker tes
 quick mode, no sockem network emulation; trivup runs one test at a time, we run PARALLEL),
 telling it the broker is Kafka 4.0.0. Prints pass/fail/skip counts and exits non-zero when a test of
 tests/peer/librdkafka-<version>.must-pass fails or a failure is on no list.
+
+`--cluster` runs the tests that need three brokers (CLUSTER_TESTS: replication factor 3,
+fetching from a follower) against a simulated 3-node cluster in one broker process, with
+brokers in racks RACK1..RACK3 as trivup's cluster names them and the RackAwareReplicaSelector,
+judged against tests/peer/librdkafka-<version>-cluster.must-pass and .excluded.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import time
 from pathlib import Path
 
 from tests.peer import results
-from tests.peer.librdkafka_build import BUILD, SOURCES, ensure_built, say
+from tests.peer.librdkafka_build import BUILD, SOURCES, ensure_built, ensure_jdk, say
 from tests.support.broker_process import BrokerProcess
 from tests.support.kafka_reference import install_scripts
 
@@ -60,6 +65,21 @@ BROKER_OVERRIDES = {
     "log.level": "INFO",
 }
 
+# The tests that need a 3-broker cluster, and the cluster they get: librdkafka's `make
+# broker` runs them on trivup's 3-broker cluster, whose brokers have broker.rack
+# RACK<node id> and, from Kafka 2.4, replica.selector.class RackAwareReplicaSelector
+# (0101_fetch_from_follower picks a client.rack from the follower's id and skips unless
+# DescribeConfigs shows three distinct racks).
+CLUSTER_TESTS = "0098,0101,0103"
+CLUSTER_SIZE = 3
+CLUSTER_OVERRIDES = {
+    **BROKER_OVERRIDES,
+    "node.id": "1",
+    "minikafka.cluster.size": str(CLUSTER_SIZE),
+    "minikafka.cluster.racks": ",".join(f"RACK{n}" for n in range(1, CLUSTER_SIZE + 1)),
+    "replica.selector.class": "org.apache.kafka.common.replica.RackAwareReplicaSelector",
+}
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -68,23 +88,36 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--parallel", type=int, default=PARALLEL, help="tests the runner runs at once (-pN)"
     )
+    parser.add_argument(
+        "--cluster",
+        action="store_true",
+        help=f"the tests that need 3 brokers ({CLUSTER_TESTS}) against a 3-node cluster",
+    )
+    parser.add_argument("--full", action="store_true", help="the runner's full mode (no -Q)")
     args = parser.parse_args(argv)
     source = SOURCES[args.version]
+    suite = f"librdkafka-{source.version}" + ("-cluster" if args.cluster else "")
+    overrides = CLUSTER_OVERRIDES if args.cluster else BROKER_OVERRIDES
+    tests = args.tests or (CLUSTER_TESTS if args.cluster else None)
 
     started = time.monotonic()
     tests_dir = ensure_built(source)
+    if args.cluster:
+        ensure_jdk()
     built = time.monotonic()
     say(f"librdkafka {source.version}: ready in {built - started:.0f} s")
 
-    run_dir = BUILD / f"run-{source.version}"
+    run_dir = BUILD / f"run-{suite.removeprefix('librdkafka-')}"
     if run_dir.exists():
         shutil.rmtree(run_dir)
     run_dir.mkdir(parents=True)
-    output = _run_suite(tests_dir, run_dir, args.tests, args.parallel)
-    say(f"librdkafka {source.version}: suite ran in {time.monotonic() - built:.0f} s")
+    # Full mode: 0098_consumer_txn's tests 0-4, which quick mode skips, took the cluster
+    # run from about 40 s to about 4 minutes here.
+    flags = [f for f in RUNNER_FLAGS if f != "-Q"] if args.full else RUNNER_FLAGS
+    output = _run_suite(tests_dir, run_dir, overrides, flags, tests, args.parallel)
+    say(f"{suite}: suite ran in {time.monotonic() - built:.0f} s")
 
     found = results.parse_summary(output)
-    suite = f"librdkafka-{source.version}"
     must_pass = results.read_must_pass(LISTS / f"{suite}.must-pass")
     excluded = results.read_excluded(LISTS / f"{suite}.excluded")
     selected = set(args.tests.split(",")) if args.tests else None
@@ -99,25 +132,35 @@ def main(argv: list[str] | None = None) -> int:
             say(f"librdkafka {source.version}: running alone again: {', '.join(names)}")
             retry_dir = run_dir / ("retry" if attempt == 1 else f"retry-{attempt}")
             retry_dir.mkdir()
-            tests = ",".join(sorted({n[:4] for n in names}))
-            retried = _run_suite(tests_dir, retry_dir, tests, 1)
+            again = ",".join(sorted({n[:4] for n in names}))
+            retried = _run_suite(tests_dir, retry_dir, overrides, flags, again, 1)
             found, passed = results.merge_retry(found, results.parse_summary(retried), names)
             flaky += passed
             verdict = results.judge(found, must_pass, excluded, selected)
             if not verdict.must_pass_failed:
                 break
-    _report(source.version, found, verdict, excluded, run_dir)
+    _report(suite, found, verdict, excluded, run_dir)
     for name in flaky:
         print(f"FLAKY (failed in the run, passed alone): {name}")
     return 0 if verdict.ok else 1
 
 
-def _run_suite(tests_dir: Path, run_dir: Path, tests: str | None, parallel: int) -> str:
-    broker = BrokerProcess(run_dir / "data", BROKER_OVERRIDES).start()
+def _run_suite(
+    tests_dir: Path,
+    run_dir: Path,
+    overrides: dict[str, str],
+    flags: list[str],
+    tests: str | None,
+    parallel: int,
+) -> str:
+    broker = BrokerProcess(run_dir / "data", overrides).start()
     try:
+        # Every node of a simulated cluster, node k on the first node's port + k.
+        size = int(overrides.get("minikafka.cluster.size", "1"))
+        bootstrap = ",".join(f"127.0.0.1:{broker.port + k}" for k in range(size))
         conf = run_dir / "test.conf"
         conf.write_text(
-            f"bootstrap.servers={broker.bootstrap}\n"
+            f"bootstrap.servers={bootstrap}\n"
             # As trivup's LibrdkafkaTestApp writes it for every broker run.
             "test.timeout.multiplier=2\n"
         )
@@ -132,7 +175,7 @@ def _run_suite(tests_dir: Path, run_dir: Path, tests: str | None, parallel: int)
             # suite is told about (tests/support/kafka_reference.py: bin/*.sh run their
             # classes from Maven's jars).
             "KAFKA_PATH": str(install_scripts(KAFKA_VERSION)),
-            "BROKERS": broker.bootstrap,
+            "BROKERS": bootstrap,
             # librdkafka's suite runs in its "CI" mode everywhere, so a developer's machine and
             # CI (which sets CI=true) get the same verdict: in that mode timing asserts only
             # warn, timeouts are stretched and 0055_producer_latency skips itself ("Latency
@@ -141,14 +184,14 @@ def _run_suite(tests_dir: Path, run_dir: Path, tests: str | None, parallel: int)
         }
         if tests:
             env["TESTS"] = tests
-        say(f"running librdkafka's suite against {broker.bootstrap} (log: {run_dir})")
+        say(f"running librdkafka's suite against {bootstrap} (log: {run_dir})")
         log_path = run_dir / "suite.log"
         try:
             done = subprocess.run(
                 # Line-buffered stdout: a runner that aborts after its summary (test.c
                 # asserts when librdkafka threads outlive a failed test) would otherwise
                 # lose the table still in its stdio buffer.
-                ["stdbuf", "-oL", "./run-test.sh", f"-p{parallel}", *RUNNER_FLAGS, "bare"],
+                ["stdbuf", "-oL", "./run-test.sh", f"-p{parallel}", *flags, "bare"],
                 cwd=tests_dir,
                 env=env,
                 stdout=subprocess.PIPE,
@@ -168,7 +211,7 @@ def _run_suite(tests_dir: Path, run_dir: Path, tests: str | None, parallel: int)
 
 
 def _report(
-    version: str,
+    suite: str,
     found: dict[str, results.TestResult],
     verdict: results.Verdict,
     excluded: dict[str, str],
@@ -193,7 +236,7 @@ def _report(
     say(f"logs: {run_dir}")
     # The plain closing line CI reads.
     print(
-        f"librdkafka-{version}: {counts['PASSED']} passed, {counts['FAILED']} failed, "
+        f"{suite}: {counts['PASSED']} passed, {counts['FAILED']} failed, "
         f"{counts['SKIPPED']} skipped"
     )
     sys.stdout.flush()

@@ -115,3 +115,21 @@ def test_a_must_pass_test_that_fails_again_alone_still_fails_the_verdict() -> No
     # A retry that printed nothing (runner crashed) changes nothing.
     merged, flaky = results.merge_retry(run, {}, ["0110_batch_size"])
     assert flaky == [] and merged == run
+
+
+def test_the_three_broker_tests_have_their_home_in_the_cluster_lists() -> None:
+    # Every test of the cluster run is judged there, and the one-broker run (where they
+    # fail, as on a one-broker Kafka) excludes each one saying where it passes.
+    from tests.peer.librdkafka_suite import CLUSTER_TESTS
+
+    for cluster_file in sorted(LISTS.glob("librdkafka-*-cluster.must-pass")):
+        suite = cluster_file.name.removesuffix("-cluster.must-pass")
+        cluster = results.read_must_pass(cluster_file)
+        cluster_excluded = results.read_excluded(cluster_file.with_suffix(".excluded"))
+        one_broker = results.read_excluded(LISTS / f"{suite}.excluded")
+        assert sorted(n[:4] for n in [*cluster, *cluster_excluded]) == sorted(
+            CLUSTER_TESTS.split(",")
+        ), cluster_file
+        for name in cluster:
+            assert cluster_file.name in one_broker[name], (suite, name)
+    assert sorted(LISTS.glob("librdkafka-*-cluster.must-pass")), "no cluster lists"

@@ -277,13 +277,22 @@ def install_scripts(version: str = DEFAULT_VERSION) -> Path:
         except LookupError:
             continue
         command = java_command(version, main_class, heap="256m", tool=True)
-        script = bin_dir / f"{tool}.sh"
-        # Written aside and renamed: another run may be executing the script meanwhile.
-        partial = script.with_name(f".{script.name}.{os.getpid()}")
-        partial.write_text(f'#!/bin/sh\nexec {shlex.join(command)} "$@"\n')
-        partial.chmod(0o755)
-        os.replace(partial, script)
+        _write_script(bin_dir / f"{tool}.sh", f'#!/bin/sh\nexec {shlex.join(command)} "$@"\n')
+    # kafka-run-class.sh runs any class with $CLASSPATH before the jars, as Kafka's does
+    # (librdkafka's suite runs its Java helper programs through it).
+    args = jvm_args(version, heap="256m", tool=True)
+    jars = args.pop()
+    command = f'{shlex.join(args)} "${{CLASSPATH:+$CLASSPATH:}}"{shlex.quote(jars)}'
+    _write_script(bin_dir / "kafka-run-class.sh", f'#!/bin/sh\nexec {command} "$@"\n')
     return home
+
+
+def _write_script(script: Path, text: str) -> None:
+    # Written aside and renamed: another run may be executing the script meanwhile.
+    partial = script.with_name(f".{script.name}.{os.getpid()}")
+    partial.write_text(text)
+    partial.chmod(0o755)
+    os.replace(partial, script)
 
 
 def free_port() -> int:
