@@ -42,9 +42,22 @@ class ProducerRun:
     errors: list[str] = field(default_factory=list)
     done: threading.Event = field(default_factory=threading.Event)
     seconds: float = 0.0
+    # Record index -> an event the producer waits for before sending that record (while
+    # still taking acknowledgements): it cannot run ahead of the failovers planned.
+    gates: dict[int, threading.Event] = field(default_factory=dict)
 
     def ack(self, i: int, partition: int, offset: int) -> None:
         self.acked.append((i, partition, offset))
+
+    def gate(self, i: int, serve: Callable[[], None]) -> None:
+        """Before record ``i``: wait for its gate, if any, calling ``serve`` meanwhile."""
+        event = self.gates.get(i)
+        deadline = time.monotonic() + 120
+        while event is not None and not event.is_set():
+            if time.monotonic() > deadline:
+                self.errors.append(f"gate before {i} not opened in 120 s")
+                return
+            serve()
 
     def progress(self) -> int:
         return len(self.acked) + len(self.errors)
@@ -77,6 +90,7 @@ def _confluent(bootstrap: str, topic: str, indexes: range, acks: str, run: Produ
         return on_delivery
 
     for i in indexes:
+        run.gate(i, lambda: producer.poll(0.01))
         while True:
             try:
                 producer.produce(
@@ -103,6 +117,7 @@ def _kafka_python(bootstrap: str, topic: str, indexes: range, acks: str, run: Pr
     )
     try:
         for i in indexes:
+            run.gate(i, lambda: time.sleep(0.01))
 
             def on_ack(meta: Any, i: int = i) -> None:
                 run.ack(i, meta.partition, meta.offset)
@@ -132,24 +147,35 @@ def _aiokafka(bootstrap: str, topic: str, indexes: range, acks: str, run: Produc
         )
         await producer.start()
         try:
-            pending: list[tuple[int, asyncio.Future[Any]]] = []
+            pending: set[asyncio.Future[Any]] = set()
 
-            async def settle() -> None:
-                for i, future in pending:
-                    try:
-                        meta = await future
-                    except Exception as exc:  # what the client reports, kept to assert on
+            def report(i: int) -> Callable[[asyncio.Future[Any]], None]:
+                def done(future: asyncio.Future[Any]) -> None:
+                    pending.discard(future)
+                    exc = future.exception()
+                    if exc is not None:
                         run.errors.append(f"{i}: {exc!r}")
                     else:
+                        meta = future.result()
                         run.ack(i, meta.partition, meta.offset)
-                pending.clear()
+
+                return done
 
             for i in indexes:
+                event = run.gates.get(i)
+                deadline = time.monotonic() + 120
+                while event is not None and not event.is_set():
+                    if time.monotonic() > deadline:
+                        run.errors.append(f"gate before {i} not opened in 120 s")
+                        break
+                    await asyncio.sleep(0.01)
                 future = await producer.send(topic, value_of(run.tag, i), partition=i % PARTITIONS)
-                pending.append((i, future))
-                if len(pending) >= 2000:
-                    await settle()
-            await settle()
+                pending.add(future)
+                future.add_done_callback(report(i))
+                while len(pending) >= 5000:
+                    await asyncio.wait(set(pending), return_when=asyncio.FIRST_COMPLETED)
+            if pending:
+                await asyncio.wait(set(pending))
         finally:
             await producer.stop()
 
@@ -174,6 +200,25 @@ def produce(bootstrap: str, topic: str, indexes: range, acks: str, run: Producer
         run.seconds += time.monotonic() - started
 
 
+def gate_rounds(run: ProducerRun, total: int, rounds: int) -> Callable[[int], None]:
+    """Gates that hold the producer half a round past each failover's progress mark (see
+    ``cycle_leaders``) until that failover's stop; the ``on_stop`` that opens them."""
+    share = total // (rounds + 2)
+    for r in range(rounds):
+        run.gates[(r + 1) * share + share // 2] = threading.Event()
+    marks = sorted(run.gates)
+
+    def on_stop(r: int) -> None:
+        run.gates[marks[r]].set()
+
+    return on_stop
+
+
+def open_gates(run: ProducerRun) -> None:
+    for event in run.gates.values():
+        event.set()
+
+
 def start_producing(bootstrap: str, topic: str, total: int, run: ProducerRun) -> threading.Thread:
     """An idempotent acks=all producer of records 0..total-1 in a thread; ``run.done`` is set
     when it flushed (or failed)."""
@@ -189,16 +234,21 @@ def start_producing(bootstrap: str, topic: str, total: int, run: ProducerRun) ->
     return thread
 
 
-def committed(cluster: ThreadedBroker, topic: str) -> int:
-    """The sum of the topic's partitions' high watermarks, from the broker's state: the
-    progress of a producer seen only from outside (the Java one)."""
+def high_watermarks(cluster: ThreadedBroker, topic: str) -> dict[int, int]:
+    """Each partition's high watermark (of those appended to), from the broker's state."""
     broker = cluster._broker.host.broker
     assert broker is not None and broker.state.cluster is not None
-    return sum(
-        part.log.high_watermark
-        for _, _, part in broker.state.cluster.tracked()
+    return {
+        index: part.log.high_watermark
+        for _, index, part in broker.state.cluster.tracked()
         if part.log is not None and part.log.topic == topic
-    )
+    }
+
+
+def committed(cluster: ThreadedBroker, topic: str) -> int:
+    """The sum of the topic's high watermarks: the progress of a producer seen only from
+    outside (the Java one)."""
+    return sum(high_watermarks(cluster, topic).values())
 
 
 # -- stopping leaders in turn --------------------------------------------------------------
@@ -240,10 +290,12 @@ def cycle_leaders(
     finished: Callable[[], bool],
     total: int,
     rounds: int,
+    on_stop: Callable[[int], None] = lambda r: None,
 ) -> list[Failover]:
-    """Stop partition (round % 3)'s leader's node once ``progress`` reached its share of
-    ``total``, let the producer go on without it for a while, start it again, wait for every
-    ISR to be full: ``rounds`` times at most, fewer if the producer finished first."""
+    """Stop partition (round % 3)'s leader's node once ``progress`` reached
+    ``(round + 1) * total / (rounds + 2)``, call ``on_stop(round)``, let the producer go on
+    without the node for a while, start it again, wait for every ISR to be full: ``rounds``
+    times at most, fewer if the producer finished first."""
     from tests.e2e.test_cluster_failover import partitions, ports_of
 
     ports = ports_of(cluster)
@@ -278,6 +330,7 @@ def cycle_leaders(
         assert after[p].leader_id not in (node, -1)
         assert after[p].leader_epoch == before[p].leader_epoch + 1
         done.append(Failover(p, node, acked, after[p].leader_id, cut))
+        on_stop(r)
         # The producer goes on against the other two nodes for a while.
         wait_for(reached(acked + total // (rounds + 2) // 3), 120, "stalled without a node")
         assert cluster.start_node(node)
