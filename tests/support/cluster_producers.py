@@ -219,13 +219,15 @@ def open_gates(run: ProducerRun) -> None:
         event.set()
 
 
-def start_producing(bootstrap: str, topic: str, total: int, run: ProducerRun) -> threading.Thread:
-    """An idempotent acks=all producer of records 0..total-1 in a thread; ``run.done`` is set
-    when it flushed (or failed)."""
+def start_producing(
+    bootstrap: str, topic: str, total: int, run: ProducerRun, acks: str = "all"
+) -> threading.Thread:
+    """A producer of records 0..total-1 in a thread (acks=all: idempotent); ``run.done`` is
+    set when it flushed (or failed)."""
 
     def body() -> None:
         try:
-            produce(bootstrap, topic, range(total), "all", run)
+            produce(bootstrap, topic, range(total), acks, run)
         finally:
             run.done.set()
 
