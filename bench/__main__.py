@@ -66,12 +66,14 @@ def main() -> int:
 
         return side_by_side.main(sys.argv[1:])
     if "--growth" in sys.argv[1:]:
-        # How the cost grows with partitions, connections, groups, readers and transactions.
+        # How the cost grows with partitions, connections, groups, readers, transactions and the
+        # data a restart finds.
         from bench import (
             growth,
             growth_connections,
             growth_fanout,
             growth_groups,
+            growth_restart,
             growth_transactions,
         )
 
@@ -79,7 +81,7 @@ def main() -> int:
         curves = (growth, growth_connections, growth_groups, growth_fanout, growth_transactions)
         for curve in curves:
             curve.main(rest)
-        return 0
+        return growth_restart.main([])  # Tansu's memory storage keeps nothing to restart
     parser = argparse.ArgumentParser(prog="make bench")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="smaller workloads, one run")

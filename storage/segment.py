@@ -117,8 +117,10 @@ class Segment:
         self.directory = directory
         self.base_offset = base_offset
         self.index = index
-        self.time_index = time_index or TimeIndex(
-            directory / file_name(base_offset, TIME_INDEX_SUFFIX), base_offset
+        self.time_index = (
+            time_index
+            if time_index is not None
+            else TimeIndex(directory / file_name(base_offset, TIME_INDEX_SUFFIX), base_offset)
         )
         self.index_interval_bytes = interval
         self.size = 0

@@ -20,10 +20,15 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import operator
 import os
 import struct
+import threading
+from array import array
 from pathlib import Path
 from typing import NamedTuple
+
+from .offset_index import well_formed_prefix
 
 ENTRY = struct.Struct(">qi")
 ENTRY_SIZE = ENTRY.size
@@ -45,16 +50,21 @@ class TimeIndex:
         self.path = path
         self.base_offset = base_offset
         self._fd = -1
-        self._timestamps: list[int] = []  # strictly increasing
-        self._offsets: list[int] = []  # relative, non-decreasing
-        # False when open() found bytes it could not use (torn or stale tail, bad entry).
+        self._timestamps: array[int] = array("q")  # strictly increasing
+        self._offsets: array[int] = array("i")  # relative, non-decreasing
+        self._loaded = True
+        self._load_lock = threading.Lock()
+        self._file_size = 0
+        self._last: tuple[int, int] | None = None  # the file's last entry, while not loaded
+        # False when the file holds bytes that cannot be used (torn or stale tail, bad entry).
         self.file_consistent = True
         # Whether the file existed when opened (a missing file may be a lost one).
         self.file_existed = False
 
     @classmethod
     def open(cls, path: Path, base_offset: int) -> TimeIndex:
-        """Load the well-formed prefix of the file; a missing file is an empty index."""
+        """Read the size and last entry (a missing file is an empty index); the entries are
+        loaded on first use, their well-formed prefix kept."""
         index = cls(path, base_offset)
         try:
             fd = os.open(path, os.O_RDWR)
@@ -63,17 +73,36 @@ class TimeIndex:
         index._fd = fd
         index.file_existed = True
         size = os.fstat(fd).st_size
-        data = os.pread(fd, size - size % ENTRY_SIZE, 0) if size else b""
-        stamps, offsets = index._timestamps, index._offsets
-        for ts, rel in ENTRY.iter_unpack(data):
-            if ts < 0 or rel < 0:
-                break
-            if stamps and (ts <= stamps[-1] or rel < offsets[-1]):
-                break
-            stamps.append(ts)
-            offsets.append(rel)
-        index.file_consistent = len(stamps) * ENTRY_SIZE == size
+        if size == 0:
+            return index
+        index._loaded = False
+        index._file_size = size
+        whole = size - size % ENTRY_SIZE
+        if whole:
+            ts, rel = ENTRY.unpack(os.pread(fd, ENTRY_SIZE, whole - ENTRY_SIZE))
+            index._last = (ts, rel)
+            index.file_consistent = whole == size and ts >= 0 and rel >= 0
+        if not index.file_consistent or not whole:
+            index._load()
         return index
+
+    def _load(self) -> None:
+        with self._load_lock:
+            if self._loaded:
+                return
+            size = self._file_size
+            data = os.pread(self._fd, size - size % ENTRY_SIZE, 0)
+            pairs = list(ENTRY.iter_unpack(data))
+            stamps = array("q", [ts for ts, _ in pairs])
+            offsets = array("i", [rel for _, rel in pairs])
+            keep = well_formed_prefix(stamps, offsets, operator.lt, operator.le)
+            if keep < len(stamps):
+                del stamps[keep:]
+                del offsets[keep:]
+            self.file_consistent = keep * ENTRY_SIZE == size
+            self._timestamps, self._offsets = stamps, offsets
+            self._last = None
+            self._loaded = True
 
     def ensure_file(self) -> None:
         """Open (creating) the file now, before a write that will need it."""
@@ -84,20 +113,29 @@ class TimeIndex:
         """The file's descriptor, -1 while the index has never had a file."""
         return self._fd
 
+    def __bool__(self) -> bool:
+        """Whether there are entries, known without loading them."""
+        return self._last is not None if not self._loaded else bool(self._timestamps)
+
     def __len__(self) -> int:
+        self._load()
         return len(self._timestamps)
 
     @property
     def last_entry(self) -> TimestampOffset | None:
+        if not self._loaded and self._last is not None:
+            return TimestampOffset(self._last[0], self.base_offset + self._last[1])
         if not self._timestamps:
             return None
         return TimestampOffset(self._timestamps[-1], self.base_offset + self._offsets[-1])
 
     @property
     def last_timestamp(self) -> int:
-        return self._timestamps[-1] if self._timestamps else NO_TIMESTAMP
+        last = self.last_entry
+        return last.timestamp if last is not None else NO_TIMESTAMP
 
     def entries(self) -> list[TimestampOffset]:
+        self._load()
         return [
             TimestampOffset(t, self.base_offset + r)
             for t, r in zip(self._timestamps, self._offsets, strict=True)
@@ -105,6 +143,9 @@ class TimeIndex:
 
     def maybe_append(self, timestamp: int, offset: int) -> bool:
         """Append (timestamp, offset) if the timestamp is above the last entry's."""
+        if timestamp <= self.last_timestamp:
+            return False  # decided by the last entry alone: no need to load the rest
+        self._load()
         if timestamp <= self.last_timestamp:
             return False
         rel = offset - self.base_offset
@@ -124,6 +165,7 @@ class TimeIndex:
         entry <= the target, which can step over earlier records carrying exactly the target
         timestamp; strictly below never does.)
         """
+        self._load()
         i = bisect.bisect_left(self._timestamps, timestamp) - 1
         if i < 0:
             return None
@@ -134,8 +176,9 @@ class TimeIndex:
 
         Returns True when the file had to be (re)written. No entries and no file: no file.
         """
-        stamps = [e.timestamp for e in entries]
-        offsets = [e.offset - self.base_offset for e in entries]
+        self._load()
+        stamps = array("q", [e.timestamp for e in entries])
+        offsets = array("i", [e.offset - self.base_offset for e in entries])
         same = stamps == self._timestamps and offsets == self._offsets
         if self._fd < 0:
             if same:  # both empty: nothing to write, and no file to create
