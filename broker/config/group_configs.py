@@ -19,7 +19,8 @@ Kafka 4.0's GroupConfig defines six per-group settings; their defaults come from
   itself, same source); read_only false.
 KIP-848 consumer groups act on consumer.session.timeout.ms and consumer.heartbeat.interval.ms
 per group (broker.coordinator.groups.consumer_manager, as GroupMetadataManager's
-consumerGroupSessionTimeoutMs/HeartbeatIntervalMs); share.* are stored and described only.
+consumerGroupSessionTimeoutMs/HeartbeatIntervalMs); share groups (minikafka.share.version
+>= 1) on the share.* ones, and then on a seventh, Kafka 4.1+'s share.isolation.level.
 
 A group needs not exist to have configs, as in Kafka (no existence check for GROUP).
 """
@@ -43,6 +44,8 @@ SHARE_SESSION_TIMEOUT = "share.session.timeout.ms"
 SHARE_HEARTBEAT_INTERVAL = "share.heartbeat.interval.ms"
 SHARE_RECORD_LOCK = "share.record.lock.duration.ms"
 SHARE_AUTO_OFFSET_RESET = "share.auto.offset.reset"
+SHARE_ISOLATION_LEVEL = "share.isolation.level"
+ISOLATION_LEVELS = ("read_committed", "read_uncommitted")
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +110,24 @@ _DEFS = (
         "Where a share group starts: stored and described (no share groups here).",
     ),
 )
-GROUP_CONFIGS: dict[str, GroupConfigDef] = {d.name: d for d in _DEFS}
+# Kafka 4.1+'s GroupConfig adds share.isolation.level (default read_uncommitted): a group
+# config only where share groups are served (minikafka.share.version >= 1, playing Kafka
+# 4.4.0), so Kafka 4.0's six stay as they were otherwise.
+_ISOLATION = GroupConfigDef(
+    SHARE_ISOLATION_LEVEL,
+    ConfigType.STRING,
+    None,
+    "read_uncommitted",
+    None,
+    "Controls how to read records written transactionally: read_committed delivers only "
+    "committed records, below the last stable offset; read_uncommitted all of them.",
+)
+GROUP_CONFIGS: dict[str, GroupConfigDef] = {d.name: d for d in (*_DEFS, _ISOLATION)}
+
+
+def _defs(config: Config) -> tuple[GroupConfigDef, ...]:
+    return (*_DEFS, _ISOLATION) if config.share_version >= 1 else _DEFS
+
 
 # GroupConfig.validateValues: (config, broker minimum, broker maximum), in Kafka's order.
 _BOUNDS = tuple(
@@ -138,7 +158,7 @@ def defaults(config: Config) -> dict[str, str]:
     """Every group config's value for a group without overrides."""
     return {
         d.name: d.fixed if d.broker_default is None else _broker_value(config, d.broker_default)
-        for d in _DEFS
+        for d in _defs(config)
     }
 
 
@@ -164,13 +184,22 @@ def check(config: Config, group: str, overrides: Mapping[str, str]) -> None:
         raise InvalidConfigError(
             "Default group resources are not allowed.", ErrorCode.INVALID_REQUEST
         )
+    known = {d.name for d in _defs(config)}
     for name in overrides:
-        if name not in GROUP_CONFIGS:
+        if name not in known:
             raise InvalidConfigError(f"Unknown group config name: {name}")
     combined = {**defaults(config), **overrides}
     parsed: dict[str, int] = {}
-    for definition in _DEFS:
+    for definition in _defs(config):
         raw = combined[definition.name]
+        if definition.name == SHARE_ISOLATION_LEVEL:
+            if raw not in ISOLATION_LEVELS:
+                # ConfigDef's ValidString.in(...) refusal.
+                raise InvalidConfigError(
+                    f"Invalid value {raw} for configuration {definition.name}: "
+                    f"String must be one of: {', '.join(ISOLATION_LEVELS)}"
+                )
+            continue
         if definition.type is ConfigType.STRING:
             reason = _auto_offset_reset_error(raw)
             if reason is not None:
@@ -221,7 +250,7 @@ def describe(config: Config, overrides: Mapping[str, str]) -> list[ConfigEntry]:
     """DescribeConfigs of a GROUP resource (ConfigHelper.createGroupConfigEntry)."""
     base = defaults(config)
     entries = []
-    for definition in _DEFS:
+    for definition in _defs(config):
         name = definition.name
         source = ConfigSource.GROUP_CONFIG if name in overrides else ConfigSource.DEFAULT_CONFIG
         value = overrides.get(name, base[name])

@@ -66,6 +66,32 @@ def skipped_offsets(plog: PartitionLog, start: int, end: int) -> list[int]:
     return out
 
 
+def aborted_offsets(plog: PartitionLog, start: int, end: int) -> list[int]:
+    """Offsets in [start, end) of data batches of aborted transactions, which a
+    read_committed share group never delivers: Kafka's SharePartition archives them
+    (fetchAbortedTransactionRecordBatches). A transactional batch is aborted when its
+    producer has an aborted transaction that began at or before it and ended (its marker)
+    after it."""
+    out: list[int] = []
+    if start >= end:
+        return out
+    aborted = plog.aborted_transactions(start, end)
+    if not aborted:
+        return out
+    for header in plog.headers(start):
+        if header.base_offset >= end:
+            break
+        if header.is_control or not header.is_transactional:
+            continue
+        last = header.base_offset + header.last_offset_delta
+        if any(
+            a.producer_id == header.producer_id and a.first_offset <= last < a.last_offset
+            for a in aborted
+        ):
+            out.extend(range(max(start, header.base_offset), min(last, end - 1) + 1))
+    return out
+
+
 def byte_limit(plog: PartitionLog, first: int, max_bytes: int) -> int:
     """The offset after the whole batches from the one holding ``first`` that fit in
     ``max_bytes`` (at least one): a fetch acquires only records whose bytes it sends, as

@@ -4,7 +4,9 @@ As Kafka's KafkaApis.handleShareFetchRequest and SharePartitionManager: a null g
 INVALID_REQUEST, READ on the group else GROUP_AUTHORIZATION_FAILED; the share session
 (broker.coordinator.share.sessions) decides which partitions are fetched; piggy-backed
 acknowledgements are applied first (per partition AcknowledgeErrorCode); then each
-partition acquires records for the member (broker.coordinator.share.partition), at most
+partition acquires records for the member (broker.coordinator.share.partition) below the
+high watermark, or with share.isolation.level=read_committed below the last stable offset
+and without aborted transactions' records, at most
 max_records in all, and answers the whole batches holding them with AcquiredRecords ranges
 and the lock duration (group.share.record.lock.duration.ms). With nothing acquired the
 request waits up to max_wait_ms for an append to one of its partitions or for a lock to
@@ -29,6 +31,7 @@ from broker.coordinator.share.sessions import (
 from broker.core.request_context import RequestContext
 from broker.core.state import SHARE_VERSION_FEATURE
 from broker.handlers._share import (
+    aborted_offsets,
     acknowledge,
     batches_covering,
     byte_limit,
@@ -139,8 +142,13 @@ def _acquire(
             answer.get(key).error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             continue
         plog = info.partitions[key[1]]
-        end = plog.high_watermark
+        # share.isolation.level: read_committed reads up to the last stable offset and
+        # never delivers aborted transactions' records (archived as control records are).
+        committed = shares.read_committed(request.group_id)
+        end = plog.last_stable_offset if committed else plog.high_watermark
         skipped = skipped_offsets(plog, part.end_offset, end)
+        if committed:
+            skipped = sorted({*skipped, *aborted_offsets(plog, part.end_offset, end)})
         below = byte_limit(plog, part.first_candidate(now), bytes_left)
         runs: list[Acquired] = part.acquire(
             request.member_id, left, end, skipped, now, lock_ms, below

@@ -21,7 +21,11 @@
   added;
 - group cleanup (offsets.retention.check.interval.ms): expired committed offsets and Empty
   groups without offsets go (Kafka's "expire-group-metadata" timer, first run one interval
-  after the coordinator loads, as here).
+  after the coordinator loads, as here);
+- share-member fencing (with minikafka.share.version >= 1): a share-group member not heard
+  from within its session timeout is fenced when its deadline passes, as Kafka's
+  scheduleShareGroupSessionTimeout timer does; the task sleeps until the soonest deadline
+  and is woken when a member joins.
 """
 
 from __future__ import annotations
@@ -92,6 +96,10 @@ class Background:
                 )
         loop = asyncio.get_running_loop()
         self.tasks.append(loop.create_task(self._delete_files(), name="delete-files"))
+        if config.share_version >= 1:
+            self.tasks.append(
+                loop.create_task(self._fence_share_members(), name="share-member-fencing")
+            )
         self.cleaner = LogCleanerThreads(self.state, self.retain)
         self.cleaner.start()
         # A roll's producer-state snapshot is written on a worker thread too.
@@ -166,6 +174,28 @@ class Background:
                         log.exception("background task delete-files failed")
         finally:
             deletes.on_schedule = None
+
+    async def _fence_share_members(self) -> None:
+        shares = self.state.shares
+        wake = asyncio.Event()
+        shares.on_member_joined = wake.set
+        try:
+            while True:
+                wake.clear()  # before looking, so a member joining meanwhile is not missed
+                soonest = shares.next_member_deadline()
+                timeout = None
+                if soonest is not None:
+                    timeout = max(soonest - int(time.monotonic() * 1000), 0) / 1000
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(wake.wait(), timeout)
+                try:
+                    if shares.expire_members():
+                        shares.persist()
+                except Exception:
+                    log.exception("background task share-member-fencing failed")
+                    await asyncio.sleep(1)  # not a busy loop on a deadline that stays due
+        finally:
+            shares.on_member_joined = None
 
     async def _retention(self) -> None:
         logs = self.state.store.partition_logs()

@@ -2,14 +2,18 @@
 
 Handlers call it on the event loop only (no awaits inside an operation). Heartbeats follow
 Kafka's GroupMetadataManager.shareGroupHeartbeat (see broker.coordinator.share.group); a
-member not heard from within group.share.session.timeout.ms is fenced when the coordinator
-is next used (Kafka runs a timer; the effect a client sees is the same: UNKNOWN_MEMBER_ID
-and its records released). A share-partition is made at the group's first ShareFetch for
-it, starting at the latest offset (share.auto.offset.reset=latest, Kafka's default) or the
-log start (earliest), per the group config. Share-partition states are kept
-across restarts (storage.share_state_store, as Kafka writes __share_group_state: first at
-an acknowledgement, a release or an alter, then after each request that changed one), and
-so are the groups with their epochs and initialized share-partitions
+member not heard from within group.share.session.timeout.ms is fenced by a timer
+(broker.lifecycle.background, as Kafka's scheduleShareGroupSessionTimeout): it leaves the
+group, whose epoch moves, and its next heartbeat gets UNKNOWN_MEMBER_ID. As in Kafka
+(shareGroupFenceMember touches only the group's records) its share session and the records
+it acquired stay: those go back when their locks run out or its connection closes. A
+share-partition is made at the group's first ShareFetch for it, starting at the latest
+offset (share.auto.offset.reset=latest, Kafka's default) or the log start (earliest), per
+the group config; share.isolation.level=read_committed (read_committed()) makes ShareFetch
+stop at the last stable offset. Share-partition states are kept across restarts
+(storage.share_state_store, as Kafka writes __share_group_state: first at an
+acknowledgement, a release or an alter, then after each request that changed one), and so
+are the groups with their epochs and initialized share-partitions
 (storage.share_group_store, as Kafka's ShareGroupMetadata and
 ShareGroupStatePartitionMetadata records); members are not (they rejoin, as after a
 coordinator failover). The offset admin APIs (Describe/Alter/Delete
@@ -18,6 +22,7 @@ ShareGroupOffsets) and DeleteGroups read and change both here.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -30,6 +35,8 @@ from protocol.errors import ErrorCode
 from storage.share_group_store import SavedShareGroup, ShareGroupStore
 from storage.share_state_store import ShareKey, ShareState, ShareStateStore
 from storage.store import Store
+
+log = logging.getLogger(__name__)
 
 LEAVE_EPOCH = -1
 # KafkaApis.isMemberIdValid: the client's UUID string.
@@ -95,6 +102,8 @@ class ShareCoordinator:
         self.groups: dict[str, ShareGroup] = {}
         self.partitions: dict[tuple[str, bytes, int], SharePartition] = {}
         self.sessions = ShareSessionCache()
+        # Set by the fencing timer (broker.lifecycle.background): a member joined.
+        self.on_member_joined: Callable[[], None] | None = None
         # Share-partition states kept across restarts, and the change count last written.
         self.saved = saved
         self._written: dict[ShareKey, int] = {}
@@ -147,6 +156,11 @@ class ShareCoordinator:
             group_id, "share.record.lock.duration.ms", self.settings.record_lock_duration_ms
         )
 
+    def read_committed(self, group_id: str) -> bool:
+        """share.isolation.level (Kafka 4.1+'s group config, default read_uncommitted)."""
+        level = self._group_configs(group_id).get("share.isolation.level")
+        return level == "read_committed"
+
     def delivery_count_limit(self, group_id: str) -> int:
         return self._group_int(
             group_id, "share.delivery.count.limit", self.settings.delivery_count_limit
@@ -163,17 +177,39 @@ class ShareCoordinator:
                 out[info.topic_id] = list(range(len(info.partitions)))
         return out
 
-    def expire_members(self, now_ms: int | None = None) -> None:
+    def expire_members(self, now_ms: int | None = None) -> list[tuple[str, str]]:
+        """Fence the members whose session ran out; (group id, member id) of each."""
         now = monotonic_ms() if now_ms is None else now_ms
+        fenced: list[tuple[str, str]] = []
         for group in list(self.groups.values()):
             for member in list(group.members.values()):
                 if member.deadline_ms <= now:
-                    self._remove_member(group, member.member_id)
+                    self._fence(group, member.member_id)
+                    fenced.append((group.group_id, member.member_id))
+                    log.info(
+                        "share group %s: member %s fenced, its session expired",
+                        group.group_id,
+                        member.member_id,
+                    )
+        return fenced
 
-    def _remove_member(self, group: ShareGroup, member_id: str) -> None:
+    def next_member_deadline(self) -> int | None:
+        """The soonest session deadline of any member (monotonic ms), for the timer."""
+        return min(
+            (m.deadline_ms for g in self.groups.values() for m in g.members.values()),
+            default=None,
+        )
+
+    def _fence(self, group: ShareGroup, member_id: str) -> None:
+        """GroupMetadataManager.shareGroupFenceMember: the member's records in the group go
+        and the group epoch moves; share sessions and acquired records are the share
+        partitions' business (released by lock timeout or disconnection)."""
         group.members.pop(member_id, None)
         group.group_epoch += 1
         group.assignment_epoch = group.group_epoch
+
+    def _remove_member(self, group: ShareGroup, member_id: str) -> None:
+        self._fence(group, member_id)
         self.sessions.close(group.group_id, member_id)
         for (group_id, _, _), part in self.partitions.items():
             if group_id == group.group_id:
@@ -215,6 +251,7 @@ class ShareCoordinator:
                 )
             group = self.groups[group_id] = ShareGroup(group_id)
         member = group.members.get(member_id)
+        joined = False
         if member is None:
             if member_epoch != 0:
                 return HeartbeatResult(
@@ -230,6 +267,7 @@ class ShareCoordinator:
             member = ShareMember(member_id, client_id, client_host)
             group.members[member_id] = member
             group.group_epoch += 1
+            joined = True
         elif member_epoch not in (0, member.member_epoch):
             which = "greater" if member_epoch > member.member_epoch else "smaller"
             return HeartbeatResult(
@@ -244,6 +282,10 @@ class ShareCoordinator:
             member.subscribed = tuple(subscribed)
             group.group_epoch += 1
         member.deadline_ms = now + self.session_timeout_ms(group_id)
+        if joined and self.on_member_joined is not None:
+            # The fencing timer may sleep past this member's deadline (a shorter group
+            # session timeout than the others'): it looks again.
+            self.on_member_joined()
         new_assignment = self._assignment_for(member.subscribed)
         if member_epoch > 0:
             # The coordinator initializes the share-partitions it assigned at a member's
