@@ -165,7 +165,8 @@ peer-kafka-python: setup $(PEER_STAMP)
 # apt-get when missing, builds each version once under build/peer/, runs the broker tests
 # in quick mode and fails on any test of tests/peer/librdkafka-<version>.must-pass; then
 # (--cluster) the tests that need 3 brokers against a simulated 3-node cluster, judged by
-# tests/peer/librdkafka-<version>-cluster.must-pass.
+# tests/peer/librdkafka-<version>-cluster.must-pass; and (--share, versions with a share
+# list) the share-consumer tests with share groups on, by librdkafka-<version>-share.must-pass.
 PEER_LIBRDKAFKA ?= 2.15.1 2.0.2
 
 # Kafka 4.0.0's own kafka-topics.sh, kafka-acls.sh and kafka-run-class.sh (its clients jar
@@ -175,6 +176,9 @@ peer-librdkafka: setup build/kafka-4.0.0/libs/.installed
 	@status=0; for version in $(PEER_LIBRDKAFKA); do \
 		$(PY) -m tests.peer.librdkafka_suite --version $$version || status=1; \
 		$(PY) -m tests.peer.librdkafka_suite --version $$version --cluster || status=1; \
+		if [ -f tests/peer/librdkafka-$$version-share.must-pass ]; then \
+			$(PY) -m tests.peer.librdkafka_suite --version $$version --share || status=1; \
+		fi; \
 	done; exit $$status
 
 # The package as it would be published (tests/packaging/dist_check.py): a clean copy of the

@@ -15,6 +15,11 @@ tests/peer/librdkafka-<version>.must-pass fails or a failure is on no list.
 fetching from a follower) against a simulated 3-node cluster in one broker process, with
 brokers in racks RACK1..RACK3 as trivup's cluster names them and the RackAwareReplicaSelector,
 judged against tests/peer/librdkafka-<version>-cluster.must-pass and .excluded.
+
+`--share` runs the share-consumer tests (SHARE_TESTS, KIP-932, librdkafka 2.15+) against a
+broker with share groups on (minikafka.share.version=1), the runner told the broker is
+Kafka 4.4.0 (they need 4.2+), judged against tests/peer/librdkafka-<version>-share.must-pass
+and .excluded; in the one-broker run they skip, as against Kafka 4.0.
 """
 
 from __future__ import annotations
@@ -80,6 +85,12 @@ CLUSTER_OVERRIDES = {
     "replica.selector.class": "org.apache.kafka.common.replica.RackAwareReplicaSelector",
 }
 
+# librdkafka's share-consumer tests (TEST_BRKVER 4.2): a broker with share groups on, as a
+# Kafka 4.2+ cluster is (share.version finalized), told it is the newest 4.x served here.
+SHARE_TESTS = "0170,0171,0172,0173,0174,0175,0176,0177,0178,0179,0180,0181,0184,0185"
+SHARE_OVERRIDES = {**BROKER_OVERRIDES, "minikafka.share.version": "1"}
+SHARE_KAFKA_VERSION = "4.4.0"
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -93,12 +104,18 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help=f"the tests that need 3 brokers ({CLUSTER_TESTS}) against a 3-node cluster",
     )
+    parser.add_argument(
+        "--share", action="store_true", help=f"the share-consumer tests ({SHARE_TESTS})"
+    )
     parser.add_argument("--full", action="store_true", help="the runner's full mode (no -Q)")
     args = parser.parse_args(argv)
     source = SOURCES[args.version]
     suite = f"librdkafka-{source.version}" + ("-cluster" if args.cluster else "")
     overrides = CLUSTER_OVERRIDES if args.cluster else BROKER_OVERRIDES
     tests = args.tests or (CLUSTER_TESTS if args.cluster else None)
+    if args.share:
+        suite, overrides = f"librdkafka-{source.version}-share", SHARE_OVERRIDES
+        tests = args.tests or SHARE_TESTS
 
     started = time.monotonic()
     tests_dir = ensure_built(source)
@@ -167,7 +184,9 @@ def _run_suite(
         env = {
             **os.environ,
             "RDKAFKA_TEST_CONF": str(conf),
-            "TEST_KAFKA_VERSION": KAFKA_VERSION,
+            "TEST_KAFKA_VERSION": (
+                SHARE_KAFKA_VERSION if overrides.get("minikafka.share.version") else KAFKA_VERSION
+            ),
             "TEST_SCENARIO": "default",
             "TEST_REPORT": str(run_dir / "report.json"),
             # test_kafka_topics() runs $KAFKA_PATH/bin/kafka-topics.sh --bootstrap-server
