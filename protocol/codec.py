@@ -177,6 +177,11 @@ class Deferred:
         raise NotImplementedError
 
 
+class Encoded(bytes):
+    """A message body encoded already (a handler's cached answer): encode_parts puts these
+    bytes behind the head as they are."""
+
+
 class _Parts(bytearray):
     """Encoder output that remembers where deferred records go."""
 
@@ -558,6 +563,9 @@ def encode_parts(
     ``head``: bytes the first part starts with (a frame's length and response header, so
     the answer is not copied once more behind them)."""
     out = _Parts(head)
+    if isinstance(value, Encoded):
+        out += value
+        return [out]
     _plan(fields, version, flexible)[0](out, value)
     if not out.deferred:
         return [out]

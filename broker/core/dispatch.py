@@ -24,7 +24,7 @@ from broker.core import request_log
 from broker.core.request_context import RequestContext
 from broker.runtime import offload
 from protocol import codec
-from protocol.codec import Deferred
+from protocol.codec import Deferred, Encoded
 from protocol.primitives import DecodeError, Reader
 from protocol.schema import Api, Message
 
@@ -54,7 +54,8 @@ class CloseConnection(Exception):
     """Raised by a handler when Kafka would close the connection (after earlier responses)."""
 
 
-HandlerResult = Message | None
+# A handler may answer with its body encoded already (a cached answer: ApiVersions).
+HandlerResult = Message | Encoded | None
 HandlerFn = Callable[[RequestContext, Message], HandlerResult | Awaitable[HandlerResult]]
 
 
@@ -113,6 +114,9 @@ class Dispatcher:
         self._warm_delay = WARM_RETRY_S / 2
         # Requests being decoded, handled or encoded (``call``) right now.
         self.in_flight = 0
+        # advertised()'s answer, the same list until what is advertised changes (every
+        # connection's ApiVersions reads it; see broker.handlers.api_versions).
+        self._advertised: list[tuple[int, int, int]] | None = None
 
     def register(
         self,
@@ -132,6 +136,7 @@ class Dispatcher:
             fn,
         )
         if feature is None:
+            self._advertise(api.key, handler.advertised_min, max_version)
             self.handlers[api.key] = handler
         else:
             self._gated.setdefault(feature, []).append(handler)
@@ -151,12 +156,14 @@ class Dispatcher:
             key, module, max_version, min_version if advertised_min is None else advertised_min
         )
         if feature is None:
+            self._advertise(key, pending.advertised_min, max_version)
             self._pending[key] = pending
         else:
             self._gated.setdefault(feature, []).append(pending)
 
     def enable(self, feature: str) -> None:
         """Serve (and advertise) the handlers registered under ``feature``."""
+        self._advertised = None
         for handler in self._gated.pop(feature, []):
             if isinstance(handler, PendingHandler):
                 self._pending[handler.key] = handler
@@ -214,12 +221,24 @@ class Dispatcher:
             getattr(module, "ADVERTISED_MIN_VERSION", None),
         )
 
+    def _advertise(self, key: int, lo: int, hi: int) -> None:
+        """``key`` is to be served with versions ``lo``-``hi``: advertised() is made anew
+        unless it says so already (a lazily registered module loaded on its first request
+        declares the versions it was registered with)."""
+        advertised = self._advertised
+        if advertised is not None and (key, lo, hi) not in advertised:
+            self._advertised = None
+
     def advertised(self) -> list[tuple[int, int, int]]:
-        """(api_key, min, max) in ascending key order, as Kafka lists them."""
+        """(api_key, min, max) in ascending key order, as Kafka lists them: the same list
+        object until what is served changes (callers must not change it)."""
+        if self._advertised is not None:
+            return self._advertised
         served = {k: (h.advertised_min, h.max_version) for k, h in self.handlers.items()}
         for k, p in self._pending.items():
             served.setdefault(k, (p.advertised_min, p.max_version))
-        return [(k, lo, hi) for k, (lo, hi) in sorted(served.items())]
+        self._advertised = [(k, lo, hi) for k, (lo, hi) in sorted(served.items())]
+        return self._advertised
 
     async def call(
         self, handler: Handler, ctx: RequestContext, body: memoryview, head: bytes = b""

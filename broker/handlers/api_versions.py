@@ -16,14 +16,21 @@ An unknown version is answered by broker.net.connection with a v0 body and UNSUP
 v3+ requests name the client software (KIP-511): a name or version that does not match
 Kafka's pattern (ApiVersionsRequest.isValid, empty strings included) gets INVALID_REQUEST
 with no api keys, as Kafka answers it.
+
+Every client's first request is this one, and its answer (some 70 api keys) changes only
+with the request version, what the dispatcher advertises and the share/streams switches: it
+is encoded once per version and kept (``_encoded``), made anew when any of them changes.
 """
 
 from __future__ import annotations
 
 import re
+import weakref
 
 from broker.core.request_context import RequestContext
 from broker.core.state import ApiTable
+from protocol import codec
+from protocol.codec import Encoded
 from protocol.errors import ErrorCode
 from protocol.messages.api_versions import API_VERSIONS
 from protocol.schema import Message
@@ -118,23 +125,49 @@ def api_version_entries(apis: ApiTable) -> list[Message]:
     return [Message(api_key=k, min_version=lo, max_version=hi) for k, lo, hi in apis.advertised()]
 
 
-def handle(ctx: RequestContext, request: Message) -> Message:
+def answer(apis: ApiTable, version: int, share_version: int, streams_version: int) -> Message:
+    """The answer to a valid ApiVersions request of ``version``."""
+    return Message(
+        error_code=ErrorCode.NONE,
+        api_keys=api_version_entries(apis),
+        throttle_time_ms=0,
+        supported_features=_supported_features(version, share_version, streams_version),
+        finalized_features_epoch=FINALIZED_FEATURES_EPOCH,
+        finalized_features=_finalized_features(share_version, streams_version),
+    )
+
+
+# Per dispatcher (a simulated cluster's nodes, brokers embedded in one process, each have
+# their own): (version, share.version, streams.version) -> the advertised list the answer
+# was made from (kept, so it is compared by identity: Dispatcher.advertised() returns the
+# same list until it changes) and the answer encoded.
+_CACHE: weakref.WeakKeyDictionary[
+    ApiTable, dict[tuple[int, int, int], tuple[list[tuple[int, int, int]], Encoded]]
+] = weakref.WeakKeyDictionary()
+
+
+def _encoded(apis: ApiTable, version: int, share_version: int, streams_version: int) -> Encoded:
+    """answer() encoded, from the cache while what it is made of has not changed."""
+    advertised = apis.advertised()
+    cached = _CACHE.setdefault(apis, {})
+    key = (version, share_version, streams_version)
+    entry = cached.get(key)
+    if entry is None or entry[0] is not advertised:
+        body = codec.encode_response(
+            API, version, answer(apis, version, share_version, streams_version)
+        )
+        entry = cached[key] = (advertised, Encoded(body))
+    return entry[1]
+
+
+def handle(ctx: RequestContext, request: Message) -> Message | Encoded:
     if ctx.version >= 3 and not _valid_software(request):
         return Message(error_code=ErrorCode.INVALID_REQUEST, api_keys=[], throttle_time_ms=0)
-    dispatcher = ctx.state.dispatcher
-    share_version = ctx.state.config.share_version
-    streams_version = ctx.state.config.streams_version
     if ctx.version >= 3:
         ctx.state.client_software[ctx.peer] = (
             ctx.client_id or "",
             request.client_software_name,
             request.client_software_version,
         )
-    return Message(
-        error_code=ErrorCode.NONE,
-        api_keys=api_version_entries(dispatcher),
-        throttle_time_ms=0,
-        supported_features=_supported_features(ctx.version, share_version, streams_version),
-        finalized_features_epoch=FINALIZED_FEATURES_EPOCH,
-        finalized_features=_finalized_features(share_version, streams_version),
-    )
+    config = ctx.state.config
+    return _encoded(ctx.state.dispatcher, ctx.version, config.share_version, config.streams_version)

@@ -56,9 +56,12 @@ from typing import TYPE_CHECKING, Any
 from broker.cluster.state import UnknownNode
 from broker.core.dispatch import CloseConnection
 from broker.toolkit import fault_responses
+from protocol import codec
 from protocol.api_keys import ALL_APIS
+from protocol.codec import Encoded
 from protocol.errors import ErrorCode
 from protocol.messages.metadata import METADATA
+from protocol.primitives import Reader
 from protocol.records import CorruptBatchError, iter_batches
 from protocol.schema import Api, Message
 
@@ -620,6 +623,10 @@ class FaultInjector:
         result: Any = handler.fn(ctx, request)
         if inspect.isawaitable(result):
             result = await result
+        if isinstance(result, Encoded):
+            # A cached answer (ApiVersions): decoded, so that faults can change it.
+            flexible = api.is_flexible(version)
+            result = codec.decode(api.response, version, flexible, Reader(result))
         return result
 
     # --- the request log ----------------------------------------------------------------
