@@ -169,6 +169,18 @@ class ChangeListener(Protocol):
         consumer: ConsumerGroupRecord | None,
     ) -> None: ...
 
+    def transactional_offsets(
+        self,
+        group: str,
+        items: list[tuple[str, int, CommittedOffset]],
+        producer_id: int,
+        producer_epoch: int,
+    ) -> None: ...
+
+    def transaction_ended(
+        self, producer_id: int, producer_epoch: int, commit: bool, groups: list[str]
+    ) -> dict[str, list[tuple[str, int, CommittedOffset]]]: ...
+
 
 class CommittedOffsets:
     def __init__(self, path: Path, fd: int, size: int) -> None:
@@ -343,6 +355,50 @@ class CommittedOffsets:
         self._groups.pop(group, None)
         self._consumer_groups.pop(group, None)
         self._offsets.pop(group, None)
+
+    def commit_transactional(
+        self,
+        group: str,
+        items: list[tuple[str, int, CommittedOffset]],
+        producer_id: int,
+        producer_epoch: int,
+    ) -> None:
+        """TxnOffsetCommit's offsets, pending until the transaction ends: only the listener
+        keeps them (as Kafka's transactional records); the maps do not change."""
+        if self.listener is not None and items:
+            self.listener.transactional_offsets(group, items, producer_id, producer_epoch)
+
+    def end_transaction(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        groups: list[str],
+        known: dict[str, list[tuple[str, int, CommittedOffset]]],
+    ) -> None:
+        """The transaction's end for ``groups``: the listener writes its marker and names
+        the pending offsets it commits, which the maps then take. ``known`` are the pending
+        offsets as the transaction coordinator kept them: those the listener does not name
+        (a transaction begun before they were written as transactional records, or no
+        listener) are committed as plain offsets when ``commit``."""
+        committed: dict[str, list[tuple[str, int, CommittedOffset]]] = {}
+        if self.listener is not None:
+            committed = self.listener.transaction_ended(producer_id, producer_epoch, commit, groups)
+        for group, items in committed.items():
+            out = bytearray()
+            for topic, partition, value in items:
+                out += _frame(_offset_payload(group, topic, partition, value))
+            self._append(out, len(items))
+            target = self._offsets.setdefault(group, {})
+            for topic, partition, value in items:
+                target[(topic, partition)] = value
+        if not commit:
+            return
+        for group, items in known.items():
+            named = {(t, p) for t, p, _ in committed.get(group, [])}
+            rest = [(t, p, v) for t, p, v in items if (t, p) not in named]
+            if rest:
+                self.commit(group, rest)
 
     def flush(self) -> None:
         with self._lock:

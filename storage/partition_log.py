@@ -313,12 +313,14 @@ class PartitionLog:
         leader_epoch: int = 0,
         *,
         verified: bool = False,
+        coordinator: bool = False,
     ) -> AppendResult:
         """Append one validated batch; ``batch`` is patched in place (base offset, epoch).
 
         ``verified``: the transaction coordinator confirmed that this partition is part of
         the producer's ongoing transaction (KIP-890's verification; without it a
-        transactional batch needs a transaction already open here).
+        transactional batch needs a transaction already open here). ``coordinator``: a
+        coordinator's own write for a producer (no sequence numbers to check).
         """
         if self.offline is not None:
             # Kafka: a partition in an offline log dir answers KAFKA_STORAGE_ERROR.
@@ -344,6 +346,7 @@ class PartitionLog:
                 header.base_sequence,
                 header.last_sequence,
                 header.is_transactional,
+                coordinator,
             )
             if check.error != ErrorCode.NONE:
                 return AppendResult(check.error, -1, NO_TIMESTAMP, self._log_start_offset)

@@ -150,12 +150,19 @@ class ProducerStateManager:
         first_seq: int,
         last_seq: int,
         transactional: bool = False,
+        coordinator: bool = False,
     ) -> SequenceCheck:
         """Apply KAFKA_NOTES §5 in order, without changing anything.
 
         Then, as ProducerAppendInfo.appendDataBatch after its epoch and sequence checks, a
         non-transactional batch while the producer's transaction is open is INVALID_TXN_STATE.
+        ``coordinator``: a batch the group coordinator writes for the producer (its
+        TxnOffsetCommit offsets, without sequence numbers): only the epoch is checked, as
+        Kafka checks sequences for client appends only (AppendOrigin.CLIENT).
         """
+        if coordinator:
+            entry = self._producers.get(producer_id)
+            return _FENCED if entry is not None and epoch < entry.epoch else ACCEPT
         verdict = self._check_sequence(producer_id, epoch, first_seq, last_seq)
         if verdict.error != ErrorCode.NONE or verdict.duplicate is not None:
             return verdict

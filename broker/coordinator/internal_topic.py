@@ -69,25 +69,71 @@ class InternalTopic:
             log.info("created %s with %d partition(s)", self.name, self._partitions)
         return info
 
-    def append(self, key: str, records: list[KafkaRecord]) -> None:
-        """One batch of ``records`` at the end of ``key``'s partition."""
+    def append(
+        self,
+        key: str,
+        records: list[KafkaRecord],
+        producer: tuple[int, int] | None = None,
+    ) -> None:
+        """One batch of ``records`` at the end of ``key``'s partition; with ``producer``
+        (producer id, epoch) a transactional batch of that producer, as Kafka's group
+        coordinator writes TxnOffsetCommit's offsets."""
         if not records:
             return
         try:
             info = self.ensure()
             plog = info.partitions[partition_for(key, len(info.partitions))]
             now_ms = int(time.time() * 1000)
-            batch = bytearray(build_batch(records, base_timestamp=now_ms))
-            result = plog.append(batch, parse_header(batch), now_ms)
+            if producer is None:
+                batch = bytearray(build_batch(records, base_timestamp=now_ms))
+            else:
+                batch = bytearray(
+                    build_batch(
+                        records,
+                        producer_id=producer[0],
+                        producer_epoch=producer[1],
+                        transactional=True,
+                        base_timestamp=now_ms,
+                    )
+                )
+            # A transactional batch: the transaction coordinator has the group's partition in
+            # the transaction (AddOffsetsToTxn), which is what verification checks.
+            result = plog.append(
+                batch,
+                parse_header(batch),
+                now_ms,
+                verified=producer is not None,
+                coordinator=producer is not None,
+            )
         except Exception as exc:
             log.exception("could not append %r's records to %s", key, self.name)
             if self._is_store:
                 raise InternalTopicWriteError(f"{self.name}: {exc}") from exc
             return
-        if result.error:
-            log.warning("%r's records not appended to %s: %s", key, self.name, result.error)
+        self._appended(plog, result.error, f"{key!r}'s records")
+
+    def append_marker(
+        self, key: str, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int
+    ) -> None:
+        """The transaction's COMMIT/ABORT marker at the end of ``key``'s partition (Kafka's
+        transaction coordinator sends it to the group coordinator's partition)."""
+        info = self.ensure()
+        plog = info.partitions[partition_for(key, len(info.partitions))]
+        now_ms = int(time.time() * 1000)
+        try:
+            result = plog.append_marker(
+                producer_id, producer_epoch, coordinator_epoch, commit=commit, now_ms=now_ms
+            )
+        except Exception as exc:
+            log.exception("could not append a marker for %r to %s", key, self.name)
+            raise InternalTopicWriteError(f"{self.name}: {exc}") from exc
+        self._appended(plog, result.error, f"the marker for {key!r}")
+
+    def _appended(self, plog: PartitionLog, error: int, what: str) -> None:
+        if error:
+            log.warning("%s not appended to %s: %s", what, self.name, error)
             if self._is_store:
-                raise InternalTopicWriteError(f"{self.name}: error {result.error}")
+                raise InternalTopicWriteError(f"{self.name}: error {error}")
             return
         with self._lock:
             self._unflushed.add(plog)

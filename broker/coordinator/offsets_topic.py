@@ -29,9 +29,13 @@ when no member subscribes to it any more.
 
 Deviations: a regex record's ``version`` (Kafka: the metadata image's offset at resolution)
 is 0, its ``timestamp`` when it is written; the subscription metadata's topics are sorted by
-name (Kafka: a hash map's order); the records are appended without a producer id, in one
-batch per change (broker.coordinator.internal_topic), also the offsets a transaction
-committed (Kafka writes them as transactional records, resolved by the transaction's marker).
+name (Kafka: a hash map's order); the records are appended in one batch per change
+(broker.coordinator.internal_topic). TxnOffsetCommit's offsets are appended when received
+as a transactional batch of the producer (its id and epoch), pending (``pending``) until
+EndTxn writes the transaction's COMMIT/ABORT marker to the group's partition, as Kafka's
+transaction coordinator sends it; a committed transaction's offsets take effect at its
+marker, also over a plain commit of the same partition made after them (Kafka keeps
+whichever record is later in the log).
 """
 
 from __future__ import annotations
@@ -43,7 +47,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from broker.coordinator.internal_topic import InternalTopic, KafkaRecord
-from broker.coordinator.offsets_topic_load import restore
+from broker.coordinator.offsets_topic_load import PendingTxnOffsets, restore
+from broker.coordinator.transactions import COORDINATOR_EPOCH, partition_for
 from protocol import coordinator_records as cr
 from storage.atomic_file import fsync_dir
 from storage.committed_offsets import (
@@ -86,6 +91,9 @@ class OffsetsTopic:
         self._store = store
         # Per consumer group, the subscription metadata last written (topic, id, partitions).
         self._metadata: dict[str, SubscriptionMetadata] = {}
+        # TxnOffsetCommit's offsets written as transactional records, per producer id and
+        # group, until the transaction's marker (Kafka's pendingTransactionalOffsets).
+        self.pending: PendingTxnOffsets = {}
         self.topic = InternalTopic(
             store,
             OFFSETS_TOPIC,
@@ -106,7 +114,7 @@ class OffsetsTopic:
         info = self.topic.info()
         if info is None:
             return 0
-        count = restore(info, offsets)
+        count = restore(info, offsets, self.pending)
         log.info("loaded %d group(s) from %s", count, OFFSETS_TOPIC)
         return count
 
@@ -168,6 +176,38 @@ class OffsetsTopic:
 
     def offsets_committed(self, group: str, items: list[tuple[str, int, CommittedOffset]]) -> None:
         self.topic.append(group, _offset_records(group, items))
+
+    def transactional_offsets(
+        self,
+        group: str,
+        items: list[tuple[str, int, CommittedOffset]],
+        producer_id: int,
+        producer_epoch: int,
+    ) -> None:
+        # As Kafka's OffsetMetadataManager.commitTransactionalOffset: the records go in at
+        # once, in a transactional batch of the producer, and wait for its marker.
+        self.topic.append(group, _offset_records(group, items), (producer_id, producer_epoch))
+        waiting = self.pending.setdefault(producer_id, {}).setdefault(group, {})
+        waiting.update({(t, p): v for t, p, v in items})
+
+    def transaction_ended(
+        self, producer_id: int, producer_epoch: int, commit: bool, groups: list[str]
+    ) -> dict[str, list[tuple[str, int, CommittedOffset]]]:
+        """The COMMIT/ABORT marker in the partition of each of ``groups`` (each partition
+        once: Kafka's markers go per partition); the offsets it commits."""
+        partitions: dict[int, str] = {}
+        count = len(self.topic.ensure().partitions)
+        for group in groups:
+            partitions.setdefault(partition_for(group, count), group)
+        for group in partitions.values():
+            self.topic.append_marker(group, producer_id, producer_epoch, commit, COORDINATOR_EPOCH)
+        mine = self.pending.get(producer_id, {})
+        resolved = {g: mine.pop(g) for g in groups if g in mine}
+        if not mine:
+            self.pending.pop(producer_id, None)
+        if not commit:
+            return {}
+        return {g: [(t, p, v) for (t, p), v in items.items()] for g, items in resolved.items()}
 
     def offsets_deleted(self, group: str, items: list[TopicPartition]) -> None:
         self.topic.append(group, [_offset_tombstone(group, t, p) for t, p in items])

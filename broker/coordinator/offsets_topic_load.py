@@ -1,10 +1,14 @@
 """Reading ``__consumer_offsets`` back: the group coordinator's state from Kafka's records.
 
 As Kafka's GroupMetadataManager/GroupCoordinatorShard replay a partition at load: records in
-offset order, the latest value of each key wins, a tombstone deletes it; aborted and
-control batches are skipped. The broker loads the group coordinator's state this way at
-every start (the topic is its only store); the ConsumerGroup* records give the consumer
-groups back, with their resolved regexes (ConsumerGroupRegularExpression).
+offset order, the latest value of each key wins, a tombstone deletes it. Transactional
+offsets (TxnOffsetCommit's records, written with the producer's id) wait for their
+producer's marker in that partition, as in Kafka's OffsetMetadataManager: a COMMIT marker
+applies them at its position, an ABORT drops them, and those without a marker yet come back
+as pending (``pending``). The broker loads the
+group coordinator's state this way at every start (the topic is its only store); the
+ConsumerGroup* records give the consumer groups back, with their resolved regexes
+(ConsumerGroupRegularExpression).
 ConsumerGroupPartitionMetadata is computed again from the topics at the next change, as
 Kafka 4.0 does at the next heartbeat.
 """
@@ -16,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from protocol import coordinator_records as cr
-from protocol.records import BatchHeader, CorruptBatchError, decode_records
+from protocol.records import BatchHeader, CorruptBatchError, decode_records, parse_end_txn_marker
 from protocol.schema import Message
 from storage.committed_offsets import CommittedOffset, CommittedOffsets, GroupRecord, MemberRecord
 from storage.consumer_group_records import ConsumerGroupRecord, ConsumerMemberRecord, Partitions
@@ -39,22 +43,36 @@ class _Group:
     regexes: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
-def restore(info: TopicInfo, offsets: CommittedOffsets) -> int:
-    """Write the state the topic holds into ``offsets`` (empty, without a listener); the
-    number of groups restored."""
+# Per producer id, per group, the transactional offsets still waiting for a marker.
+PendingTxnOffsets = dict[int, dict[str, dict[tuple[str, int], CommittedOffset]]]
+
+
+def restore(
+    info: TopicInfo, offsets: CommittedOffsets, pending: PendingTxnOffsets | None = None
+) -> int:
+    """Write the state the topic holds into ``offsets`` (empty, without a listener), and
+    the transactional offsets without a marker yet into ``pending``; the number of groups
+    restored."""
     return restore_batches(
-        ((plog.name, plog.batches(plog.log_start_offset)) for plog in info.partitions), offsets
+        ((plog.name, plog.batches(plog.log_start_offset)) for plog in info.partitions),
+        offsets,
+        pending,
     )
 
 
 def restore_batches(
     partitions: Iterable[tuple[str, Iterable[tuple[BatchHeader, bytes]]]],
     offsets: CommittedOffsets,
+    pending: PendingTxnOffsets | None = None,
 ) -> int:
     """``restore`` from each partition's (name, batches in offset order)."""
     groups: dict[str, _Group] = {}
     for name, batches in partitions:
-        _replay(name, batches, groups)
+        waiting = _replay(name, batches, groups)
+        if pending is not None:
+            for producer_id, by_group in waiting.items():
+                for group_id, items in by_group.items():
+                    pending.setdefault(producer_id, {}).setdefault(group_id, {}).update(items)
     restored = 0
     for group_id, g in groups.items():
         if g.offsets:
@@ -72,12 +90,20 @@ def restore_batches(
 
 def _replay(
     name: str, batches: Iterable[tuple[BatchHeader, bytes]], groups: dict[str, _Group]
-) -> None:
+) -> PendingTxnOffsets:
+    """Apply the partition's records to ``groups``; the transactional offsets left without
+    a marker."""
     position = 0
+    waiting: PendingTxnOffsets = {}
     for header, data in batches:
-        if header.is_control or header.is_transactional:
-            continue
         try:
+            if header.is_control:
+                marker = parse_end_txn_marker(data, header)
+                resolved = waiting.pop(header.producer_id, {})
+                if marker is not None and marker.commit:
+                    for group_id, items in resolved.items():
+                        groups.setdefault(group_id, _Group()).offsets.update(items)
+                continue
             records = decode_records(data, header)
         except CorruptBatchError as exc:
             log.warning("%s: skipped a corrupt batch at %d: %s", name, header.base_offset, exc)
@@ -92,7 +118,26 @@ def _replay(
             except ValueError as exc:
                 log.warning("%s: skipped a record at %d: %s", name, header.base_offset, exc)
                 continue
+            if header.is_transactional:
+                if kind == cr.OFFSET_COMMIT and value is not None:
+                    by_group = waiting.setdefault(header.producer_id, {})
+                    offsets = by_group.setdefault(key.group, {})
+                    offsets[(key.topic, key.partition)] = _offset(value)
+                continue
             _apply(groups, kind, key, value, position)
+    return waiting
+
+
+def _offset(value: tuple[int, Message]) -> CommittedOffset:
+    version, body = value
+    expire = body.expire_timestamp if version == 1 else -1
+    return CommittedOffset(
+        body.offset,
+        body.leader_epoch,
+        body.metadata,
+        body.commit_timestamp,
+        None if expire == -1 else expire,
+    )
 
 
 def _apply(
@@ -107,17 +152,10 @@ def _apply(
     body = None if value is None else value[1]
     if kind == cr.OFFSET_COMMIT:
         tp = (key.topic, key.partition)
-        if body is None:
+        if value is None:
             g.offsets.pop(tp, None)
         else:
-            expire = body.expire_timestamp if value is not None and value[0] == 1 else -1
-            g.offsets[tp] = CommittedOffset(
-                body.offset,
-                body.leader_epoch,
-                body.metadata,
-                body.commit_timestamp,
-                None if expire == -1 else expire,
-            )
+            g.offsets[tp] = _offset(value)
     elif kind == cr.GROUP_METADATA:
         g.classic = None if body is None else _classic(body)
         g.classic_at = position

@@ -419,6 +419,25 @@ class TransactionCoordinator:
             return (
                 ErrorCode.INVALID_TXN_STATE if meta is None else ErrorCode.CONCURRENT_TRANSACTIONS
             )
+        by_group: dict[str, list[OffsetToCommit]] = {}
+        for o in offsets:
+            by_group.setdefault(o.group_id, []).append(_to_commit(o))
+        try:
+            # Kafka's group coordinator writes them to __consumer_offsets at once, as the
+            # producer's transactional records, resolved by the transaction's marker.
+            for group_id, items in by_group.items():
+                await self._groups.commit_transactional(
+                    group_id, items, meta.producer_id, meta.producer_epoch
+                )
+        except OSError:
+            log.exception("transactional offsets of %r not written", txn_id)
+            return ErrorCode.UNKNOWN_SERVER_ERROR
+        while txn_id in self.pending:
+            await self._settled[txn_id].wait()
+        meta = self.txns.get(txn_id)
+        if meta is None or meta.state != ONGOING:
+            # Ended while they were written: the marker resolved them with the rest.
+            return ErrorCode.CONCURRENT_TRANSACTIONS
         replaced = {(o.group_id, o.topic, o.partition) for o in offsets}
         kept = [
             o for o in meta.pending_offsets if (o.group_id, o.topic, o.partition) not in replaced
@@ -457,8 +476,7 @@ class TransactionCoordinator:
                 continue
             if txn_id in self.pending:
                 return ErrorCode.CONCURRENT_TRANSACTIONS
-            if commit:
-                await self._commit_offsets(mine)
+            await self._end_offsets(meta.producer_id, meta.producer_epoch, commit, [], mine)
             kept = [o for o in meta.pending_offsets if o not in mine]
             return await self._persist(
                 replace(meta, pending_offsets=kept, last_update_ms=wall_ms())
@@ -613,8 +631,9 @@ class TransactionCoordinator:
                 if self.on_markers is not None:
                     self.on_markers(written)
                 await self._flusher.flush(written)
-            if commit:
-                await self._commit_offsets(meta.pending_offsets)
+            await self._end_offsets(
+                meta.producer_id, meta.producer_epoch, commit, meta.groups, meta.pending_offsets
+            )
         except Exception:
             log.exception("writing the markers of %r failed; retried later", txn_id)
             return
@@ -668,14 +687,22 @@ class TransactionCoordinator:
             written.append(plog)
         return written
 
-    async def _commit_offsets(self, pending: list[PendingOffset]) -> None:
+    async def _end_offsets(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        groups: list[str],
+        pending: list[PendingOffset],
+    ) -> None:
+        """The marker in ``__consumer_offsets`` for the transaction's groups (those added by
+        AddOffsetsToTxn and those with pending offsets), committing or dropping them."""
         by_group: dict[str, list[OffsetToCommit]] = {}
         for o in pending:
-            by_group.setdefault(o.group_id, []).append(
-                OffsetToCommit(o.topic, o.partition, o.offset, o.leader_epoch, o.metadata)
-            )
-        for group_id, offsets in by_group.items():
-            await self._groups.commit(group_id, offsets)
+            by_group.setdefault(o.group_id, []).append(_to_commit(o))
+        names = list(dict.fromkeys([*groups, *by_group]))
+        if names:
+            await self._groups.end_transaction(producer_id, producer_epoch, commit, names, by_group)
 
     # --- timeouts and expiration -----------------------------------------------------------
 
@@ -711,3 +738,7 @@ class TransactionCoordinator:
             await self._persist(replace(meta, state=DEAD, partitions=[], last_update_ms=now_ms))
         self._log.maybe_compact(list(self.txns.values()))
         return len(expired)
+
+
+def _to_commit(o: PendingOffset) -> OffsetToCommit:
+    return OffsetToCommit(o.topic, o.partition, o.offset, o.leader_epoch, o.metadata)

@@ -160,6 +160,43 @@ class GroupOffsets(GroupRecords):
             await self._flush()
         return errors
 
+    async def commit_transactional(
+        self, group_id: str, offsets: list[OffsetToCommit], producer_id: int, producer_epoch: int
+    ) -> None:
+        """TxnOffsetCommit's validated offsets written as the producer's transactional
+        records, pending until its marker; returns once they are on disk."""
+        now = self._clock()
+        items = [
+            (o.topic, o.partition, CommittedOffset(o.offset, o.leader_epoch, o.metadata, now))
+            for o in offsets
+        ]
+        if items:
+            self.store.commit_transactional(group_id, items, producer_id, producer_epoch)
+            await self._flush()
+
+    async def end_transaction(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        groups: list[str],
+        known: dict[str, list[OffsetToCommit]],
+    ) -> None:
+        """The transaction's marker in its groups' partitions (Kafka's transaction
+        coordinator sends it to the group coordinator), committing or dropping the
+        producer's pending offsets; ``known`` are those the transaction coordinator kept.
+        Returns once the markers are on disk."""
+        now = self._clock()
+        kept = {
+            group: [
+                (o.topic, o.partition, CommittedOffset(o.offset, o.leader_epoch, o.metadata, now))
+                for o in items
+            ]
+            for group, items in known.items()
+        }
+        self.store.end_transaction(producer_id, producer_epoch, commit, groups, kept)
+        await self._flush()
+
     def fetch_offsets(
         self,
         group_id: str,
