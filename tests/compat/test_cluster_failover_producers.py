@@ -2,6 +2,8 @@
 kafka-python, aiokafka, and the Java client 3.9.0, 4.0.0 and 4.4.0) while a simulated
 3-node cluster's partition leaders stop and start in turn (each partition's leader twice):
 every acknowledged record stored exactly once, at the offset acknowledged, in send order.
+And the Java client's acks=1 records past the new leader's log lost exactly, as the Python
+clients' in tests/e2e/test_cluster_acks1_loss.py.
 
 tests/e2e/test_cluster_failover_producers.py runs the Python clients at a size for make test.
 """
@@ -20,9 +22,10 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from minikafka import ThreadedBroker
 from tests.compat.checks import assert_exactly_once_in_order, stored_partitions
 from tests.compat.conftest import require_tool
-from tests.compat.test_java_client import KAFKA_CLIENTS_VERSIONS, built
+from tests.compat.test_java_client import JAVA_TIMEOUT_S, KAFKA_CLIENTS_VERSIONS, built
+from tests.e2e.test_cluster_acks1_loss import lose_a_burst
 from tests.e2e.test_cluster_failover_producers import DELAY_MS, run_through_failovers
-from tests.support.cluster_producers import PARTITIONS, committed, cycle_leaders
+from tests.support.cluster_producers import PARTITIONS, ProducerRun, committed, cycle_leaders
 
 pytestmark = [
     pytest.mark.minikafka(default_replication_factor=3),
@@ -102,3 +105,36 @@ def test_java_idempotent_producer_stores_100k_records_once_through_leader_restar
         (r.key, r.value): (p, r.offset) for p, records in by_partition.items() for r in records
     }
     assert [(a["partition"], a["offset"]) for a in acks] == [where[s] for s in sent]
+
+
+@pytest.mark.parametrize("version", KAFKA_CLIENTS_VERSIONS)
+def test_java_acks_1_records_beyond_the_new_leaders_log_are_lost_exactly(
+    kafka_cluster: ThreadedBroker, version: str
+) -> None:
+    """tests/e2e/test_cluster_acks1_loss.py's bursts, sent by the Java client (ProduceRange:
+    acks=1, not idempotent, acknowledgements printed as they arrive)."""
+    java_client = built(version)
+    topic = f"acks1-java-{version}"
+    run = ProducerRun("java", "java")
+
+    def send(indexes: range) -> None:
+        command = java_client.command(
+            "ProduceRange",
+            kafka_cluster.bootstrap,
+            topic,
+            run.tag,
+            str(indexes.start),
+            str(len(indexes)),
+            "1",
+            str(PARTITIONS),
+        )
+        done = subprocess.run(command, capture_output=True, text=True, timeout=JAVA_TIMEOUT_S)
+        assert done.returncode == 0, done.stderr[-3000:]
+        for line in done.stdout.splitlines():
+            ack = json.loads(line)
+            if "error" in ack:
+                run.errors.append(f"{ack['i']}: {ack['error']} {ack['message']}")
+            else:
+                run.ack(ack["i"], ack["partition"], ack["offset"])
+
+    lose_a_burst(kafka_cluster, topic, run, send)

@@ -15,6 +15,7 @@ stop cuts mid-flight (confluent-kafka and kafka-python).
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -94,22 +95,35 @@ def test_acks_1_records_beyond_the_new_leaders_log_are_lost_exactly(
     kafka_cluster: ThreadedBroker, client: str
 ) -> None:
     topic = f"acks1-{client}"
+    run = ProducerRun(client, client)
+
+    def send(indexes: range) -> None:
+        produce(kafka_cluster.bootstrap, topic, indexes, "1", run)
+
+    lose_a_burst(kafka_cluster, topic, run, send)
+
+
+def lose_a_burst(
+    kafka_cluster: ThreadedBroker, topic: str, run: ProducerRun, send: Callable[[range], None]
+) -> None:
+    """Bursts A, B and C, each sent with acks=1 by ``send`` into ``run``; the node leading
+    partition 0 stops between B and C, losing B there (see the module's header)."""
+    client = run.tag
     admin = AdminClient({"bootstrap.servers": kafka_cluster.bootstrap})
     admin.create_topics([NewTopic(topic, PARTITIONS, 3)])[topic].result(10)
     ports = ports_of(kafka_cluster)
     data_dir = Path(str(kafka_cluster.data_dir))
-    run = ProducerRun(client, client)
 
     # A: acknowledged by the leaders, then fetched by the followers (committed).
     kafka_cluster.faults.replication_delay(200)
-    produce(kafka_cluster.bootstrap, topic, range(A), "1", run)
+    send(range(A))
     assert run.errors == []
     ends_a = {p: max(acked_offsets(run, range(A))[p]) + 1 for p in range(PARTITIONS)}
     wait_for(lambda: high_watermarks(kafka_cluster, topic) == ends_a, 10, "A not committed")
 
     # B: acknowledged by the leaders alone.
     kafka_cluster.faults.replication_delay(FAR_BEHIND_MS)
-    produce(kafka_cluster.bootstrap, topic, range(A, A + B), "1", run)
+    send(range(A, A + B))
     assert run.errors == []
     acked_b = acked_offsets(run, range(A, A + B))
     for p in range(PARTITIONS):
@@ -150,7 +164,7 @@ def test_acks_1_records_beyond_the_new_leaders_log_are_lost_exactly(
     )
 
     # C: written after; on the partitions that lost B it takes B's offsets again.
-    produce(kafka_cluster.bootstrap, topic, range(A + B, A + B + C), "1", run)
+    send(range(A + B, A + B + C))
     assert run.errors == []
     acked_c = acked_offsets(run, range(A + B, A + B + C))
     for p in range(PARTITIONS):
