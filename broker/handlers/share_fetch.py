@@ -124,8 +124,12 @@ def _acquire(
     answer: _Answer,
 ) -> int:
     """Acquire for every readable partition, up to max_records in all; records acquired."""
+    if request.max_bytes <= 0:
+        # Kafka reads at most max_bytes of the log: with none, nothing is read or acquired
+        # (librdkafka's 0180 pins this as the Java client sees it).
+        return 0
     left = max(request.max_records, 0) if ctx.version >= 1 else 500
-    bytes_left = max(request.max_bytes, 1)
+    bytes_left = request.max_bytes
     total = 0
     now = monotonic_ms()
     lock_ms = shares.record_lock_ms(request.group_id)

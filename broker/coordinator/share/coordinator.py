@@ -49,6 +49,18 @@ def monotonic_ms() -> int:
     return int(time.monotonic() * 1000)
 
 
+# Kafka 4.1+'s default group.share.partition.max.record.locks (ShareGroupConfig; 4.0 had
+# 200): share groups here play Kafka 4.4.0, so the limit is its default unless the property
+# is set. DescribeConfigs keeps showing 4.0's 200, as the rest of the broker table is 4.0's.
+KAFKA_4_4_PARTITION_MAX_RECORD_LOCKS = 2000
+
+
+def _partition_max_record_locks(config: Config) -> int:
+    if "group.share.partition.max.record.locks" in dict(config.explicit):
+        return config.group_share_partition_max_record_locks
+    return KAFKA_4_4_PARTITION_MAX_RECORD_LOCKS
+
+
 @dataclass(frozen=True, slots=True)
 class ShareSettings:
     session_timeout_ms: int
@@ -66,7 +78,7 @@ class ShareSettings:
             config.group_share_max_size,
             config.group_share_record_lock_duration_ms,
             config.group_share_delivery_count_limit,
-            config.group_share_partition_max_record_locks,
+            _partition_max_record_locks(config),
         )
 
 
@@ -208,13 +220,6 @@ class ShareCoordinator:
         group.group_epoch += 1
         group.assignment_epoch = group.group_epoch
 
-    def _remove_member(self, group: ShareGroup, member_id: str) -> None:
-        self._fence(group, member_id)
-        self.sessions.close(group.group_id, member_id)
-        for (group_id, _, _), part in self.partitions.items():
-            if group_id == group.group_id:
-                part.release_member(member_id)
-
     def heartbeat(
         self,
         group_id: str,
@@ -241,8 +246,11 @@ class ShareCoordinator:
                 ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group."
             )
         if member_epoch == LEAVE_EPOCH:
+            # Kafka's shareGroupLeave fences the member as its session timeout does: the
+            # share session stays, so the client's closing ShareAcknowledge (final epoch,
+            # sent after the leave by librdkafka) still acknowledges and releases.
             if group is not None and member_id in group.members:
-                self._remove_member(group, member_id)
+                self._fence(group, member_id)
             return HeartbeatResult(ErrorCode.NONE, None, member_id, LEAVE_EPOCH, 0)
         if group is None:
             if member_epoch != 0:
