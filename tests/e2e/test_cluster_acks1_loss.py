@@ -208,6 +208,40 @@ def lose_a_burst(
     )
 
 
+class WatchingConsumer:
+    """A confluent-kafka consumer reading every partition from its start in a thread."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        from confluent_kafka import Consumer, TopicPartition
+
+        self.seen: list[tuple[int, int, bytes]] = []
+        self._stop = threading.Event()
+        self._consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": f"watch-{topic}",
+                "enable.auto.commit": False,
+            }
+        )
+        self._consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+        self._thread = threading.Thread(target=self._run, name="watching-consumer", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                for m in self._consumer.consume(500, 0.05):
+                    if m.error() is None:
+                        self.seen.append((m.partition(), m.offset(), m.value()))
+        finally:
+            self._consumer.close()
+
+    def stop(self) -> list[tuple[int, int, bytes]]:
+        self._stop.set()
+        self._thread.join(10)
+        return self.seen
+
+
 def old_epoch_acks(acks: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """A partition's (index, offset) acknowledgements in arrival order, up to the first whose
     offset is below one before it: the new leader's, which writes from its own log end again
@@ -232,19 +266,26 @@ def test_acks_1_stream_loses_exactly_the_acknowledged_offsets_past_the_new_leade
     ports = ports_of(kafka_cluster)
     total, trail_from, stop_at = 12_000, 3_000, 6_000
     run = ProducerRun(client, client)
-    # Held back at 9,000 until the stop: it cannot finish before it.
-    run.gates[9_000] = gate = threading.Event()
+    # Held back at 3,000 until those are committed and the followers trail by a minute, and
+    # at 9,000 until the stop: every planned step happens mid-stream.
+    run.gates[trail_from] = trailing = threading.Event()
+    run.gates[9_000] = stopped = threading.Event()
+    reader = WatchingConsumer(kafka_cluster.bootstrap, topic)
     thread = start_producing(kafka_cluster.bootstrap, topic, total, run, acks="1")
     try:
-        wait_for(lambda: run.progress() >= trail_from, 60, "no progress")
+        wait_for(lambda: run.progress() == trail_from, 60, "no progress")
+        ends = {p: trail_from // PARTITIONS for p in range(PARTITIONS)}
+        wait_for(lambda: high_watermarks(kafka_cluster, topic) == ends, 10, "not committed")
         kafka_cluster.faults.replication_delay(FAR_BEHIND_MS)
+        trailing.set()
         wait_for(lambda: run.progress() >= stop_at, 60, "no progress")
         before = partitions(ports[1], topic)
         victim = before[0].leader_id
         led = sorted(p for p, part in before.items() if part.leader_id == victim)
         assert kafka_cluster.stop_node(victim)
     finally:
-        gate.set()
+        trailing.set()
+        stopped.set()
     assert run.done.wait(120)
     thread.join(10)
     assert run.errors == []
@@ -256,6 +297,7 @@ def test_acks_1_stream_loses_exactly_the_acknowledged_offsets_past_the_new_leade
 
     data_dir = Path(str(kafka_cluster.data_dir))
     on_disk = stored_by_partition(data_dir, topic)
+    on_disk_at = {p: dict(records) for p, records in on_disk.items()}
     duplicates = 0
     lost_count = 0
     for p in range(PARTITIONS):
@@ -265,6 +307,8 @@ def test_acks_1_stream_loses_exactly_the_acknowledged_offsets_past_the_new_leade
         at = {value_of(client, i): o for i, o in acks}  # the offset each was acked at last
         if p in led:
             end = epoch_end(ports[after[p].leader_id], topic, p, 0, after[p].leader_epoch)
+            # The followers had what was committed before they fell behind.
+            assert end == ends[p]
             old = old_epoch_acks(acks)
             lost = [o for _, o in old if o >= end]
             # Acknowledged past the new leader's end: a contiguous run, not empty (followers
@@ -285,6 +329,11 @@ def test_acks_1_stream_loses_exactly_the_acknowledged_offsets_past_the_new_leade
         assert all(at[v] > o for o, v in extra), extra[:5]
         duplicates += len(extra)
     assert consumed_by_partition(kafka_cluster.bootstrap, topic) == on_disk
+    # A consumer reading all along saw only what stayed: never a record that was lost
+    # (the high watermark never passed the followers' log ends).
+    seen = reader.stop()
+    assert seen, "the consumer read nothing meanwhile"
+    assert all(on_disk_at[p].get(o) == v for p, o, v in seen)
     print(
         f"{client}: stream lost {lost_count} acknowledged records on"
         f" partitions {led}; {duplicates} stored twice by retries"
