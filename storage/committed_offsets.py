@@ -178,7 +178,12 @@ class ChangeListener(Protocol):
     ) -> None: ...
 
     def transaction_ended(
-        self, producer_id: int, producer_epoch: int, commit: bool, groups: list[str]
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        groups: list[str],
+        known: dict[str, list[tuple[str, int, CommittedOffset]]],
     ) -> dict[str, list[tuple[str, int, CommittedOffset]]]: ...
 
 
@@ -377,28 +382,22 @@ class CommittedOffsets:
         known: dict[str, list[tuple[str, int, CommittedOffset]]],
     ) -> None:
         """The transaction's end for ``groups``: the listener writes its marker and names
-        the pending offsets it commits, which the maps then take. ``known`` are the pending
-        offsets as the transaction coordinator kept them: those the listener does not name
-        (a transaction begun before they were written as transactional records, or no
-        listener) are committed as plain offsets when ``commit``."""
-        committed: dict[str, list[tuple[str, int, CommittedOffset]]] = {}
-        if self.listener is not None:
-            committed = self.listener.transaction_ended(producer_id, producer_epoch, commit, groups)
+        the offsets that take effect, which the maps then take. ``known`` are the pending
+        offsets as the transaction coordinator kept them: without a listener they are
+        committed as plain offsets when ``commit``; the listener does so with those it had
+        not written as transactional records (a transaction begun before they were)."""
+        if self.listener is None:
+            if commit:
+                for group, items in known.items():
+                    self.commit(group, items)
+            return
+        committed = self.listener.transaction_ended(
+            producer_id, producer_epoch, commit, groups, known
+        )
         for group, items in committed.items():
-            out = bytearray()
-            for topic, partition, value in items:
-                out += _frame(_offset_payload(group, topic, partition, value))
-            self._append(out, len(items))
             target = self._offsets.setdefault(group, {})
             for topic, partition, value in items:
                 target[(topic, partition)] = value
-        if not commit:
-            return
-        for group, items in known.items():
-            named = {(t, p) for t, p, _ in committed.get(group, [])}
-            rest = [(t, p, v) for t, p, v in items if (t, p) not in named]
-            if rest:
-                self.commit(group, rest)
 
     def flush(self) -> None:
         with self._lock:

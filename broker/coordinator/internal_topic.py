@@ -74,12 +74,13 @@ class InternalTopic:
         key: str,
         records: list[KafkaRecord],
         producer: tuple[int, int] | None = None,
-    ) -> None:
+    ) -> int:
         """One batch of ``records`` at the end of ``key``'s partition; with ``producer``
         (producer id, epoch) a transactional batch of that producer, as Kafka's group
-        coordinator writes TxnOffsetCommit's offsets."""
+        coordinator writes TxnOffsetCommit's offsets. The batch's base offset (-1 when
+        nothing was written)."""
         if not records:
-            return
+            return -1
         try:
             info = self.ensure()
             plog = info.partitions[partition_for(key, len(info.partitions))]
@@ -109,8 +110,10 @@ class InternalTopic:
             log.exception("could not append %r's records to %s", key, self.name)
             if self._is_store:
                 raise InternalTopicWriteError(f"{self.name}: {exc}") from exc
-            return
-        self._appended(plog, result.error, f"{key!r}'s records")
+            return -1
+        if not self._appended(plog, result.error, f"{key!r}'s records"):
+            return -1
+        return result.base_offset
 
     def append_marker(
         self, key: str, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int
@@ -129,15 +132,16 @@ class InternalTopic:
             raise InternalTopicWriteError(f"{self.name}: {exc}") from exc
         self._appended(plog, result.error, f"the marker for {key!r}")
 
-    def _appended(self, plog: PartitionLog, error: int, what: str) -> None:
+    def _appended(self, plog: PartitionLog, error: int, what: str) -> bool:
         if error:
             log.warning("%s not appended to %s: %s", what, self.name, error)
             if self._is_store:
                 raise InternalTopicWriteError(f"{self.name}: error {error}")
-            return
+            return False
         with self._lock:
             self._unflushed.add(plog)
         self._notify([plog])
+        return True
 
     def flush(self) -> None:
         """fsync every partition appended to since the last flush."""

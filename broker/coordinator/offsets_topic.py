@@ -33,9 +33,8 @@ name (Kafka: a hash map's order); the records are appended in one batch per chan
 (broker.coordinator.internal_topic). TxnOffsetCommit's offsets are appended when received
 as a transactional batch of the producer (its id and epoch), pending (``pending``) until
 EndTxn writes the transaction's COMMIT/ABORT marker to the group's partition, as Kafka's
-transaction coordinator sends it; a committed transaction's offsets take effect at its
-marker, also over a plain commit of the same partition made after them (Kafka keeps
-whichever record is later in the log).
+transaction coordinator sends it; at a COMMIT marker each offset takes effect unless a plain
+commit of that partition was written after it (``written_at``), as in Kafka.
 """
 
 from __future__ import annotations
@@ -47,7 +46,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from broker.coordinator.internal_topic import InternalTopic, KafkaRecord
-from broker.coordinator.offsets_topic_load import PendingTxnOffsets, restore
+from broker.coordinator.offsets_topic_load import PendingTxnOffsets, RecordOffsets, restore
 from broker.coordinator.transactions import COORDINATOR_EPOCH, partition_for
 from protocol import coordinator_records as cr
 from storage.atomic_file import fsync_dir
@@ -94,6 +93,8 @@ class OffsetsTopic:
         # TxnOffsetCommit's offsets written as transactional records, per producer id and
         # group, until the transaction's marker (Kafka's pendingTransactionalOffsets).
         self.pending: PendingTxnOffsets = {}
+        # Where each partition's last plain commit record (or tombstone) of a group is.
+        self.written_at: RecordOffsets = {}
         self.topic = InternalTopic(
             store,
             OFFSETS_TOPIC,
@@ -114,7 +115,7 @@ class OffsetsTopic:
         info = self.topic.info()
         if info is None:
             return 0
-        count = restore(info, offsets, self.pending)
+        count = restore(info, offsets, self.pending, self.written_at)
         log.info("loaded %d group(s) from %s", count, OFFSETS_TOPIC)
         return count
 
@@ -175,7 +176,8 @@ class OffsetsTopic:
     # --- ChangeListener ----------------------------------------------------------------
 
     def offsets_committed(self, group: str, items: list[tuple[str, int, CommittedOffset]]) -> None:
-        self.topic.append(group, _offset_records(group, items))
+        base = self.topic.append(group, _offset_records(group, items))
+        self._written(group, [(t, p) for t, p, _ in items], base)
 
     def transactional_offsets(
         self,
@@ -186,15 +188,24 @@ class OffsetsTopic:
     ) -> None:
         # As Kafka's OffsetMetadataManager.commitTransactionalOffset: the records go in at
         # once, in a transactional batch of the producer, and wait for its marker.
-        self.topic.append(group, _offset_records(group, items), (producer_id, producer_epoch))
+        base = self.topic.append(
+            group, _offset_records(group, items), (producer_id, producer_epoch)
+        )
         waiting = self.pending.setdefault(producer_id, {}).setdefault(group, {})
-        waiting.update({(t, p): v for t, p, v in items})
+        waiting.update({(t, p): (v, base + i) for i, (t, p, v) in enumerate(items)})
 
     def transaction_ended(
-        self, producer_id: int, producer_epoch: int, commit: bool, groups: list[str]
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        groups: list[str],
+        known: dict[str, list[tuple[str, int, CommittedOffset]]],
     ) -> dict[str, list[tuple[str, int, CommittedOffset]]]:
         """The COMMIT/ABORT marker in the partition of each of ``groups`` (each partition
-        once: Kafka's markers go per partition); the offsets it commits."""
+        once: Kafka's markers go per partition); the offsets that take effect. Offsets of
+        ``known`` never written as transactional records (a transaction open across the
+        move from an older data directory) are written as plain commits when committed."""
         partitions: dict[int, str] = {}
         count = len(self.topic.ensure().partitions)
         for group in groups:
@@ -207,10 +218,30 @@ class OffsetsTopic:
             self.pending.pop(producer_id, None)
         if not commit:
             return {}
-        return {g: [(t, p, v) for (t, p), v in items.items()] for g, items in resolved.items()}
+        # OffsetMetadataManager.replayEndTransactionMarker: an offset takes effect unless a
+        # plain commit of the partition was written after it.
+        out: dict[str, list[tuple[str, int, CommittedOffset]]] = {}
+        for group, items in resolved.items():
+            for (topic, partition), (value, at) in items.items():
+                if at > self.written_at.get((group, topic, partition), -1):
+                    self.written_at[(group, topic, partition)] = at
+                    out.setdefault(group, []).append((topic, partition, value))
+        for group, kept in known.items():
+            written = resolved.get(group, {})
+            rest = [(t, p, v) for t, p, v in kept if (t, p) not in written]
+            if rest:
+                self.offsets_committed(group, rest)
+                out.setdefault(group, []).extend(rest)
+        return out
 
     def offsets_deleted(self, group: str, items: list[TopicPartition]) -> None:
-        self.topic.append(group, [_offset_tombstone(group, t, p) for t, p in items])
+        base = self.topic.append(group, [_offset_tombstone(group, t, p) for t, p in items])
+        self._written(group, items, base)
+
+    def _written(self, group: str, items: list[TopicPartition], base: int) -> None:
+        if base >= 0:
+            for i, (topic, partition) in enumerate(items):
+                self.written_at[(group, topic, partition)] = base + i
 
     def group_written(self, group: str, record: GroupRecord) -> None:
         self.topic.append(group, [_group_record(group, record)])
@@ -235,7 +266,7 @@ class OffsetsTopic:
             out += _consumer_tombstones(group, consumer)
         elif classic or offsets:
             out.append((cr.encode_key(cr.GROUP_METADATA, {"group": group}), None))
-        self.topic.append(group, out)
+        self._written(group, offsets, self.topic.append(group, out))
 
     def _new_metadata(self, group: str, record: ConsumerGroupRecord) -> KafkaRecord | None:
         """The group's ConsumerGroupPartitionMetadata record when its subscription metadata

@@ -4,8 +4,9 @@ As Kafka's GroupMetadataManager/GroupCoordinatorShard replay a partition at load
 offset order, the latest value of each key wins, a tombstone deletes it. Transactional
 offsets (TxnOffsetCommit's records, written with the producer's id) wait for their
 producer's marker in that partition, as in Kafka's OffsetMetadataManager: a COMMIT marker
-applies them at its position, an ABORT drops them, and those without a marker yet come back
-as pending (``pending``). The broker loads the
+applies each unless the group has a plain commit (or tombstone) of that partition later in
+the log, an ABORT drops them, and those without a marker yet come back as pending
+(``pending``). The broker loads the
 group coordinator's state this way at every start (the topic is its only store); the
 ConsumerGroup* records give the consumer groups back, with their resolved regexes
 (ConsumerGroupRegularExpression).
@@ -32,6 +33,8 @@ log = logging.getLogger(__name__)
 @dataclass
 class _Group:
     offsets: dict[tuple[str, int], CommittedOffset] = field(default_factory=dict)
+    # The log offset of the record each offset (or its tombstone) came from.
+    offset_at: dict[tuple[str, int], int] = field(default_factory=dict)
     classic: GroupRecord | None = None
     classic_at: int = -1
     epoch: int | None = None
@@ -43,20 +46,27 @@ class _Group:
     regexes: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
-# Per producer id, per group, the transactional offsets still waiting for a marker.
-PendingTxnOffsets = dict[int, dict[str, dict[tuple[str, int], CommittedOffset]]]
+# Per producer id, per group, the transactional offsets still waiting for a marker, each
+# with its record's offset in the log.
+PendingTxnOffsets = dict[int, dict[str, dict[tuple[str, int], tuple[CommittedOffset, int]]]]
+# Per (group, topic, partition), the log offset of its last plain OffsetCommit record.
+RecordOffsets = dict[tuple[str, str, int], int]
 
 
 def restore(
-    info: TopicInfo, offsets: CommittedOffsets, pending: PendingTxnOffsets | None = None
+    info: TopicInfo,
+    offsets: CommittedOffsets,
+    pending: PendingTxnOffsets | None = None,
+    written_at: RecordOffsets | None = None,
 ) -> int:
-    """Write the state the topic holds into ``offsets`` (empty, without a listener), and
-    the transactional offsets without a marker yet into ``pending``; the number of groups
-    restored."""
+    """Write the state the topic holds into ``offsets`` (empty, without a listener), the
+    transactional offsets without a marker yet into ``pending`` and where each partition's
+    last plain commit record is into ``written_at``; the number of groups restored."""
     return restore_batches(
         ((plog.name, plog.batches(plog.log_start_offset)) for plog in info.partitions),
         offsets,
         pending,
+        written_at,
     )
 
 
@@ -64,6 +74,7 @@ def restore_batches(
     partitions: Iterable[tuple[str, Iterable[tuple[BatchHeader, bytes]]]],
     offsets: CommittedOffsets,
     pending: PendingTxnOffsets | None = None,
+    written_at: RecordOffsets | None = None,
 ) -> int:
     """``restore`` from each partition's (name, batches in offset order)."""
     groups: dict[str, _Group] = {}
@@ -73,6 +84,10 @@ def restore_batches(
             for producer_id, by_group in waiting.items():
                 for group_id, items in by_group.items():
                     pending.setdefault(producer_id, {}).setdefault(group_id, {}).update(items)
+    if written_at is not None:
+        for group_id, g in groups.items():
+            for (topic, partition), at in g.offset_at.items():
+                written_at[(group_id, topic, partition)] = at
     restored = 0
     for group_id, g in groups.items():
         if g.offsets:
@@ -102,7 +117,7 @@ def _replay(
                 resolved = waiting.pop(header.producer_id, {})
                 if marker is not None and marker.commit:
                     for group_id, items in resolved.items():
-                        groups.setdefault(group_id, _Group()).offsets.update(items)
+                        _commit_pending(groups.setdefault(group_id, _Group()), items)
                 continue
             records = decode_records(data, header)
         except CorruptBatchError as exc:
@@ -118,14 +133,26 @@ def _replay(
             except ValueError as exc:
                 log.warning("%s: skipped a record at %d: %s", name, header.base_offset, exc)
                 continue
+            at = header.base_offset + record.offset_delta
             if header.is_transactional:
                 if kind == cr.OFFSET_COMMIT and value is not None:
                     by_group = waiting.setdefault(header.producer_id, {})
                     offsets = by_group.setdefault(key.group, {})
-                    offsets[(key.topic, key.partition)] = _offset(value)
+                    offsets[(key.topic, key.partition)] = (_offset(value), at)
                 continue
             _apply(groups, kind, key, value, position)
+            if kind == cr.OFFSET_COMMIT:
+                groups[key.group].offset_at[(key.topic, key.partition)] = at
     return waiting
+
+
+def _commit_pending(g: _Group, items: dict[tuple[str, int], tuple[CommittedOffset, int]]) -> None:
+    # OffsetMetadataManager.replayEndTransactionMarker: the most recent record wins when
+    # transactional and plain commits of a partition mix.
+    for tp, (value, at) in items.items():
+        if at > g.offset_at.get(tp, -1):
+            g.offsets[tp] = value
+            g.offset_at[tp] = at
 
 
 def _offset(value: tuple[int, Message]) -> CommittedOffset:

@@ -12,9 +12,17 @@ import pytest
 
 from broker.tools.dump import iter_partition_batches
 from protocol import coordinator_records as cr
+from protocol.errors import ErrorCode
+from protocol.messages.add_offsets_to_txn import ADD_OFFSETS_TO_TXN
+from protocol.messages.offset_commit import OFFSET_COMMIT
 from protocol.records import decode_records, parse_end_txn_marker
+from protocol.schema import Message
+from tests.e2e.test_transactions_raw import TXN, end, init_ids, txn_commit_offset
 from tests.support.broker_process import BrokerProcess, running
+from tests.support.group_offsets import committed_topic, fetch_committed
 from tests.support.internal_topics import java_partition
+from tests.support.produce import create_topic
+from tests.support.raw_client import RawClient
 from tests.support.stored_groups import stored_groups
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
@@ -152,3 +160,55 @@ def test_after_a_restart_committed_offsets_show_and_aborted_ones_do_not(tmp_path
     state = stored_groups(data)
     assert state.offsets("kept-group")[(SOURCE, 0)].offset == 11
     assert (SOURCE, 0) not in state.offsets("aborted-group")
+
+
+def plain_commit(client: RawClient, group: str, topic: str, offset: int) -> int:
+    answer = client.request(
+        OFFSET_COMMIT,
+        8,
+        Message(
+            group_id=group,
+            generation_id_or_member_epoch=-1,
+            member_id="",
+            group_instance_id=None,
+            retention_time_ms=-1,
+            topics=[committed_topic(topic, {0: offset})],
+        ),
+    )
+    code: int = answer.topics[0].partitions[0].error_code
+    return code
+
+
+def test_a_plain_commit_after_the_transactional_one_wins_at_the_commit(
+    tmp_path: Path,
+) -> None:
+    """Kafka keeps the later record of a partition when transactional and plain commits mix
+    (OffsetMetadataManager.replayEndTransactionMarker): live and after a restart."""
+    data = tmp_path / "data"
+    with running(data, SETTINGS) as broker:
+        with RawClient(broker.port) as c:
+            create_topic(c, "mixed-src")
+            create_topic(c, "other-src")
+            pid, epoch = init_ids(c)
+            added = c.request(
+                ADD_OFFSETS_TO_TXN,
+                3,
+                Message(
+                    transactional_id=TXN, producer_id=pid, producer_epoch=epoch, group_id="mixg"
+                ),
+            )
+            assert added.error_code == 0
+            assert txn_commit_offset(c, "mixg", "mixed-src", (pid, epoch), 5) == 0
+            assert txn_commit_offset(c, "mixg", "other-src", (pid, epoch), 6) == 0
+            assert plain_commit(c, "mixg", "mixed-src", 9) == 0
+            assert end(c, pid, epoch, commit=True) == ErrorCode.NONE
+            assert fetch_committed(c, "mixg", "mixed-src") == (0, 9)
+            assert fetch_committed(c, "mixg", "other-src") == (0, 6)
+        broker.kill()
+        broker.start()
+        with RawClient(broker.port) as c:
+            assert fetch_committed(c, "mixg", "mixed-src") == (0, 9)
+            assert fetch_committed(c, "mixg", "other-src") == (0, 6)
+    state = stored_groups(data)
+    assert state.offsets("mixg")[("mixed-src", 0)].offset == 9
+    assert state.offsets("mixg")[("other-src", 0)].offset == 6
