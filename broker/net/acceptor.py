@@ -30,8 +30,15 @@ from broker.runtime.startup_errors import StartupError, bind_failure
 
 log = logging.getLogger(__name__)
 
-# Kafka's socket.listen.backlog.size default is 50; asyncio's create_server uses 100.
-LISTEN_BACKLOG = 100
+# Kafka's socket.listen.backlog.size default is 50, with an acceptor thread of its own that
+# keeps the queue short; here accepting shares the event loop with every request, and a
+# burst of connects while a pass of the loop is long (or the process waits for a core)
+# overflowed a backlog of 100: each overflow costs that client a 1 s SYN retry (3-4 per
+# 1,000 connections opened one after another). 1024 is what Tokio (Tansu) and Go listen with.
+LISTEN_BACKLOG = 1024
+# Connections taken from the backlog in one pass of the event loop (each is a transport and
+# a task): the rest wait there for the next pass, so a pass stays short.
+ACCEPT_BURST = 100
 # After EMFILE/ENFILE, wait before accepting again (asyncio's ACCEPT_RETRY_DELAY).
 ACCEPT_RETRY_DELAY_S = 1.0
 # Stopped for want of file descriptors: how often to look again when no connection closes
@@ -156,9 +163,9 @@ class Acceptor:
     def _waiting(
         self, server: socket.socket, headroom: FdHeadroom | None
     ) -> Iterator[tuple[socket.socket, Any]]:
-        """Connections the kernel has ready, up to a listen backlog's worth, each taken while
-        a max.connections slot is free and the log keeps its file descriptors."""
-        for _ in range(LISTEN_BACKLOG):
+        """Connections the kernel has ready, up to ACCEPT_BURST, each taken while a
+        max.connections slot is free and the log keeps its file descriptors."""
+        for _ in range(ACCEPT_BURST):
             if not self._quotas.slot_free():
                 return
             if headroom is not None and not headroom.room_for_a_connection():
