@@ -68,26 +68,34 @@ def stop_cleanly(broker: BenchBroker) -> None:
     assert code == 0, f"the broker did not stop cleanly: exit {code}"
 
 
-def make_template(root: Path) -> tuple[Path, int]:
-    """One partition of about 1 GiB written through a broker; its directory and log end."""
-    broker = BenchBroker(data_dir=root / "template", overrides=OVERRIDES)
+def make_template(
+    root: Path,
+    overrides: dict[str, str] = OVERRIDES,
+    batches: int = TEMPLATE_BATCHES,
+    base_timestamp: int | None = None,
+) -> tuple[Path, int]:
+    """One partition (about 1 GiB by default) written through a broker; its directory and
+    log end."""
+    broker = BenchBroker(data_dir=root / "template", overrides=overrides)
     broker.proc = subprocess.Popen(broker.command(), env=broker_env())
     try:
         wait_accepting(broker.port, time.perf_counter() + 60)
         create_topic(broker.port, "seed")
-        frames, _ = build_requests(broker.port, "seed", TEMPLATE_BATCHES)
+        frames, _ = build_requests(broker.port, "seed", batches, base_timestamp=base_timestamp)
         _, responses = send_pipelined(broker.port, frames, in_flight=16)
         check_responses(responses, 1)
     finally:
         stop_cleanly(broker)
-    return root / "template" / "seed-0", TEMPLATE_BATCHES * 64
+    return root / "template" / "seed-0", batches * 64
 
 
-def make_data_dir(root: Path, template: Path, partitions: int) -> Path:
+def make_data_dir(
+    root: Path, template: Path, partitions: int, overrides: dict[str, str] = OVERRIDES
+) -> Path:
     """A data directory with a topic of ``partitions`` partitions, each a hard-linked copy of
     ``template``'s segments (the topic itself created by a broker, so ids are its own)."""
     data = root / f"data-{partitions}"
-    broker = BenchBroker(data_dir=data, overrides=OVERRIDES)
+    broker = BenchBroker(data_dir=data, overrides=overrides)
     broker.proc = subprocess.Popen(broker.command(), env=broker_env())
     try:
         wait_accepting(broker.port, time.perf_counter() + 60)

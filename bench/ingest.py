@@ -55,9 +55,14 @@ def create_topic(port: int, name: str, partitions: int = 1) -> None:
 
 
 def build_requests(
-    port: int, name: str, count: int, first_correlation_id: int = 1
+    port: int,
+    name: str,
+    count: int,
+    first_correlation_id: int = 1,
+    base_timestamp: int | None = None,
 ) -> tuple[list[bytes], int]:
-    """``count`` framed Produce requests continuing one new idempotent producer's sequence."""
+    """``count`` framed Produce requests continuing one new idempotent producer's sequence
+    (records stamped now, or ``base_timestamp``)."""
     with RawClient(port, client_id="bench") as client:
         producer_id = init_producer(client)
     payload = b"x" * RECORD_SIZE
@@ -71,6 +76,7 @@ def build_requests(
             producer_id=producer_id,
             producer_epoch=0,
             base_sequence=i * RECORDS_PER_BATCH,
+            base_timestamp=base_timestamp,
         )
         body = produce_request(name, data, acks=-1)
         frames.append(encoder.encode(PRODUCE, PRODUCE_VERSION, body, first_correlation_id + i))

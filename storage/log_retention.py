@@ -71,8 +71,14 @@ def surplus(excess: int) -> Callable[[Segment], bool]:
 
 
 def apply_retention(
-    plog: RetainedLog, now_ms: int, retention_ms: int | None, retention_bytes: int | None
+    plog: RetainedLog,
+    now_ms: int,
+    retention_ms: int | None,
+    retention_bytes: int | None,
+    max_segments: int | None = None,
 ) -> int:
+    """Delete by time, then by size; at most ``max_segments`` (the caller comes back for the
+    rest, so one pass over thousands of expired segments never holds its thread long)."""
     if retention_ms is None:
         retention_ms = plog.config.retention_ms
     if retention_bytes is None:
@@ -80,12 +86,18 @@ def apply_retention(
     deleted = 0
     if retention_ms >= 0:
         deleted += _delete_oldest_segments(
-            plog, expired(now_ms, retention_ms), now_ms, "retention.ms"
+            plog, expired(now_ms, retention_ms), now_ms, "retention.ms", max_segments
         )
+    if max_segments is not None and deleted >= max_segments:
+        return deleted
     size = plog.size
     if retention_bytes >= 0 and size >= retention_bytes:
         deleted += _delete_oldest_segments(
-            plog, surplus(size - retention_bytes), now_ms, "retention.bytes"
+            plog,
+            surplus(size - retention_bytes),
+            now_ms,
+            "retention.bytes",
+            None if max_segments is None else max_segments - deleted,
         )
     return deleted
 
@@ -116,10 +128,16 @@ def _oldest_segments(
 
 
 def _delete_oldest_segments(
-    plog: RetainedLog, predicate: Callable[[Segment], bool], now_ms: int, reason: str
+    plog: RetainedLog,
+    predicate: Callable[[Segment], bool],
+    now_ms: int,
+    reason: str,
+    max_segments: int | None = None,
 ) -> int:
     segments = plog.segments
     doomed = _oldest_segments(segments, predicate)
+    if max_segments is not None:
+        doomed = doomed[:max_segments]
     if not doomed:
         return 0
     if len(doomed) == len(segments):

@@ -651,12 +651,16 @@ class PartitionLog:
         now_ms: int,
         retention_ms: int | None = None,
         retention_bytes: int | None = None,
+        max_segments: int | None = None,
     ) -> int:
-        """Delete whole old segments by time, then by size (Kafka's deleteOldSegments).
+        """Delete whole old segments by time, then by size (Kafka's deleteOldSegments), at
+        most ``max_segments`` of them.
 
         Returns how many segments were deleted. Defaults come from the log's config.
         """
-        return log_retention.apply_retention(self, now_ms, retention_ms, retention_bytes)
+        return log_retention.apply_retention(
+            self, now_ms, retention_ms, retention_bytes, max_segments
+        )
 
     def retention_due(self, now_ms: int) -> bool:
         """Whether ``apply_retention`` (with the log's config) would delete a segment now;

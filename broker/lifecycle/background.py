@@ -47,6 +47,8 @@ log = logging.getLogger(__name__)
 
 NEVER = 2**63 - 1
 ROLLED_FLUSH_CHECK_MS = 1000
+# Segments one retention step deletes before the loop serves others (a few ms of renames).
+RETENTION_STEP = 16
 
 
 def now_ms() -> int:
@@ -217,7 +219,18 @@ class Background:
         ]
         if pending:
             await self._write_off_loop(pending)
-        deleted = sum(plog.apply_retention(now) for plog in logs if not plog.closed)
+        deleted = 0
+        for plog in logs:
+            # A few segments at a time, other clients served in between: renaming thousands
+            # of expired segments' files at once held the loop for a second (Kafka deletes
+            # on its scheduler thread, away from the request handlers).
+            while not plog.closed:
+                done = plog.apply_retention(now, max_segments=RETENTION_STEP)
+                deleted += done
+                if done:
+                    await asyncio.sleep(0)
+                if done < RETENTION_STEP:
+                    break
         if deleted:
             log.info("retention deleted %d segment(s)", deleted)
 

@@ -315,3 +315,39 @@ def test_files_left_for_deletion_by_a_crash_are_removed_at_start_up(tmp_path: Pa
             )
     finally:
         broker.stop()
+
+
+def test_retention_of_many_expired_segments_finishes_in_steps(tmp_path: Path) -> None:
+    """A retention pass deletes a few segments at a time (other clients are served between
+    steps) and still reaches the end: 40 expired segments, more than one step, all gone."""
+    data = tmp_path / "data"
+    broker = BrokerProcess(data, {"log.retention.check.interval.ms": "50"}).start()
+    two_days_ago = int(time.time() * 1000) - 2 * 86_400_000
+    try:
+        with RawClient(broker.port) as client:
+            configs = {"segment.bytes": "200", "file.delete.delay.ms": "0"}
+            assert create(client, "expiring", configs=configs).error_code == 0
+            for i in range(40):
+                batch = build_batch([(b"k%d" % i, b"v" * 100)], base_timestamp=two_days_ago)
+                assert produce(client, "expiring", batch).error_code == 0
+            part = data / "expiring-0"
+
+            def segments() -> list[str]:
+                return sorted(p.name for p in part.iterdir() if ".log" in p.name)
+
+            assert len(segments()) == 40
+            one_day = [("retention.ms", 0, "86400000")]
+            assert incremental(client, "expiring", one_day, TOPIC).error_code == 0
+
+            def all_gone() -> bool:
+                return segments() == [f"{40:020d}.log"]
+
+            wait_until(all_gone, "every expired segment removed")
+            assert fetch_partition(client, "expiring", 39).error_code == (
+                ErrorCode.OFFSET_OUT_OF_RANGE
+            )
+            now = build_batch([(b"k", b"fresh")])
+            assert produce(client, "expiring", now).error_code == 0
+            assert fetch_partition(client, "expiring", 40).error_code == 0
+    finally:
+        broker.stop()

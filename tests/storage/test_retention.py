@@ -106,6 +106,32 @@ def test_expired_active_segment_is_rolled_then_deleted(tmp_path: Path) -> None:
     plog.close()
 
 
+def test_retention_in_steps_deletes_the_oldest_first_and_finishes(tmp_path: Path) -> None:
+    """``max_segments`` bounds one call (the broker serves others between steps); the steps
+    end where one unbounded call would, expired active segment included, size limit after."""
+    plog = open_log(tmp_path, segment_bytes=2 * BATCH)
+    for ts in range(100, 1_100, 100):
+        produce(plog, ts=ts)
+    assert bases(plog) == [0, 4, 8, 12, 16]
+    assert plog.apply_retention(now_ms=10_000, retention_ms=1_000, max_segments=2) == 2
+    assert (bases(plog), plog.log_start_offset) == ([8, 12, 16], 8)
+    assert not (tmp_path / file_name(4, ".log")).exists()
+    assert plog.apply_retention(now_ms=10_000, retention_ms=1_000, max_segments=2) == 2
+    assert plog.apply_retention(now_ms=10_000, retention_ms=1_000, max_segments=2) == 1
+    assert (bases(plog), plog.log_start_offset, plog.log_end_offset) == ([20], 20, 20)
+    assert plog.apply_retention(now_ms=10_000, retention_ms=1_000, max_segments=2) == 0
+    for ts in range(100, 700, 100):
+        produce(plog, ts=10_000 + ts)
+    assert bases(plog) == [20, 24, 28]
+    # By size: 2 segments too many, one per step.
+    args = {"now_ms": 10_000, "retention_ms": -1, "retention_bytes": 2 * BATCH}
+    assert plog.apply_retention(**args, max_segments=1) == 1
+    assert plog.apply_retention(**args, max_segments=1) == 1
+    assert plog.apply_retention(**args, max_segments=1) == 0
+    assert (bases(plog), plog.log_start_offset) == ([28], 28)
+    plog.close()
+
+
 @pytest.mark.parametrize("mode", ["clean", "crash"])
 def test_retention_keeps_the_state_of_producers_with_no_record_left(
     tmp_path: Path, mode: RecoveryMode
