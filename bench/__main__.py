@@ -74,6 +74,7 @@ def main() -> int:
             growth_fanout,
             growth_groups,
             growth_restart,
+            growth_retention,
             growth_transactions,
         )
 
@@ -81,7 +82,8 @@ def main() -> int:
         curves = (growth, growth_connections, growth_groups, growth_fanout, growth_transactions)
         for curve in curves:
             curve.main(rest)
-        return growth_restart.main([])  # Tansu's memory storage keeps nothing to restart
+        # Tansu's memory storage keeps nothing to restart or to expire: minikafka alone.
+        return growth_restart.main([]) or growth_retention.main([])
     parser = argparse.ArgumentParser(prog="make bench")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="smaller workloads, one run")
