@@ -104,6 +104,12 @@ class Cluster:
             OFFSETS_TOPIC: config.offsets_topic_num_partitions,
             TRANSACTION_TOPIC: config.transaction_state_log_num_partitions,
         }
+        # The internal topics' replication factors (offsets.topic.replication.factor,
+        # transaction.state.log.replication.factor), capped at the cluster's size.
+        self.internal_replication: dict[str, int] = {
+            OFFSETS_TOPIC: min(config.offsets_topic_replication_factor, self.size),
+            TRANSACTION_TOPIC: min(config.transaction_state_log_replication_factor, self.size),
+        }
         # Replication factors given by CreateTopics, per topic id; other topics get the default.
         self.replication_factors: dict[bytes, int] = {}
         # Manual assignments (CreateTopics, CreatePartitions), per (topic id, partition).
@@ -192,7 +198,7 @@ class Cluster:
         found = self._partitions.get((key, index))
         if found is None:
             rf = (
-                min(INTERNAL_REPLICATION_FACTOR, self.size)
+                self.internal_replication.get(key, min(INTERNAL_REPLICATION_FACTOR, self.size))
                 if isinstance(key, str)
                 else self.replication_factor(key)
             )

@@ -151,6 +151,9 @@ class Config:
     offsets_topic_num_partitions: int = 50
     # __transaction_state (broker.coordinator.txn_state_topic): its partition count.
     transaction_state_log_num_partitions: int = 50
+    # The internal topics' replication factors in a simulated cluster (capped at its size).
+    offsets_topic_replication_factor: int = 3
+    transaction_state_log_replication_factor: int = 3
     cleaner_threads: int = 1
     cleaner_backoff_ms: int = 15000
     cleaner_dedupe_buffer_size: int = 134217728

@@ -87,6 +87,15 @@ DEFAULT_PROTOCOL_MAP = (
     "SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
 )
 
+
+def _replication_factor(value: int) -> None:
+    """As Kafka's ConfigDef checks the internal topics' replication factors (SHORT, atLeast(1))."""
+    if not -32768 <= value <= 32767:
+        raise ValueError("Not a number of type SHORT")
+    if value < 1:
+        raise ValueError("Value must be at least 1")
+
+
 PROPERTIES: tuple[Property, ...] = (
     Property(
         "listeners",
@@ -152,6 +161,24 @@ PROPERTIES: tuple[Property, ...] = (
         "Partition count of __transaction_state (read when it is created; partitionFor uses it).",
         attr="transaction_state_log_num_partitions",
         validator=at_least(1),
+    ),
+    Property(
+        "offsets.topic.replication.factor",
+        INT,
+        "3",
+        "Replication factor of __consumer_offsets in a simulated cluster (minikafka.cluster.size"
+        " > 1), capped at the cluster's size; one broker stores one replica.",
+        attr="offsets_topic_replication_factor",
+        validator=_replication_factor,
+    ),
+    Property(
+        "transaction.state.log.replication.factor",
+        INT,
+        "3",
+        "Replication factor of __transaction_state in a simulated cluster, capped at its size;"
+        " one broker stores one replica.",
+        attr="transaction_state_log_replication_factor",
+        validator=_replication_factor,
     ),
     Property(
         "auto.create.topics.enable",
@@ -848,8 +875,6 @@ ACCEPTED_IGNORED: tuple[Property, ...] = (
     _ignored("controller.quorum.bootstrap.servers", "KRaft controller quorum; there is none."),
     _ignored("inter.broker.listener.name", "No other brokers to talk to."),
     _ignored("security.inter.broker.protocol", "No other brokers to talk to."),
-    _ignored("offsets.topic.replication.factor", "One replica on one broker."),
-    _ignored("transaction.state.log.replication.factor", "One replica on one broker."),
     _ignored("transaction.state.log.min.isr", "One replica on one broker."),
     _ignored("share.coordinator.state.topic.replication.factor", "One replica."),
     _ignored("share.coordinator.state.topic.min.isr", "One replica."),

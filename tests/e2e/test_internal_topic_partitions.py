@@ -141,3 +141,39 @@ def test_in_a_simulated_cluster_the_coordinator_leads_the_keys_partition(
     assert nodes == leaders
     # With 50 partitions some of these keys would be coordinated elsewhere.
     assert len(set(nodes.values())) > 1
+
+
+@pytest.mark.parametrize(
+    ("settings", "expected"),
+    [
+        ({}, {OFFSETS: 3, TXN_STATE: 3}),
+        (
+            {
+                "offsets.topic.replication.factor": "2",
+                "transaction.state.log.replication.factor": "1",
+            },
+            {OFFSETS: 2, TXN_STATE: 1},
+        ),
+        ({"offsets.topic.replication.factor": "5"}, {OFFSETS: 3, TXN_STATE: 3}),
+    ],
+)
+def test_in_a_simulated_cluster_the_internal_topics_have_their_replication_factors(
+    tmp_path: Path, settings: dict[str, str], expected: dict[str, int]
+) -> None:
+    """offsets.topic.replication.factor / transaction.state.log.replication.factor give each
+    partition's replicas (Metadata), capped at the cluster's size; the ISR holds them all."""
+    overrides = {**SETTINGS, **settings, "minikafka.cluster.size": "3"}
+    with running(tmp_path / "data", overrides) as broker:
+        with RawClient(broker.port) as client:
+            for key_type in (0, 1):  # a group, a transactional id: each topic is created
+                answer = client.request(
+                    FIND_COORDINATOR, 4, Message(key_type=key_type, coordinator_keys=["rf-key"])
+                )
+                assert answer.coordinators[0].error_code == ErrorCode.NONE
+        admin = confluent_admin.AdminClient({"bootstrap.servers": broker.bootstrap})
+        found = {}
+        for topic in expected:
+            listed = admin.list_topics(topic, timeout=10).topics[topic]
+            found[topic] = {len(p.replicas) for p in listed.partitions.values()}
+            assert all(set(p.isrs) == set(p.replicas) for p in listed.partitions.values())
+    assert found == {topic: {rf} for topic, rf in expected.items()}
