@@ -86,9 +86,15 @@ CLUSTER_OVERRIDES = {
 }
 
 # librdkafka's share-consumer tests (TEST_BRKVER 4.2): a broker with share groups on, as a
-# Kafka 4.2+ cluster is (share.version finalized), told it is the newest 4.x served here.
+# Kafka 4.2+ cluster is (share.version finalized), told it is the newest 4.x served here;
+# librdkafka's test clusters for 4.2+ (tests/cluster_testing.py, run-all-tests.sh) lower
+# group.share.min.record.lock.duration.ms to 1000, so tests can set 3 s locks per group.
 SHARE_TESTS = "0170,0171,0172,0173,0174,0175,0176,0177,0178,0179,0180,0181,0184,0185"
-SHARE_OVERRIDES = {**BROKER_OVERRIDES, "minikafka.share.version": "1"}
+SHARE_OVERRIDES = {
+    **BROKER_OVERRIDES,
+    "minikafka.share.version": "1",
+    "group.share.min.record.lock.duration.ms": "1000",
+}
 SHARE_KAFKA_VERSION = "4.4.0"
 
 
