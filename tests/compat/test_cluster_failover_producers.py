@@ -92,6 +92,7 @@ def test_java_idempotent_producer_stores_100k_records_once_through_leader_restar
         f" {sum(f.truncated for f in failovers)} unacknowledged appends truncated"
     )
 
+    assert sum(f.truncated for f in failovers) > 0
     acks = [json.loads(line) for line in outputs["stdout"].splitlines()]
     assert [a["i"] for a in acks] == list(range(TOTAL))
     sent = [

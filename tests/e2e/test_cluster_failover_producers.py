@@ -6,7 +6,7 @@ Sized for make test: 20,000 records and three failovers (each partition's leader
 client. tests/compat/test_cluster_failover_producers.py (make compat) runs 100,000 records
 and six failovers per client, the Java client's too. Followers trail by DELAY_MS, so a stop
 cuts appends not yet acknowledged, which the producers send again (the truncated count is
-printed with -s).
+printed with -s, and must not be 0).
 """
 
 from __future__ import annotations
@@ -65,6 +65,8 @@ def run_through_failovers(cluster: ThreadedBroker, client: str, total: int, roun
         f"{client}: {total} records in {run.seconds:.1f} s through {len(failovers)} failovers,"
         f" {cut} unacknowledged appends truncated"
     )
+    # The stops cut appends no one had acknowledged yet: the producer sent them again.
+    assert cut > 0
     stored = assert_stored_once(Path(str(cluster.data_dir)), topic, client, total, run)
     assert consumed_by_partition(cluster.bootstrap, topic) == stored
 

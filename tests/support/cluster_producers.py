@@ -9,6 +9,7 @@ leaders' nodes in turn while it runs; ``assert_stored_once`` reads the segment f
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 from collections import Counter
@@ -77,6 +78,9 @@ def _confluent(bootstrap: str, topic: str, indexes: range, acks: str, run: Produ
             "enable.idempotence": idempotent,
             "acks": acks,
             "linger.ms": 5,
+            # The Java client's default (librdkafka's is 1 MB): many requests in flight, so
+            # a stop catches some.
+            "batch.size": 16384,
         }
     )
 
@@ -247,6 +251,18 @@ def high_watermarks(cluster: ThreadedBroker, topic: str) -> dict[int, int]:
     }
 
 
+def in_flight(cluster: ThreadedBroker, topic: str, partition: int) -> bool:
+    """Whether the partition's leader has appends its followers have not fetched yet (its
+    log end is past the high watermark): what a stop now cuts."""
+    broker = cluster._broker.host.broker
+    assert broker is not None and broker.state.cluster is not None
+    return any(
+        part.log.log_end_offset > part.log.high_watermark
+        for _, index, part in broker.state.cluster.tracked()
+        if part.log is not None and part.log.topic == topic and index == partition
+    )
+
+
 def committed(cluster: ThreadedBroker, topic: str) -> int:
     """The sum of the topic's high watermarks: the progress of a producer seen only from
     outside (the Java one)."""
@@ -256,11 +272,11 @@ def committed(cluster: ThreadedBroker, topic: str) -> int:
 # -- stopping leaders in turn --------------------------------------------------------------
 
 
-def wait_for(what: Callable[[], bool], timeout: float, message: str) -> None:
+def wait_for(what: Callable[[], bool], timeout: float, message: str, every: float = 0.01) -> None:
     deadline = time.monotonic() + timeout
     while not what():
         assert time.monotonic() < deadline, message
-        time.sleep(0.01)
+        time.sleep(every)
 
 
 @dataclass(frozen=True)
@@ -305,6 +321,9 @@ def cycle_leaders(
     def reached(goal: int) -> Callable[[], bool]:
         return lambda: progress() >= goal or finished()
 
+    def cutting(partition: int) -> Callable[[], bool]:
+        return lambda: in_flight(cluster, topic, partition) or finished()
+
     def rejoined(node: int) -> Callable[[], bool]:
         def full() -> bool:
             isrs = [sorted(q.isr_nodes) for q in partitions(ports[node], topic).values()]
@@ -315,12 +334,18 @@ def cycle_leaders(
     done: list[Failover] = []
     for r in range(rounds):
         target = (r + 1) * total // (rounds + 2)
-        wait_for(reached(target), 120, f"no progress to {target}")
-        if finished():
-            break
+        # The leader looked up first (only this loop moves leaders), so the stop follows
+        # the mark at once, with the producer's requests still in flight.
         before = partitions(ports[1], topic)
         p = r % PARTITIONS
         node = before[p].leader_id
+        wait_for(reached(target), 120, f"no progress to {target}", every=0.001)
+        if finished():
+            break
+        # Then, briefly, for appends the followers lack (a stop cuts them: the producer must
+        # send them again); without them the stop goes ahead all the same.
+        with contextlib.suppress(AssertionError):
+            wait_for(cutting(p), 2, "", every=0.0005)
         acked = progress()
         # The stop runs on the broker's loop between two appends: the ends read before it
         # may grow until it runs, so the cut is at least (ends - ends after).
