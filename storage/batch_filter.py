@@ -59,19 +59,24 @@ def filter_batch(
     keep: Callable[[bytes | None, bool, int], bool],
     now_ms: int,
     delete_retention_ms: int,
+    select: Callable[[record_walk.Walked, int], list[int]] | None = None,
 ) -> Filtered:
-    """``keep(key, has_value, offset)`` decides each record (not asked for DELETE)."""
+    """``keep(key, has_value, offset)`` decides each record (not asked for DELETE); or
+    ``select(walked, base_offset)``, when given, returns the kept records' indexes at once."""
     if retention is BatchRetention.DELETE:
         return Filtered(None, header.records_count, 0)
     count = header.records_count
     data = records_data(batch, header) if count else b""
     walked = record_walk.walk(data, count)
     base = header.base_offset
-    kept = [
-        i
-        for i in range(count)
-        if keep(walked.keys[i], walked.has_value[i], base + walked.offset_deltas[i])
-    ]
+    if select is not None:
+        kept = select(walked, base)
+    else:
+        kept = [
+            i
+            for i in range(count)
+            if keep(walked.keys[i], walked.has_value[i], base + walked.offset_deltas[i])
+        ]
     tombstones = any(not walked.has_value[i] for i in kept)
     if kept:
         horizon = header.delete_horizon_ms

@@ -194,15 +194,13 @@ def _map_segment(
         if header.is_control:
             txns.on_control_batch(header, data)
         elif not txns.on_batch(header) and header.records_count:
-            walked = record_walk.walk(records_data(data, header), header.records_count)
-            base = header.base_offset
-            for key, delta in zip(walked.keys, walked.offset_deltas, strict=True):
-                offset = base + delta
-                if key is not None and offset >= start:
-                    if offset_map.size >= max_desired:
-                        return True
-                    offset_map.put(key, offset)
-                stats.map_records += 1
+            keys, deltas = record_walk.keys_and_offset_deltas(
+                records_data(data, header), header.records_count
+            )
+            done = offset_map.put_records(keys, header.base_offset, deltas, start, max_desired)
+            stats.map_records += done
+            if done < len(keys):
+                return True
         if header.last_offset >= start:
             offset_map.update_latest_offset(header.last_offset)
     # Offsets missing at the segment's end (cleaned earlier): the map covers them too.
@@ -355,6 +353,22 @@ def _clean_into(
         horizon = header.delete_horizon_ms
         return horizon is None or now < horizon
 
+    def select_latest(walked: record_walk.Walked, base: int, *, header: BatchHeader) -> list[int]:
+        # keep_record over a whole batch, the map's lookups in one call.
+        latest_of_key = offset_map.get_all(walked.keys)
+        kept: list[int] = []
+        horizon = header.delete_horizon_ms
+        tombstones_stay = horizon is None or now < horizon
+        for i, delta in enumerate(walked.offset_deltas):
+            offset = base + delta
+            if offset > latest or (
+                walked.keys[i] is not None
+                and offset >= latest_of_key[i]
+                and (walked.has_value[i] or tombstones_stay)
+            ):
+                kept.append(i)
+        return kept
+
     for header, data in _batches(job, source, 0, throttler):
         stats.bytes_read += len(data)
         if header.is_control:
@@ -381,6 +395,7 @@ def _clean_into(
             retention = BatchRetention.DELETE_EMPTY
 
         keep: Callable[[bytes | None, bool, int], bool]
+        select: Callable[[record_walk.Walked, int], list[int]] | None = None
         if discard_records:
             # Kept only for the producer's sequence: the records go.
             keep = _nothing
@@ -388,6 +403,7 @@ def _clean_into(
             keep = _everything
         else:
             keep = functools.partial(keep_record, header=header)
+            select = functools.partial(select_latest, header=header)
 
         out = filter_batch(
             data,
@@ -397,6 +413,7 @@ def _clean_into(
             keep,
             now,
             delete_retention,
+            select,
         )
         stats.records_read += out.records_read
         stats.records_kept += out.records_kept
