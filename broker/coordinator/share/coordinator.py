@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from broker.config.model import Config
+from broker.coordinator.share.assignor import assign
 from broker.coordinator.share.group import Assignment, ShareGroup, ShareMember
 from broker.coordinator.share.partition import SharePartition
 from broker.coordinator.share.sessions import ShareSessionCache
@@ -180,13 +181,27 @@ class ShareCoordinator:
 
     # -- heartbeats ----------------------------------------------------------------------
 
-    def _assignment_for(self, topics: tuple[str, ...]) -> Assignment:
-        """The SimpleAssignor for share groups: every partition of each subscribed topic."""
-        out: Assignment = {}
-        for name in topics:
+    def _retarget(self, group: ShareGroup) -> bool:
+        """Run the SimpleAssignor over the group (broker.coordinator.share.assignor); True
+        when the target assignment changed."""
+        partitions: dict[str, list[tuple[bytes, int]]] = {}
+        for name in group.subscribed_topics():
             info = self.store.topic(name)
             if info is not None and info.partitions:
-                out[info.topic_id] = list(range(len(info.partitions)))
+                partitions[name] = [(info.topic_id, i) for i in range(len(info.partitions))]
+        wanted = assign(
+            {m.member_id: m.subscribed for m in group.members.values()}, partitions, group.target
+        )
+        if wanted == group.target:
+            return False
+        group.target = wanted
+        return True
+
+    @staticmethod
+    def _as_assignment(partitions: set[tuple[bytes, int]]) -> Assignment:
+        out: Assignment = {}
+        for topic_id, index in sorted(partitions):
+            out.setdefault(topic_id, []).append(index)
         return out
 
     def expire_members(self, now_ms: int | None = None) -> list[tuple[str, str]]:
@@ -219,6 +234,8 @@ class ShareCoordinator:
         group.members.pop(member_id, None)
         group.group_epoch += 1
         group.assignment_epoch = group.group_epoch
+        # The others' share of the partitions is computed at the new epoch.
+        self._retarget(group)
 
     def heartbeat(
         self,
@@ -294,7 +311,12 @@ class ShareCoordinator:
             # The fencing timer may sleep past this member's deadline (a shorter group
             # session timeout than the others'): it looks again.
             self.on_member_joined()
-        new_assignment = self._assignment_for(member.subscribed)
+        # A new target at this heartbeat's epoch; a change with no member or subscription
+        # change behind it (partitions added) moves the group epoch itself.
+        if self._retarget(group) and group.assignment_epoch == group.group_epoch:
+            group.group_epoch += 1
+        group.assignment_epoch = group.group_epoch
+        new_assignment = self._as_assignment(group.target.get(member_id, set()))
         if member_epoch > 0:
             # The coordinator initializes the share-partitions it assigned at a member's
             # next heartbeat, not at its join (Kafka 4.4.0's ShareGroupStatePartitionMetadata,
@@ -302,9 +324,6 @@ class ShareCoordinator:
             # write).
             group.initialized.update((t, p) for t, parts in new_assignment.items() for p in parts)
         changed = new_assignment != member.assignment
-        if changed:
-            group.group_epoch += 1 if group.assignment_epoch == group.group_epoch else 0
-        group.assignment_epoch = group.group_epoch
         send = member_epoch == 0 or changed or member.member_epoch != group.assignment_epoch
         member.assignment = new_assignment
         member.member_epoch = group.assignment_epoch

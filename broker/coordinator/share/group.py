@@ -1,8 +1,9 @@
 """A share group's members and their assignment.
 
-As Kafka's GroupMetadataManager.shareGroupHeartbeat with the share groups' SimpleAssignor:
-a member joins with epoch 0 and its subscription, leaves with -1; every member gets every
-partition of the topics it subscribes to (records are shared, not partitions). The group
+As Kafka's GroupMetadataManager.shareGroupHeartbeat with the share groups' SimpleAssignor
+(broker.coordinator.share.assignor: partitions balanced among the members, each shared by
+more than one only when members outnumber partitions): a member joins with epoch 0 and
+its subscription, leaves with -1. The group
 epoch moves when members, subscriptions or the subscribed topics' partitions change; the
 assignment epoch follows it at once (the assignment is computed in the heartbeat), and a
 member's epoch is the assignment epoch it was last told about. State: Empty without
@@ -38,6 +39,9 @@ class ShareGroup:
     group_epoch: int = 0
     assignment_epoch: int = 0
     members: dict[str, ShareMember] = field(default_factory=dict)
+    # The assignor's last answer: member id -> its (topic id, partition)s (Kafka's target
+    # assignment); a member's assignment moves to it at its next heartbeat.
+    target: dict[str, set[tuple[bytes, int]]] = field(default_factory=dict)
     # (topic id, partition) initialized for the group: assigned to a member or altered
     # (Kafka's ShareGroupStatePartitionMetadata), kept until their offsets are deleted.
     initialized: set[tuple[bytes, int]] = field(default_factory=set)
