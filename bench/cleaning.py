@@ -8,7 +8,8 @@ measures ApiVersions round trips on that idle broker (the baseline). A second br
 same data dir cleans it (min.cleanable.dirty.ratio 0.01): the figure is the dirty bytes over
 the time from the broker accepting connections to the cleaner checkpoint naming the active
 segment, and the probe's round trips during that time (another connection's p50/p99/max,
-ms). Results in bench/results/cleaning.{json,md}.
+ms), and the broker's resident memory (with its worker processes) before and at its peak
+during the cleaning. Results in bench/results/cleaning.{json,md}.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 from bench.hostile import percentiles
 from bench.process import BenchBroker
 from bench.stall import Window
+from bench.startup import tree_rss_mb
 from protocol.records import build_batch
 from storage.cleaner_checkpoint import read as read_checkpoint
 from tests.support.produce import produce
@@ -79,9 +81,12 @@ def run(mb: int, keys: int, value_bytes: int) -> dict[str, Any]:
         with RawClient(broker.port) as client:
             produce(client, TOPIC, build_batch([(b"roll", b"r")]))
         dirty, active = segments_bytes(data)
+        assert broker.proc is not None
+        rss_before = peak_rss = tree_rss_mb(broker.proc.pid)
         started = time.perf_counter()
         with Window(broker.port) as window:
             while read_checkpoint(data).get((TOPIC, 0), -1) < active:
+                peak_rss = max(peak_rss, tree_rss_mb(broker.proc.pid))
                 time.sleep(0.01)
         took = time.perf_counter() - started
         after, _ = segments_bytes(data)
@@ -97,6 +102,8 @@ def run(mb: int, keys: int, value_bytes: int) -> dict[str, Any]:
         "mb_per_s": round(dirty / 2**20 / took, 1),
         "keys": keys,
         "value_bytes": value_bytes,
+        "rss_mb_before": round(rss_before, 1),
+        "rss_mb_peak_cleaning": round(peak_rss, 1),
         "probe_idle_ms": idle_trips,
         "probe_during_cleaning_ms": window.round_trips,
     }
@@ -107,11 +114,12 @@ def table(result: dict[str, Any]) -> str:
     return "\n".join(
         [
             "| dirty MB | cleaned to MB | s | MB/s | probe p50/p99/max idle (ms) "
-            "| probe p50/p99/max cleaning (ms) |",
-            "|---|---|---|---|---|---|",
+            "| probe p50/p99/max cleaning (ms) | RSS MB before / peak cleaning |",
+            "|---|---|---|---|---|---|---|",
             f"| {result['dirty_mb']} | {result['cleaned_mb']} | {result['seconds']} "
             f"| {result['mb_per_s']} | {idle['p50']:.2f}/{idle['p99']:.2f}/{idle['max']:.2f} "
-            f"| {busy['p50']:.2f}/{busy['p99']:.2f}/{busy['max']:.2f} |",
+            f"| {busy['p50']:.2f}/{busy['p99']:.2f}/{busy['max']:.2f} "
+            f"| {result['rss_mb_before']} / {result['rss_mb_peak_cleaning']} |",
         ]
     )
 
