@@ -5,8 +5,17 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from protocol.records import build_batch, decode_records, parse_header
-from storage import cleaner_checkpoint
+import pytest
+
+from protocol.records import (
+    CorruptBatchError,
+    Record,
+    build_batch,
+    decode_records,
+    encode_records,
+    parse_header,
+)
+from storage import cleaner_checkpoint, record_walk
 from storage.batch_filter import BatchRetention, filter_batch
 from storage.cleaner_selection import log_to_clean
 from storage.io_throttle import Throttler
@@ -25,6 +34,37 @@ def test_offset_map_slots_latest_offset_and_overwrites() -> None:
     assert m.latest_offset == 7 and m.utilization == 0.2
     m.clear()
     assert (m.size, m.latest_offset) == (0, -1)
+
+
+def test_record_walks_read_one_two_and_longer_varints_as_the_decoder_does() -> None:
+    # Key lengths, values and deltas whose varints take one, two and three or more bytes.
+    records = [
+        Record(0, 0, b"", b"v", ()),
+        Record(1, -1, None, None, ()),
+        Record(70, 63, b"k" * 63, b"x" * 64, ()),
+        Record(300, -65, b"k" * 64, None, (("h", b"1"),)),
+        Record(9_000, 8_192, b"k" * 8_191, b"y" * 8_192, ()),
+        Record(70_000, -(2**40), b"k" * 8_192, b"z" * 20_000, ()),
+    ]
+    data = encode_records(records)
+    walked = record_walk.walk(data, len(records))
+    keys, deltas = record_walk.keys_and_offset_deltas(data, len(records))
+    assert walked.keys == keys == [r.key for r in records]
+    assert walked.offset_deltas == deltas == [r.offset_delta for r in records]
+    assert walked.ts_deltas == [r.timestamp_delta for r in records]
+    assert walked.has_value == [r.value is not None for r in records]
+    assert walked.starts[0] == 0 and walked.ends[-1] == len(data)
+    assert walked.ends[:-1] == walked.starts[1:]
+    # Kept records spliced back with their timestamps re-based decode as the originals.
+    spliced = record_walk.splice(data, walked, [2, 4], 5)
+    again = record_walk.walk(spliced, 2)
+    assert again.keys == [records[2].key, records[4].key]
+    assert again.ts_deltas == [63 - 5, 8_192 - 5]
+    for cut in (1, len(data) // 2, len(data) - 1):
+        with pytest.raises(CorruptBatchError):
+            record_walk.walk(data[:cut], len(records))
+        with pytest.raises(CorruptBatchError):
+            record_walk.keys_and_offset_deltas(data[:cut], len(records))
 
 
 def test_throttler_holds_io_to_the_rate() -> None:
