@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import resource
 import signal
 from typing import TYPE_CHECKING
 
@@ -17,6 +18,8 @@ if TYPE_CHECKING:
     from broker.console.server import ConsoleServer
 
 log = logging.getLogger(__name__)
+# The limit asked for when the hard limit is unlimited (Linux's default nr_open).
+MAX_DESCRIPTORS = 1_048_576
 
 
 async def serve(config: Config) -> int:
@@ -56,8 +59,24 @@ async def serve(config: Config) -> int:
     return 0
 
 
+def raise_descriptor_limit() -> None:
+    """The soft RLIMIT_NOFILE up to the hard one, as the JVM does for Kafka on Linux
+    (-XX:+MaxFDLimit, on by default): every segment keeps a file open."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = hard if hard != resource.RLIM_INFINITY else max(soft, MAX_DESCRIPTORS)
+    if soft == resource.RLIM_INFINITY or soft >= target:
+        return
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    except (ValueError, OSError) as exc:
+        log.info("open-file limit stays %d (could not raise it to %d: %s)", soft, target, exc)
+        return
+    log.info("open-file limit raised from %d to %d", soft, target)
+
+
 def run(config: Config, *, config_source: str = "defaults") -> int:
     log.info("configuration from %s; pid %d", config_source, os.getpid())
+    raise_descriptor_limit()
 
     idle = without_effect(name for name, _ in config.explicit)
     if idle:

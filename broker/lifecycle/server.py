@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import errno
 import functools
 import logging
 import socket
@@ -135,6 +136,10 @@ class Broker:
                 )
             except PermissionError as exc:
                 # A file or topic directory another user made (a bind mount's old contents).
+                raise data_dir_failure(config.log_dir, exc) from exc
+            except OSError as exc:
+                if exc.errno not in (errno.EMFILE, errno.ENFILE):
+                    raise
                 raise data_dir_failure(config.log_dir, exc) from exc
             producer_ids = ProducerIdAllocator(config.log_dir)
             dispatcher = build_dispatcher()

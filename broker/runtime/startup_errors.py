@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import os
+import resource
 import socket
 from collections.abc import Sequence
 from pathlib import Path
@@ -69,6 +70,17 @@ def data_dir_failure(log_dir: str, exc: OSError) -> StartupError:
         return StartupError(
             f"log.dirs {log_dir}: {path} is a file, not a directory: point log.dirs at a "
             "directory (or move the file away)"
+        )
+    if exc.errno in (errno.EMFILE, errno.ENFILE):
+        # Every segment keeps its log file open, as Kafka's do; Kafka's docs ask for a
+        # descriptor limit of at least 100000 for a broker.
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+        which = "this process's" if exc.errno == errno.EMFILE else "the system's"
+        return StartupError(
+            f"log.dirs {log_dir}: {which} open-file limit was reached while opening {path} "
+            f"(this process may open {soft}): each segment keeps its log file open, as "
+            "Kafka's do; raise the limit (ulimit -n 100000, or the container's nofile "
+            "ulimit) or keep fewer segments (a larger segment.bytes)"
         )
     if exc.errno == errno.EROFS:
         return StartupError(

@@ -5,6 +5,7 @@ fix, exit status 2, and the data directory as it was (real ``python -m broker`` 
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -12,8 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from protocol.records import build_batch
+from tests.e2e.test_admin_configs import create
 from tests.e2e.test_data_dir_lock import listing
-from tests.support.broker_process import run_refused
+from tests.support.broker_process import run_refused, running
+from tests.support.produce import fetch_partition, produce
+from tests.support.raw_client import RawClient
 
 START_TIMEOUT_S = 30.0
 NOBODY = 65534
@@ -22,10 +27,11 @@ ROOT = os.geteuid() == 0
 PROJECT = Path(__file__).resolve().parents[2]
 
 
-def start(settings: dict[str, str], user: int | None = None) -> tuple[int, str]:
-    """Start a broker expected to give up (as ``user`` if given): its exit code and the one
-    ERROR line it logged."""
-    command = None
+def start(
+    settings: dict[str, str], user: int | None = None, command: list[str] | None = None
+) -> tuple[int, str]:
+    """Start a broker expected to give up (as ``user`` if given, or with ``command``): its
+    exit code and the one ERROR line it logged."""
     if user is not None:
         command = [sys.executable, str(PROJECT / "tests/support/run_as.py"), str(user)]
     run = run_refused(settings, command=command, cwd=PROJECT, timeout=START_TIMEOUT_S)
@@ -142,3 +148,49 @@ def test_data_dir_not_creatable(shared_dir: Path) -> None:
     else:
         assert f"log.dirs {data}: {parent} is not writable" in line
     assert not data.exists()
+
+
+def test_too_few_descriptors_for_the_segments_names_the_limit(tmp_path: Path) -> None:
+    """Every segment keeps its log open (as Kafka's): a data directory with more segments
+    than the hard open-file limit allows ends in one line naming the limit, not a traceback.
+    Below the hard limit the broker raises its soft limit itself, as the JVM does."""
+    data = tmp_path / "data"
+    with running(data) as proc, RawClient(proc.port) as client:
+        assert create(client, "many", configs={"segment.bytes": "200"}).error_code == 0
+        for i in range(300):
+            assert produce(client, "many", build_batch([(b"k%d" % i, b"v" * 60)])).error_code == 0
+    assert len(list((data / "many-0").glob("*.log"))) >= 300
+    settings = {"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(data)}
+    prlimit = ["prlimit", "--nofile=200:200", sys.executable, "-m", "broker"]
+    code, line = start(settings, command=prlimit)
+    assert code == 2
+    assert f"log.dirs {data}: this process's open-file limit was reached while opening" in line
+    assert "(this process may open 200)" in line and "ulimit -n 100000" in line
+    # A soft limit below the hard one is raised: the same directory opens, every record there.
+    raised = ["prlimit", "--nofile=200:4096", sys.executable, "-m", "broker"]
+    for key, value in {**settings, "log.level": "INFO"}.items():
+        raised += ["--override", f"{key}={value}"]
+    broker = subprocess.Popen(
+        raised,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=PROJECT,
+    )
+    try:
+        assert broker.stderr is not None
+        seen = []
+        for line in broker.stderr:  # ends when the broker does: bounded by the kill below
+            seen.append(line)
+            if "minikafka started" in line:
+                break
+        assert any("open-file limit raised from 200 to 4096" in x for x in seen), seen
+        assert "minikafka started" in seen[-1], seen
+    finally:
+        broker.kill()
+        broker.wait(30)
+        if broker.stderr is not None:
+            broker.stderr.close()
+    with running(data) as proc, RawClient(proc.port) as client:
+        assert fetch_partition(client, "many", 299).error_code == 0
