@@ -211,6 +211,10 @@ class LogCleanerThreads:
             # Renames only, under the log's lock: appends to other partitions wait for
             # microseconds. Once one group could not be swapped, none after it is.
             if swapped and plog.replace_segments(group):
+                # Each group is a swap of its own (Kafka's replaceSegments per group): the
+                # loop serves others between them (a 1 GB log is 64 groups, 0.35 ms each).
+                # Stopped here, the rest stay .swap files that the next open finishes.
+                await asyncio.sleep(0)
                 continue
             swapped = False
             await loop.run_in_executor(self._executor, group.discard)
