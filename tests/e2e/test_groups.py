@@ -469,15 +469,19 @@ def test_members_survive_broker_restart_without_rebalance(tmp_path: Path, restar
         # The consumer reports its membership after the commit in the same loop turn: wait
         # for the report rather than race it.
         wait_until(lambda: any(m[0] > 0 for m in consumer.memberships), "membership reported")
+        # A busy machine can make the first join go round twice (same member, generation
+        # 2): the membership the restart must keep is the latest, confirmed by a heartbeat.
         joined = [m for m in consumer.memberships if m[0] > 0]
-        assert len(joined) == 1, consumer.memberships
-        generation, member = joined[0]
+        generation, member = joined[-1]
+        assert {m[1] for m in joined} == {member}, consumer.memberships
         before = describe(port, group)
         assert before.group_state == "Stable"
         assert [m.member_id for m in before.members] == [member]
         assert heartbeat(port, group, generation, member) == 0
+        joined = [m for m in consumer.memberships if m[0] > 0]
+        assert joined[-1] == (generation, member), consumer.memberships
         assigned_calls = consumer.assigned_calls
-        assert assigned_calls == 1
+        assert assigned_calls >= 1
 
         log_mark = len(broker.lines)
         if restart == "clean":
@@ -503,7 +507,7 @@ def test_members_survive_broker_restart_without_rebalance(tmp_path: Path, restar
         final = describe(port, group)
         assert final.group_state == "Stable"
         assert [m.member_id for m in final.members] == [member]
-        assert [m for m in consumer.memberships if m[0] > 0] == [(generation, member)]
+        assert [m for m in consumer.memberships if m[0] > 0] == joined
         assert consumer.assigned_calls == assigned_calls, "the consumer was reassigned"
         new_log = "".join(broker.lines[log_mark:])
         assert "loaded Stable" in new_log
